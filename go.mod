@@ -1,0 +1,8 @@
+module github.com/wgdelegate/wgdelegate
+
+go 1.26.8
+
+require (
+	github.com/cogentcore/webgpu v0.23.0
+	github.com/google/flatbuffers v2.0.8+incompatible
+)

@@ -1,0 +1,271 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// pendingDispatch is a dispatch recorded by an op before the uniform arena
+// (and so the bind group) exists.
+type pendingDispatch struct {
+	kernel      *shaders.Kernel
+	pipe        *gpu.Pipeline
+	tensors     []int32 // inputs then outputs
+	paramOffset uint64
+	paramSize   uint64
+	groups      [3]uint32
+}
+
+// opBuilder is the ops.Builder handed to one op function.
+type opBuilder struct {
+	g  *WebGPUGraph
+	op string
+}
+
+var _ ops.Builder = (*opBuilder)(nil)
+
+func (b *opBuilder) value(id int32) *serialization.Value {
+	if id < 0 || int(id) >= len(b.g.graph.Values) {
+		return nil
+	}
+	return &b.g.graph.Values[id]
+}
+
+func (b *opBuilder) kindErr(id int32, want string) error {
+	v := b.value(id)
+	if v == nil {
+		return ops.Errorf(-1, "value %d out of range", id)
+	}
+	return ops.Errorf(-1, "value %d is %v, want %s", id, v.Kind, want)
+}
+
+func (b *opBuilder) Kind(id int32) serialization.ValueKind {
+	if v := b.value(id); v != nil {
+		return v.Kind
+	}
+	return serialization.KindNone
+}
+
+func (b *opBuilder) Tensor(id int32) (ops.Tensor, error) {
+	v := b.value(id)
+	if v == nil || v.Kind != serialization.KindTensor || b.g.tensors[id] == nil {
+		return ops.Tensor{}, b.kindErr(id, "a tensor")
+	}
+	ts := b.g.tensors[id]
+	return ops.Tensor{ID: id, DType: ts.dtype, Dims: append([]int64(nil), ts.dims...), Numel: ts.numel, NBytes: ts.nbytes, Constant: ts.constant}, nil
+}
+
+func (b *opBuilder) Int(id int32) (int64, error) {
+	v := b.value(id)
+	if v != nil {
+		switch v.Kind {
+		case serialization.KindInt:
+			return v.Int, nil
+		case serialization.KindSymInt:
+			return int64(v.SymInt), nil
+		case serialization.KindDouble:
+			if v.Double == math.Trunc(v.Double) && math.Abs(v.Double) < 1<<53 {
+				return int64(v.Double), nil
+			}
+			return 0, ops.Errorf(-1, "value %d is the non-integral Double %v, want an int", id, v.Double)
+		}
+	}
+	return 0, b.kindErr(id, "Int")
+}
+
+func (b *opBuilder) Float(id int32) (float64, error) {
+	v := b.value(id)
+	if v != nil {
+		switch v.Kind {
+		case serialization.KindDouble:
+			return v.Double, nil
+		case serialization.KindInt:
+			return float64(v.Int), nil
+		}
+	}
+	return 0, b.kindErr(id, "Double or Int")
+}
+
+func (b *opBuilder) Bool(id int32) (bool, error) {
+	v := b.value(id)
+	if v != nil && v.Kind == serialization.KindBool {
+		return v.Bool, nil
+	}
+	return false, b.kindErr(id, "Bool")
+}
+
+func (b *opBuilder) IntList(id int32) ([]int64, error) {
+	v := b.value(id)
+	if v == nil {
+		return nil, b.kindErr(id, "IntList")
+	}
+	switch v.Kind {
+	case serialization.KindIntList:
+		return append([]int64(nil), v.Ints...), nil
+	case serialization.KindValueList:
+		out := make([]int64, len(v.IDs))
+		for i, it := range v.IDs {
+			n, err := b.Int(it)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	return nil, b.kindErr(id, "IntList")
+}
+
+func (b *opBuilder) ValueList(id int32) ([]int32, error) {
+	v := b.value(id)
+	if v != nil && v.Kind == serialization.KindValueList {
+		return append([]int32(nil), v.IDs...), nil
+	}
+	return nil, b.kindErr(id, "ValueList")
+}
+
+func (b *opBuilder) String(id int32) (string, error) {
+	v := b.value(id)
+	if v != nil && v.Kind == serialization.KindString {
+		return v.String, nil
+	}
+	return "", b.kindErr(id, "String")
+}
+
+func (b *opBuilder) IsNull(id int32) bool {
+	v := b.value(id)
+	return v != nil && (v.Kind == serialization.KindNull || v.Kind == serialization.KindNone)
+}
+
+func (b *opBuilder) MaxWorkgroupsPerDim() uint32 { return b.g.dev.Limits().MaxComputeWorkgroupsPerDimension }
+
+// Dispatch checks the bindings, gets the pipeline from the device's shared
+// cache and queues the record; bind groups are made once all ops are done.
+func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params []byte, groups [3]uint32) error {
+	g := b.g
+	want := len(inputs) + len(outputs)
+	if params != nil {
+		want++
+	}
+	if want != len(k.Layout) {
+		return fmt.Errorf("%w: kernel %s has %d bindings, dispatch gives %d", ErrInvalidGraph, k.Name, len(k.Layout), want)
+	}
+	maxg := g.dev.Limits().MaxComputeWorkgroupsPerDimension
+	for _, n := range groups {
+		if n > maxg {
+			return fmt.Errorf("%w: dispatch grid %v exceeds %d workgroups per dimension", ErrUnsupported, groups, maxg)
+		}
+	}
+	ids := make([]int32, 0, len(inputs)+len(outputs))
+	ids = append(append(ids, inputs...), outputs...)
+	for i, id := range ids {
+		if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+			return ops.Errorf(-1, "value %d is not a tensor", id)
+		}
+		ts := g.tensors[id]
+		if ts.buf == nil {
+			return fmt.Errorf("%w: value %d has no buffer", ErrInvalidGraph, id)
+		}
+		if i >= len(inputs) && ts.constant {
+			return fmt.Errorf("%w: op writes into constant value %d", ErrInvalidGraph, id)
+		}
+	}
+	// A buffer bound writable must not be bound again in the same dispatch:
+	// WebGPU rejects the usage conflict when the pass ends, and a shared
+	// mem_obj_id between an op's input and output would race anyway.
+	for i := len(inputs); i < len(ids); i++ {
+		for j := range ids {
+			if j != i && g.tensors[ids[j]].buf == g.tensors[ids[i]].buf {
+				return fmt.Errorf("%w: values %d and %d share one buffer (mem_obj_id %d) but are bound together, one writable",
+					ErrInvalidGraph, ids[j], ids[i], g.tensors[ids[i]].memObj)
+			}
+		}
+	}
+	pipe, err := g.dev.Pipeline(k.Name, k.Source, k.Entry, k.Layout)
+	if err != nil {
+		return err
+	}
+	pd := pendingDispatch{kernel: k, pipe: pipe, tensors: ids, groups: groups}
+	if params != nil {
+		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
+		if align == 0 {
+			align = 256
+		}
+		off := (uint64(len(g.arena)) + align - 1) / align * align
+		for uint64(len(g.arena)) < off {
+			g.arena = append(g.arena, 0)
+		}
+		g.arena = append(g.arena, params...)
+		pd.paramOffset, pd.paramSize = off, uint64(len(params))
+	}
+	g.pend = append(g.pend, pd)
+	return nil
+}
+
+// MaterializeConstant implements et_vk.prepack: the constant's bytes go
+// straight from the (mapped) file into dst's dedicated buffer.
+func (b *opBuilder) MaterializeConstant(src, dst int32) error {
+	g := b.g
+	s, d := g.tensors[src], g.tensors[dst]
+	if s == nil || !s.constant {
+		return ops.Errorf(0, "value %d is not a constant tensor", src)
+	}
+	if d == nil {
+		return ops.Errorf(1, "value %d is not a tensor", dst)
+	}
+	if d.constant {
+		return ops.Errorf(1, "prepack output %d is itself a constant", dst)
+	}
+	if d.shared || d.memObj >= 0 {
+		return ops.Errorf(1, "prepack output %d is aliased (mem_obj_id %d); prepacked tensors must have a dedicated buffer (mem_obj_id -1)", dst, d.memObj)
+	}
+	if d.buf == nil {
+		return ops.Errorf(1, "prepack output %d has no buffer", dst)
+	}
+	data, err := g.constantBytes(src, s)
+	if err != nil {
+		return err
+	}
+	if err := g.dev.Write(d.buf, 0, data); err != nil {
+		return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
+	}
+	return nil
+}
+
+// finishDispatches uploads the uniform arena and creates one bind group per
+// dispatch.
+func (g *WebGPUGraph) finishDispatches() error {
+	var arena *gpu.Buffer
+	if len(g.arena) > 0 {
+		var err error
+		arena, err = g.newBuffer(gpu.UniformBuf, uint64(len(g.arena)), "params")
+		if err != nil {
+			return err
+		}
+		if err := g.dev.Write(arena, 0, g.arena); err != nil {
+			return fmt.Errorf("graph: params: %w", err)
+		}
+		g.stats.UniformBufferBytes = int64(arena.Size())
+	}
+	for i, pd := range g.pend {
+		entries := make([]gpu.BindEntry, 0, len(pd.tensors)+1)
+		for _, id := range pd.tensors {
+			entries = append(entries, gpu.BindEntry{Buf: g.tensors[id].buf})
+		}
+		if pd.paramSize > 0 {
+			entries = append(entries, gpu.BindEntry{Buf: arena, Offset: pd.paramOffset, Size: pd.paramSize})
+		}
+		bg, err := g.dev.NewBindGroup(pd.pipe, entries, pd.kernel.Name)
+		if err != nil {
+			return fmt.Errorf("graph: dispatch %d: %w", i, err)
+		}
+		g.groups = append(g.groups, bg)
+		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
+	}
+	return nil
+}

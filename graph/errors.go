@@ -1,0 +1,66 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrInvalidGraph: the graph is well-formed flatbuffer data but does not
+	// make sense (a value of the wrong kind where a tensor is needed, an
+	// unsupported dtype, an aliased prepack output, ...).
+	ErrInvalidGraph = errors.New("invalid graph")
+	// ErrUnsupported: the graph uses ops or features this runtime lacks.
+	ErrUnsupported = errors.New("unsupported")
+	// ErrConstant: a constant's bytes are missing or too short.
+	ErrConstant = errors.New("bad constant")
+	// ErrInput: Execute was given inputs that do not match the graph.
+	ErrInput = errors.New("bad input")
+	// ErrClosed: the graph was closed.
+	ErrClosed = errors.New("graph is closed")
+)
+
+// OpError reports a failure while recording one OperatorCall.
+type OpError struct {
+	Index int    // position in the chain
+	Name  string // OperatorCall.name
+	Err   error
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("graph: op %d (%s): %v", e.Index, e.Name, e.Err)
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// ConstantError reports a constant whose bytes cannot be resolved.
+type ConstantError struct {
+	ValueID    int32
+	ConstantID int32
+	Key        string // named key, empty for inline constants
+	Msg        string
+}
+
+func (e *ConstantError) Error() string {
+	if e.Key != "" {
+		return fmt.Sprintf("graph: constant value %d (named key %q): %s", e.ValueID, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("graph: constant value %d (inline constant %d): %s", e.ValueID, e.ConstantID, e.Msg)
+}
+
+func (e *ConstantError) Unwrap() error { return ErrConstant }
+
+// InputError reports an Execute input that does not match the graph.
+type InputError struct {
+	Index int
+	Msg   string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("graph: input %d: %s", e.Index, e.Msg) }
+
+func (e *InputError) Unwrap() error { return ErrInput }
+
+func invalidf(format string, a ...any) error {
+	return fmt.Errorf("graph: %w: %s", ErrInvalidGraph, fmt.Sprintf(format, a...))
+}

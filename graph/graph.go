@@ -1,0 +1,563 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// PrepackOp is the op whose sources may be deferred.
+const PrepackOp = "et_vk.prepack.default"
+
+// maxTensorBytes caps one tensor's size before anything is allocated.
+const maxTensorBytes = 1 << 40
+
+// Options configure Load.
+type Options struct {
+	// NamedData resolves named constants (the .pte's named data merged with
+	// any .ptd files). May be nil when every constant is inline.
+	NamedData serialization.NamedData
+	Logger    *slog.Logger
+}
+
+// tensorState is a tensor value as built.
+type tensorState struct {
+	dtype    serialization.DataType
+	dims     []int64
+	numel    int64
+	nbytes   int64
+	constant bool
+	deferred bool
+	constID  int32
+	memObj   int32
+	buf      *gpu.Buffer // nil when deferred
+	shared   bool
+}
+
+// outputSlot is one graph output and its reused staging buffer.
+type outputSlot struct {
+	id      int32
+	staging *gpu.Buffer
+}
+
+// MemoryStats mirrors the reference runtime's memory statistics.
+type MemoryStats struct {
+	NumTensors                int
+	UnsharedTensorBufferBytes int64
+	SharedBufferBytes         int64
+	NumSharedObjects          int
+	TensorBufferBytes         int64
+	StagingBufferBytes        int64
+	UniformBufferBytes        int64
+	NumDispatches             int
+	NumCachedPipelines        int
+	NumCachedShaders          int
+	// NumDeferredConstants counts constants that got no buffer because they
+	// only feed prepack; DeferredConstantBytes is what they would have used.
+	NumDeferredConstants  int
+	DeferredConstantBytes int64
+}
+
+// TotalBytes is tensor + staging + uniform bytes.
+func (s MemoryStats) TotalBytes() int64 {
+	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes
+}
+
+// WebGPUGraph is a loaded delegate graph, ready to Execute.
+type WebGPUGraph struct {
+	dev   *gpu.Device
+	log   *slog.Logger
+	graph *serialization.Graph
+
+	tensors []*tensorState // per value id; nil for non-tensors
+	shared  map[int32]*gpu.Buffer
+	owned   []*gpu.Buffer // every buffer this graph created, for Close
+	groups  []*gpu.BindGroup
+	records []gpu.Dispatch
+	inputs  []int32
+	outputs []outputSlot
+	reads   []gpu.Readback
+	scratch [][]byte // per input, for int64/float64 narrowing
+	stats   MemoryStats
+
+	// build-time only
+	blob  *serialization.Blob
+	named serialization.NamedData
+	plan  *memplan.Plan
+	pend  []pendingDispatch
+	arena []byte
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Load decodes a VH00 delegate blob and builds it on dev. The blob and the
+// named data are only read during Load: constants are written to the GPU
+// straight from those bytes, which may then be unmapped.
+func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*WebGPUGraph, error) {
+	b, err := serialization.DecodeBlob(blob)
+	if err != nil {
+		return nil, err
+	}
+	return Build(ctx, dev, b, opts)
+}
+
+// Build builds an already decoded blob on dev.
+func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	defer func() {
+		g.blob, g.named, g.plan, g.pend, g.arena = nil, nil, nil, nil, nil
+		if err != nil {
+			g.release()
+		}
+	}()
+	// Every op is checked before any GPU object exists, and all missing ops
+	// are reported at once.
+	names := make([]string, len(g.graph.Chain))
+	for i, op := range g.graph.Chain {
+		names[i] = op.Name
+	}
+	if err := ops.CheckSupported(names); err != nil {
+		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
+	}
+	deferred, err := g.prescan()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.createValues(deferred); err != nil {
+		return nil, err
+	}
+	if err := g.checkIO(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := g.allocate(); err != nil {
+		return nil, err
+	}
+	if err := g.recordOps(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.finishDispatches(); err != nil {
+		return nil, err
+	}
+	if err := g.createStaging(); err != nil {
+		return nil, err
+	}
+	g.computeStats()
+	g.log.Debug("graph: built", "values", len(g.graph.Values), "ops", len(g.graph.Chain),
+		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants)
+	return g, nil
+}
+
+// prescan finds constants whose only consumers are prepack ops. Every arg of
+// a non-prepack op is a direct use, ValueList items included; a graph output
+// is a direct use too.
+func (g *WebGPUGraph) prescan() (map[int32]bool, error) {
+	n := int32(len(g.graph.Values))
+	prepackSrc := map[int32]bool{}
+	direct := map[int32]bool{}
+	markDirect := func(id int32) {
+		direct[id] = true
+		if id >= 0 && id < n && g.graph.Values[id].Kind == serialization.KindValueList {
+			for _, it := range g.graph.Values[id].IDs {
+				direct[it] = true
+			}
+		}
+	}
+	for i, op := range g.graph.Chain {
+		for _, a := range op.Args {
+			if a < 0 || a >= n {
+				return nil, invalidf("op %d (%s) refers to value %d of %d", i, op.Name, a, n)
+			}
+		}
+		if op.Name == PrepackOp {
+			if len(op.Args) != 2 {
+				return nil, &OpError{Index: i, Name: op.Name, Err: fmt.Errorf("%w: want 2 args [constant, out], have %d", ErrInvalidGraph, len(op.Args))}
+			}
+			prepackSrc[op.Args[0]] = true
+			continue
+		}
+		for _, a := range op.Args {
+			markDirect(a)
+		}
+	}
+	for _, id := range g.graph.OutputIDs {
+		markDirect(int32(id))
+	}
+	deferred := map[int32]bool{}
+	for id := range prepackSrc {
+		if !direct[id] {
+			deferred[id] = true
+		}
+	}
+	return deferred, nil
+}
+
+// createValues builds the per-id tensor table and checks every constant's
+// source before any buffer exists.
+func (g *WebGPUGraph) createValues(deferred map[int32]bool) error {
+	vals := g.graph.Values
+	g.tensors = make([]*tensorState, len(vals))
+	var plan []memplan.Tensor
+	for i := range vals {
+		v := &vals[i]
+		if v.Kind != serialization.KindTensor || v.Tensor == nil {
+			continue
+		}
+		t := v.Tensor
+		id := int32(i)
+		if !t.DataType.Valid() {
+			return invalidf("value %d: tensor dtype %v", i, t.DataType)
+		}
+		ts := &tensorState{dtype: t.DataType, constant: t.ConstantID >= 0, constID: t.ConstantID, memObj: t.MemObjID}
+		ts.dims = make([]int64, len(t.Dims))
+		ts.numel = 1
+		for j, d := range t.Dims {
+			ts.dims[j] = int64(d)
+			if d != 0 && ts.numel > maxTensorBytes/int64(d) {
+				return invalidf("value %d: tensor dims %v overflow", i, t.Dims)
+			}
+			ts.numel *= int64(d)
+		}
+		ts.nbytes = ts.numel * int64(t.DataType.Size())
+		if ts.nbytes > maxTensorBytes {
+			return invalidf("value %d: tensor of %d bytes is too large", i, ts.nbytes)
+		}
+		if ts.constant {
+			ts.deferred = deferred[id]
+			if _, err := g.constantBytes(id, ts); err != nil {
+				return err
+			}
+		}
+		g.tensors[i] = ts
+		plan = append(plan, memplan.Tensor{ID: id, NBytes: ts.nbytes, MemObjID: ts.memObj, Constant: ts.constant, Deferred: ts.deferred})
+	}
+	p, err := memplan.Build(plan)
+	if err != nil {
+		return fmt.Errorf("graph: %w: %w", ErrInvalidGraph, err)
+	}
+	g.plan = p
+	return nil
+}
+
+// constantBytes resolves a constant's bytes: inline in the blob's constant
+// region, or named data looked up by key. The returned slice aliases the
+// caller's (usually memory-mapped) bytes.
+func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
+	if int(ts.constID) >= len(g.graph.Constants) {
+		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.graph.Constants))}
+	}
+	c := g.graph.Constants[ts.constID]
+	if c.IsNamed() {
+		if !c.HasKey || c.NamedKey == "" {
+			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: "named constant without a key"}
+		}
+		if g.named == nil {
+			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: "no named data was provided (pass the .pte or .ptd that holds it)"}
+		}
+		b, ok := g.named.Get(c.NamedKey)
+		if !ok {
+			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: "key not found in named data"}
+		}
+		if int64(len(b)) < ts.nbytes {
+			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), ts.nbytes)}
+		}
+		return b[:ts.nbytes], nil
+	}
+	region := g.blob.Constants
+	if ts.nbytes == 0 {
+		return nil, nil
+	}
+	if c.Offset >= uint64(len(region)) || uint64(ts.nbytes) > uint64(len(region))-c.Offset {
+		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, ts.nbytes, len(region))}
+	}
+	return region[c.Offset : c.Offset+uint64(ts.nbytes)], nil
+}
+
+// checkIO requires inputs to be non-constant tensors and outputs tensors.
+func (g *WebGPUGraph) checkIO() error {
+	n := len(g.graph.Values)
+	for i, id := range g.graph.InputIDs {
+		if int(id) >= n || g.tensors[id] == nil {
+			return fmt.Errorf("graph: %w: input %d (value %d) is not a tensor", ErrUnsupported, i, id)
+		}
+		if g.tensors[id].constant {
+			return invalidf("input %d (value %d) is a constant", i, id)
+		}
+		g.inputs = append(g.inputs, int32(id))
+	}
+	for i, id := range g.graph.OutputIDs {
+		if int(id) >= n || g.tensors[id] == nil {
+			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor", ErrUnsupported, i, id)
+		}
+	}
+	return nil
+}
+
+// allocate creates the shared and dedicated buffers and writes every
+// non-deferred constant into its own buffer.
+func (g *WebGPUGraph) allocate() error {
+	for _, id := range g.plan.SharedIDs() {
+		b, err := g.newBuffer(gpu.Storage, uint64(g.plan.SharedSizes[id]), fmt.Sprintf("shared %d", id))
+		if err != nil {
+			return err
+		}
+		g.shared[id] = b
+	}
+	for i, ts := range g.tensors {
+		if ts == nil {
+			continue
+		}
+		pl := g.plan.Placements[int32(i)]
+		switch {
+		case pl.None:
+		case pl.Shared:
+			ts.buf, ts.shared = g.shared[pl.MemObjID], true
+		default:
+			b, err := g.newBuffer(gpu.Storage, uint64(pl.Size), fmt.Sprintf("value %d", i))
+			if err != nil {
+				return err
+			}
+			ts.buf = b
+			if ts.constant {
+				data, err := g.constantBytes(int32(i), ts)
+				if err != nil {
+					return err
+				}
+				if err := g.dev.Write(b, 0, data); err != nil {
+					return fmt.Errorf("graph: constant value %d: %w", i, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (g *WebGPUGraph) newBuffer(kind gpu.BufferKind, size uint64, label string) (*gpu.Buffer, error) {
+	b, err := g.dev.NewBuffer(kind, size, label)
+	if err != nil {
+		return nil, fmt.Errorf("graph: %w", err)
+	}
+	g.owned = append(g.owned, b)
+	return b, nil
+}
+
+// recordOps runs every op function in chain order.
+func (g *WebGPUGraph) recordOps(ctx context.Context) error {
+	for i, op := range g.graph.Chain {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fn, _ := ops.Lookup(op.Name)
+		b := &opBuilder{g: g, op: op.Name}
+		if err := safeCall(fn, b, op.Args); err != nil {
+			var ae *ops.ArgError
+			if errors.As(err, &ae) && ae.Op == "" {
+				ae.Op = op.Name
+			}
+			return &OpError{Index: i, Name: op.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// safeCall turns a panic in an op implementation into an error, so one buggy
+// op cannot take the caller's process down on a hostile graph.
+func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: op implementation panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return fn(b, args)
+}
+
+// createStaging creates one reused MapRead staging buffer per output.
+func (g *WebGPUGraph) createStaging() error {
+	for i, id := range g.graph.OutputIDs {
+		ts := g.tensors[id]
+		if ts.buf == nil {
+			return fmt.Errorf("graph: %w: output %d (value %d) has no buffer", ErrInvalidGraph, i, id)
+		}
+		st, err := g.newBuffer(gpu.Staging, uint64(ts.nbytes), fmt.Sprintf("output %d", i))
+		if err != nil {
+			return err
+		}
+		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st})
+		g.reads = append(g.reads, gpu.Readback{Src: ts.buf, Dst: st, Size: gpu.AlignedSize(uint64(ts.nbytes))})
+	}
+	for _, id := range g.inputs {
+		ts := g.tensors[id]
+		g.scratch = append(g.scratch, make([]byte, 0, ts.nbytes))
+	}
+	return nil
+}
+
+func (g *WebGPUGraph) computeStats() {
+	s := g.plan.Stats
+	g.stats.NumTensors = s.NumTensors
+	g.stats.UnsharedTensorBufferBytes = s.UnsharedTensorBufferBytes
+	g.stats.SharedBufferBytes = s.SharedBufferBytes
+	g.stats.NumSharedObjects = s.NumSharedObjects
+	g.stats.TensorBufferBytes = s.TensorBufferBytes()
+	g.stats.NumDeferredConstants = s.NumDeferred
+	g.stats.DeferredConstantBytes = s.DeferredBytes
+	for _, o := range g.outputs {
+		g.stats.StagingBufferBytes += g.tensors[o.id].nbytes
+	}
+	g.stats.NumDispatches = len(g.records)
+}
+
+// MemoryStats reports what the graph allocated.
+func (g *WebGPUGraph) MemoryStats() MemoryStats {
+	s := g.stats
+	s.NumCachedShaders, s.NumCachedPipelines = g.dev.CacheStats()
+	return s
+}
+
+// NumInputs and NumOutputs give the graph's I/O arity.
+func (g *WebGPUGraph) NumInputs() int  { return len(g.inputs) }
+func (g *WebGPUGraph) NumOutputs() int { return len(g.outputs) }
+
+// InputInfo returns the dtype and shape input i expects.
+func (g *WebGPUGraph) InputInfo(i int) (serialization.DataType, []int64) {
+	ts := g.tensors[g.inputs[i]]
+	return ts.dtype, append([]int64(nil), ts.dims...)
+}
+
+// OutputInfo returns the dtype and shape of output i.
+func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
+	ts := g.tensors[g.outputs[i].id]
+	return ts.dtype, append([]int64(nil), ts.dims...)
+}
+
+// Execute uploads inputs (in input_ids order), runs every dispatch in one
+// compute pass and one submit, and returns the outputs (in output_ids order).
+// An int64 input feeding an int32 tensor (the exporter's default downcast) is
+// narrowed with an overflow check; float64 into float32 likewise.
+func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, ErrClosed
+	}
+	if len(inputs) != len(g.inputs) {
+		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
+	}
+	for i, in := range inputs {
+		ts := g.tensors[g.inputs[i]]
+		data, err := g.hostToDevice(i, in, ts)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.dev.Write(ts.buf, 0, data); err != nil {
+			return nil, fmt.Errorf("graph: input %d: %w", i, err)
+		}
+	}
+	if err := g.dev.Run(ctx, g.records, g.reads); err != nil {
+		return nil, fmt.Errorf("graph: execute: %w", err)
+	}
+	outs := make([]Tensor, len(g.outputs))
+	for i, o := range g.outputs {
+		ts := g.tensors[o.id]
+		m, err := o.staging.Mapped()
+		if err != nil {
+			return nil, fmt.Errorf("graph: output %d: %w", i, err)
+		}
+		data := make([]byte, ts.nbytes)
+		copy(data, m[:ts.nbytes])
+		if err := o.staging.Unmap(); err != nil {
+			return nil, fmt.Errorf("graph: output %d: %w", i, err)
+		}
+		outs[i] = Tensor{DType: ts.dtype, Shape: append([]int64(nil), ts.dims...), Data: data}
+	}
+	return outs, nil
+}
+
+// hostToDevice checks input i against its tensor and returns the bytes to
+// upload, narrowing 64-bit host data when the device tensor is 32-bit.
+func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, error) {
+	if len(in.Shape) != len(ts.dims) {
+		return nil, &InputError{Index: i, Msg: fmt.Sprintf("shape %v, graph expects %v", in.Shape, ts.dims)}
+	}
+	for j := range in.Shape {
+		if in.Shape[j] != ts.dims[j] {
+			return nil, &InputError{Index: i, Msg: fmt.Sprintf("shape %v, graph expects %v", in.Shape, ts.dims)}
+		}
+	}
+	hostSize := in.DType.Size()
+	if hostSize == 0 {
+		return nil, &InputError{Index: i, Msg: fmt.Sprintf("unknown dtype %v", in.DType)}
+	}
+	if int64(len(in.Data)) != ts.numel*int64(hostSize) {
+		return nil, &InputError{Index: i, Msg: fmt.Sprintf("%d data bytes for %d %v elements", len(in.Data), ts.numel, in.DType)}
+	}
+	switch {
+	case in.DType == ts.dtype:
+		return in.Data, nil
+	case in.DType == serialization.Int64 && ts.dtype == serialization.Int32:
+		out := g.scratch[i][:0]
+		for k := 0; k < len(in.Data); k += 8 {
+			v := int64(le64(in.Data[k:]))
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, &InputError{Index: i, Msg: fmt.Sprintf("element %d = %d overflows the graph's int32 tensor", k/8, v)}
+			}
+			out = append(out, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		g.scratch[i] = out
+		return out, nil
+	case in.DType == serialization.Float64 && ts.dtype == serialization.Float32:
+		out := g.scratch[i][:0]
+		for k := 0; k < len(in.Data); k += 8 {
+			f := math.Float32bits(float32(math.Float64frombits(le64(in.Data[k:]))))
+			out = append(out, byte(f), byte(f>>8), byte(f>>16), byte(f>>24))
+		}
+		g.scratch[i] = out
+		return out, nil
+	}
+	return nil, &InputError{Index: i, Msg: fmt.Sprintf("dtype %v, graph expects %v", in.DType, ts.dtype)}
+}
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// Close releases every GPU object the graph created. The device's shared
+// pipeline cache stays with the device.
+func (g *WebGPUGraph) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	g.release()
+	return nil
+}
+
+func (g *WebGPUGraph) release() {
+	for _, bg := range g.groups {
+		bg.Release()
+	}
+	g.groups = nil
+	g.records = nil
+	for i := len(g.owned) - 1; i >= 0; i-- {
+		g.owned[i].Release()
+	}
+	g.owned = nil
+}

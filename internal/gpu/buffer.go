@@ -1,0 +1,191 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// BufferKind selects a buffer's usage flags.
+type BufferKind uint8
+
+// Buffer kinds.
+const (
+	// Storage buffers hold tensors: Storage|CopyDst|CopySrc.
+	Storage BufferKind = iota
+	// UniformBuf buffers hold kernel parameters: Uniform|CopyDst.
+	UniformBuf
+	// Staging buffers receive outputs for readback: MapRead|CopyDst.
+	Staging
+)
+
+type mapState uint8
+
+const (
+	unmapped mapState = iota
+	mapPending
+	mapped
+	mapFailed
+)
+
+// MaxWriteChunk is the largest single Queue.WriteBuffer call issued; larger
+// writes are split because one 64 MiB write is twice as slow on lavapipe as
+// four 16 MiB writes.
+const MaxWriteChunk = 16 << 20
+
+// Buffer is a device buffer with its size and, for staging buffers, its map
+// state, which is tracked so that no submission can ever see a mapped buffer.
+type Buffer struct {
+	d        *Device
+	b        *wgpu.Buffer
+	size     uint64
+	kind     BufferKind
+	state    mapState
+	released bool
+}
+
+// AlignedSize rounds n up to a multiple of 4 with a minimum of 4: WebGPU
+// buffer sizes and copies must be multiples of 4 and zero-size bindings are
+// invalid.
+func AlignedSize(n uint64) uint64 {
+	if n < 4 {
+		return 4
+	}
+	return (n + 3) &^ 3
+}
+
+// NewBuffer creates a buffer of at least size bytes (rounded by AlignedSize).
+func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer, error) {
+	size = AlignedSize(size)
+	if kind == UniformBuf {
+		size = (size + 15) &^ 15
+	}
+	if size > d.limits.MaxBufferSize {
+		return nil, &Error{Op: "create buffer " + label, Err: fmt.Errorf("%d bytes exceeds the device's maxBufferSize %d", size, d.limits.MaxBufferSize)}
+	}
+	var usage wgpu.BufferUsage
+	switch kind {
+	case Storage:
+		usage = wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst | wgpu.BufferUsageCopySrc
+	case UniformBuf:
+		usage = wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst
+	case Staging:
+		usage = wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: size})
+	if err != nil {
+		return nil, &Error{Op: "create buffer " + label, Err: err}
+	}
+	return &Buffer{d: d, b: b, size: size, kind: kind}, nil
+}
+
+// Size is the allocated size in bytes.
+func (b *Buffer) Size() uint64 { return b.size }
+
+// Release frees the buffer. It is safe to call twice. A staging buffer with
+// a pending map is settled first.
+func (b *Buffer) Release() {
+	if b == nil || b.released {
+		return
+	}
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		d.settleLocked(b)
+		if b.state == mapped {
+			b.b.Unmap()
+			b.state = unmapped
+		}
+	}
+	b.released = true
+	b.b.Release()
+}
+
+// Write copies data into b at offset with queue writes of at most
+// MaxWriteChunk bytes. data may point into a memory-mapped file: the bytes go
+// straight to the queue without a Go heap copy, except for a final partial
+// word, which is padded to 4 bytes.
+func (d *Device) Write(b *Buffer, offset uint64, data []byte) error {
+	if offset%4 != 0 {
+		return &Error{Op: "write buffer", Err: fmt.Errorf("offset %d is not a multiple of 4", offset)}
+	}
+	if offset+AlignedSize(uint64(len(data))) > b.size && len(data) > 0 {
+		return &Error{Op: "write buffer", Err: fmt.Errorf("%d bytes at offset %d overflow a %d-byte buffer", len(data), offset, b.size)}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	whole := len(data) &^ 3
+	for done := 0; done < whole; {
+		n := min(whole-done, MaxWriteChunk)
+		if err := d.queue.WriteBuffer(b.b, offset+uint64(done), data[done:done+n]); err != nil {
+			return &Error{Op: "write buffer", Err: err}
+		}
+		done += n
+	}
+	if tail := len(data) - whole; tail > 0 {
+		var pad [4]byte
+		copy(pad[:], data[whole:])
+		if err := d.queue.WriteBuffer(b.b, offset+uint64(whole), pad[:]); err != nil {
+			return &Error{Op: "write buffer", Err: err}
+		}
+	}
+	return nil
+}
+
+// BindEntry is one buffer binding: a window [Offset, Offset+Size) of Buf.
+// Size 0 means the whole buffer from Offset.
+type BindEntry struct {
+	Buf    *Buffer
+	Offset uint64
+	Size   uint64
+}
+
+// BindGroup is a bind group for one pipeline's layout.
+type BindGroup struct {
+	g *wgpu.BindGroup
+}
+
+// Release frees the bind group.
+func (g *BindGroup) Release() {
+	if g != nil && g.g != nil {
+		g.g.Release()
+		g.g = nil
+	}
+}
+
+// NewBindGroup binds entries (in binding order) to p's layout.
+func (d *Device) NewBindGroup(p *Pipeline, entries []BindEntry, label string) (*BindGroup, error) {
+	if len(entries) != len(p.Layout) {
+		return nil, &Error{Op: "create bind group " + label, Err: fmt.Errorf("%d entries for a %d-binding layout", len(entries), len(p.Layout))}
+	}
+	es := make([]wgpu.BindGroupEntry, len(entries))
+	for i, e := range entries {
+		size := e.Size
+		if size == 0 {
+			size = e.Buf.size - e.Offset
+		}
+		if p.Layout[i] != Uniform && size > d.limits.MaxStorageBufferBindingSize {
+			return nil, &Error{Op: "create bind group " + label, Err: fmt.Errorf("binding %d is %d bytes, over the device's %d-byte storage binding limit", i, size, d.limits.MaxStorageBufferBindingSize)}
+		}
+		es[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: e.Buf.b, Offset: e.Offset, Size: size}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	g, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: label, Layout: p.bgl, Entries: es})
+	if err != nil {
+		return nil, &Error{Op: "create bind group " + label, Err: err}
+	}
+	return &BindGroup{g: g}, nil
+}

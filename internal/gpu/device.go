@@ -1,0 +1,292 @@
+package gpu
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// ErrClosed is returned by operations on a closed Device.
+var ErrClosed = errors.New("gpu: device is closed")
+
+// Error is a failure reported by the WebGPU implementation, wrapped with the
+// operation that produced it.
+type Error struct {
+	Op  string
+	Err error
+}
+
+func (e *Error) Error() string { return "gpu: " + e.Op + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options configure Open.
+type Options struct {
+	// Logger receives debug information about the adapter. Nil means slog.Default().
+	Logger *slog.Logger
+	// WGPULogLevel, when non-zero, enables the binding's own stderr logging at
+	// that level (1 error .. 5 trace). Zero keeps it silent.
+	WGPULogLevel int
+	// AllBackends asks for every backend instead of Vulkan first.
+	AllBackends bool
+}
+
+// AdapterInfo describes the adapter a Device runs on.
+type AdapterInfo struct {
+	Name        string
+	Driver      string
+	Backend     string
+	AdapterType string
+	VendorID    uint32
+	DeviceID    uint32
+}
+
+// Device owns a WebGPU instance, adapter, device and queue, and the caches of
+// shader modules and pipelines shared by every graph built on it.
+type Device struct {
+	log     *slog.Logger
+	inst    *wgpu.Instance
+	adapter *wgpu.Adapter
+	dev     *wgpu.Device
+	queue   *wgpu.Queue
+	limits  wgpu.Limits
+	info    AdapterInfo
+
+	// mu serialises queue use (submit, write, map) and cache access. The
+	// WebGPU objects are not documented as safe for concurrent use through
+	// this binding, and one queue is strictly ordered anyway.
+	mu        sync.Mutex
+	closed    bool
+	modules   map[string]*wgpu.ShaderModule
+	pipelines map[string]*Pipeline
+}
+
+var logLevelOnce sync.Once
+
+// Open creates a Device on the default adapter, preferring Vulkan.
+func Open(ctx context.Context, opts Options) (*Device, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// The binding's init installs a stderr logger at Warn; turn it off (or to
+	// the requested level) before anything can log.
+	wgpu.SetLogLevel(wgpu.LogLevel(opts.WGPULogLevel))
+	// Mesa's device-select layer prints a harmless XDG_RUNTIME_DIR complaint
+	// on every instance; it only matters for multi-GPU selection.
+	if os.Getenv("XDG_RUNTIME_DIR") == "" && os.Getenv("NODEVICE_SELECT") == "" {
+		os.Setenv("NODEVICE_SELECT", "1")
+	}
+
+	d := &Device{log: log, modules: map[string]*wgpu.ShaderModule{}, pipelines: map[string]*Pipeline{}}
+	backends := wgpu.InstanceBackendVulkan
+	if opts.AllBackends {
+		backends = wgpu.InstanceBackendPrimary
+	}
+	d.inst = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: backends})
+	ad, err := d.inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
+	if (err != nil || ad == nil) && !opts.AllBackends {
+		// No Vulkan adapter: fall back to whatever the platform offers.
+		d.inst.Release()
+		d.inst = wgpu.CreateInstance(nil)
+		ad, err = d.inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
+	}
+	if err != nil || ad == nil {
+		d.inst.Release()
+		if err == nil {
+			err = errors.New("no adapter")
+		}
+		return nil, &Error{Op: "request adapter", Err: fmt.Errorf("%w (is a Vulkan driver such as mesa-vulkan-drivers installed?)", err)}
+	}
+	d.adapter = ad
+	ai := ad.GetInfo()
+	d.info = AdapterInfo{Name: ai.Name, Driver: ai.DriverDescription, Backend: ai.BackendType.String(),
+		AdapterType: ai.AdapterType.String(), VendorID: ai.VendorId, DeviceID: ai.DeviceId}
+
+	limits := ad.GetLimits().Limits
+	// Binding bug: MaxPushConstantSize is read uninitialised. We use no push
+	// constants, so ask for none.
+	limits.MaxPushConstantSize = 0
+	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
+		Label:          "wgdelegate",
+		RequiredLimits: &wgpu.RequiredLimits{Limits: limits},
+	})
+	if err != nil || dev == nil {
+		ad.Release()
+		d.inst.Release()
+		if err == nil {
+			err = errors.New("no device")
+		}
+		return nil, &Error{Op: "request device", Err: err}
+	}
+	d.dev = dev
+	d.queue = dev.GetQueue()
+	d.limits = dev.GetLimits().Limits
+	log.Debug("gpu: device opened", "adapter", d.info.Name, "driver", d.info.Driver, "backend", d.info.Backend,
+		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize)
+	return d, nil
+}
+
+// Info describes the adapter.
+func (d *Device) Info() AdapterInfo { return d.info }
+
+// Limits returns the limits the device was created with.
+func (d *Device) Limits() wgpu.Limits { return d.limits }
+
+// CacheStats reports the sizes of the shader module and pipeline caches.
+func (d *Device) CacheStats() (shaders, pipelines int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.modules), len(d.pipelines)
+}
+
+// Close releases the cached pipelines and the device. Buffers and bind groups
+// created from it must be released first by their owners.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	for k, p := range d.pipelines {
+		p.release()
+		delete(d.pipelines, k)
+	}
+	for k, m := range d.modules {
+		m.Release()
+		delete(d.modules, k)
+	}
+	d.queue.Release()
+	d.dev.Release()
+	d.adapter.Release()
+	d.inst.Release()
+	return nil
+}
+
+// BindingType is the kind of one binding in a kernel's single bind group.
+type BindingType uint8
+
+// Binding kinds. Every kernel binds its inputs (ReadOnly), then its outputs
+// (ReadWrite), then at most one Uniform params block, at bindings 0, 1, 2...
+const (
+	ReadOnly BindingType = iota
+	ReadWrite
+	Uniform
+)
+
+func (b BindingType) String() string {
+	switch b {
+	case ReadOnly:
+		return "ro"
+	case ReadWrite:
+		return "rw"
+	case Uniform:
+		return "u"
+	}
+	return "?"
+}
+
+// Pipeline is a compute pipeline and its explicit bind group layout.
+type Pipeline struct {
+	Key      string // content hash of source, entry point and layout
+	Layout   []BindingType
+	pipe     *wgpu.ComputePipeline
+	bgl      *wgpu.BindGroupLayout
+	plLayout *wgpu.PipelineLayout
+}
+
+func (p *Pipeline) release() {
+	p.pipe.Release()
+	p.plLayout.Release()
+	p.bgl.Release()
+}
+
+// PipelineKey is the content-stable identity of a pipeline: the SHA-256 of
+// the final WGSL source, the entry point and the binding layout.
+func PipelineKey(source, entry string, layout []BindingType) string {
+	h := sha256.New()
+	h.Write([]byte(source))
+	h.Write([]byte{0})
+	h.Write([]byte(entry))
+	h.Write([]byte{0})
+	for _, b := range layout {
+		h.Write([]byte{byte(b)})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sourceKey(source string) string {
+	s := sha256.Sum256([]byte(source))
+	return hex.EncodeToString(s[:])
+}
+
+// Pipeline returns the cached pipeline for (source, entry, layout), creating
+// the shader module and pipeline on first use.
+func (d *Device) Pipeline(label, source, entry string, layout []BindingType) (*Pipeline, error) {
+	key := PipelineKey(source, entry, layout)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if p, ok := d.pipelines[key]; ok {
+		return p, nil
+	}
+	sk := sourceKey(source)
+	mod, ok := d.modules[sk]
+	if !ok {
+		var err error
+		mod, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{
+			Label:          label,
+			WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: source},
+		})
+		if err != nil {
+			return nil, &Error{Op: "create shader module " + label, Err: err}
+		}
+		d.modules[sk] = mod
+	}
+	entries := make([]wgpu.BindGroupLayoutEntry, len(layout))
+	for i, b := range layout {
+		t := wgpu.BufferBindingTypeReadOnlyStorage
+		switch b {
+		case ReadWrite:
+			t = wgpu.BufferBindingTypeStorage
+		case Uniform:
+			t = wgpu.BufferBindingTypeUniform
+		}
+		entries[i] = wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
+			Buffer: wgpu.BufferBindingLayout{Type: t}}
+	}
+	bgl, err := d.dev.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: label, Entries: entries})
+	if err != nil {
+		return nil, &Error{Op: "create bind group layout " + label, Err: err}
+	}
+	pl, err := d.dev.CreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{Label: label, BindGroupLayouts: []*wgpu.BindGroupLayout{bgl}})
+	if err != nil {
+		bgl.Release()
+		return nil, &Error{Op: "create pipeline layout " + label, Err: err}
+	}
+	pipe, err := d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{
+		Label:   label,
+		Layout:  pl,
+		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: entry},
+	})
+	if err != nil {
+		pl.Release()
+		bgl.Release()
+		return nil, &Error{Op: "create compute pipeline " + label, Err: err}
+	}
+	p := &Pipeline{Key: key, Layout: append([]BindingType(nil), layout...), pipe: pipe, bgl: bgl, plLayout: pl}
+	d.pipelines[key] = p
+	return p, nil
+}

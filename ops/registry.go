@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Func records the dispatches of one OperatorCall. args are the call's value
+// ids exactly as serialized: schema arguments in order, then the output.
+type Func func(b Builder, args []int32) error
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Func{}
+)
+
+// Register adds fn under the exact OperatorCall.name it implements. It is
+// called from init functions; a duplicate name is a programming error and
+// panics.
+func Register(name string, fn Func) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if fn == nil {
+		panic("ops: Register " + name + " with nil func")
+	}
+	if _, dup := registry[name]; dup {
+		panic("ops: Register called twice for " + name)
+	}
+	registry[name] = fn
+}
+
+// Lookup returns the implementation registered for name.
+func Lookup(name string) (Func, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	fn, ok := registry[name]
+	return fn, ok
+}
+
+// Names lists every registered op name, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// UnsupportedError lists every op of a graph that has no implementation.
+type UnsupportedError struct {
+	Ops []string // distinct names, in first-use order
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("ops: unsupported ops: %v", e.Ops)
+}
+
+// CheckSupported returns an *UnsupportedError naming every op in names that
+// is not registered, or nil.
+func CheckSupported(names []string) error {
+	var missing []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if _, ok := Lookup(n); !ok && !seen[n] {
+			seen[n] = true
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return &UnsupportedError{Ops: missing}
+	}
+	return nil
+}
