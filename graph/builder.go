@@ -2,11 +2,9 @@ package graph
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
-	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
@@ -23,126 +21,24 @@ type pendingDispatch struct {
 
 // opBuilder is the ops.Builder handed to one op function.
 type opBuilder struct {
+	ops.Values
 	g  *WebGPUGraph
 	op string
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
 
-func (b *opBuilder) value(id int32) *serialization.Value {
-	if id < 0 || int(id) >= len(b.g.graph.Values) {
-		return nil
-	}
-	return &b.g.graph.Values[id]
-}
-
-func (b *opBuilder) kindErr(id int32, want string) error {
-	v := b.value(id)
-	if v == nil {
-		return ops.Errorf(-1, "value %d out of range", id)
-	}
-	return ops.Errorf(-1, "value %d is %v, want %s", id, v.Kind, want)
-}
-
-func (b *opBuilder) Kind(id int32) serialization.ValueKind {
-	if v := b.value(id); v != nil {
-		return v.Kind
-	}
-	return serialization.KindNone
-}
-
 func (b *opBuilder) Tensor(id int32) (ops.Tensor, error) {
-	v := b.value(id)
-	if v == nil || v.Kind != serialization.KindTensor || b.g.tensors[id] == nil {
-		return ops.Tensor{}, b.kindErr(id, "a tensor")
+	if id < 0 || int(id) >= len(b.g.tensors) || b.g.tensors[id] == nil {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d is %v, want a tensor", id, b.Kind(id))
 	}
 	ts := b.g.tensors[id]
 	return ops.Tensor{ID: id, DType: ts.dtype, Dims: append([]int64(nil), ts.dims...), Numel: ts.numel, NBytes: ts.nbytes, Constant: ts.constant}, nil
 }
 
-func (b *opBuilder) Int(id int32) (int64, error) {
-	v := b.value(id)
-	if v != nil {
-		switch v.Kind {
-		case serialization.KindInt:
-			return v.Int, nil
-		case serialization.KindSymInt:
-			return int64(v.SymInt), nil
-		case serialization.KindDouble:
-			if v.Double == math.Trunc(v.Double) && math.Abs(v.Double) < 1<<53 {
-				return int64(v.Double), nil
-			}
-			return 0, ops.Errorf(-1, "value %d is the non-integral Double %v, want an int", id, v.Double)
-		}
-	}
-	return 0, b.kindErr(id, "Int")
+func (b *opBuilder) MaxWorkgroupsPerDim() uint32 {
+	return b.g.dev.Limits().MaxComputeWorkgroupsPerDimension
 }
-
-func (b *opBuilder) Float(id int32) (float64, error) {
-	v := b.value(id)
-	if v != nil {
-		switch v.Kind {
-		case serialization.KindDouble:
-			return v.Double, nil
-		case serialization.KindInt:
-			return float64(v.Int), nil
-		}
-	}
-	return 0, b.kindErr(id, "Double or Int")
-}
-
-func (b *opBuilder) Bool(id int32) (bool, error) {
-	v := b.value(id)
-	if v != nil && v.Kind == serialization.KindBool {
-		return v.Bool, nil
-	}
-	return false, b.kindErr(id, "Bool")
-}
-
-func (b *opBuilder) IntList(id int32) ([]int64, error) {
-	v := b.value(id)
-	if v == nil {
-		return nil, b.kindErr(id, "IntList")
-	}
-	switch v.Kind {
-	case serialization.KindIntList:
-		return append([]int64(nil), v.Ints...), nil
-	case serialization.KindValueList:
-		out := make([]int64, len(v.IDs))
-		for i, it := range v.IDs {
-			n, err := b.Int(it)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	}
-	return nil, b.kindErr(id, "IntList")
-}
-
-func (b *opBuilder) ValueList(id int32) ([]int32, error) {
-	v := b.value(id)
-	if v != nil && v.Kind == serialization.KindValueList {
-		return append([]int32(nil), v.IDs...), nil
-	}
-	return nil, b.kindErr(id, "ValueList")
-}
-
-func (b *opBuilder) String(id int32) (string, error) {
-	v := b.value(id)
-	if v != nil && v.Kind == serialization.KindString {
-		return v.String, nil
-	}
-	return "", b.kindErr(id, "String")
-}
-
-func (b *opBuilder) IsNull(id int32) bool {
-	v := b.value(id)
-	return v != nil && (v.Kind == serialization.KindNull || v.Kind == serialization.KindNone)
-}
-
-func (b *opBuilder) MaxWorkgroupsPerDim() uint32 { return b.g.dev.Limits().MaxComputeWorkgroupsPerDimension }
 
 // Dispatch checks the bindings, gets the pipeline from the device's shared
 // cache and queues the record; bind groups are made once all ops are done.

@@ -362,7 +362,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 			return err
 		}
 		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{g: g, op: op.Name}
+		b := &opBuilder{Values: ops.Values{G: g.graph}, g: g, op: op.Name}
 		if err := safeCall(fn, b, op.Args); err != nil {
 			var ae *ops.ArgError
 			if errors.As(err, &ae) && ae.Op == "" {

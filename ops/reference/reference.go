@@ -1,0 +1,235 @@
+// Package reference is an independent plain-Go interpreter for VkGraphs,
+// used as the ground truth in the op conformance suite. It shares nothing
+// with the GPU path but the argument accessors (ops.Values): every op is
+// written again here, straightforwardly, in float64.
+package reference
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Tensor is a reference tensor. Values are float64, which holds every int32,
+// bool and float32 exactly.
+type Tensor struct {
+	DType serialization.DataType
+	Shape []int64
+	V     []float64
+}
+
+// Numel returns the element count.
+func (t *Tensor) Numel() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// New returns a zero tensor.
+func New(dt serialization.DataType, shape []int64) *Tensor {
+	t := &Tensor{DType: dt, Shape: append([]int64(nil), shape...)}
+	t.V = make([]float64, t.Numel())
+	return t
+}
+
+// Decode reads little-endian element bytes.
+func Decode(dt serialization.DataType, shape []int64, data []byte) (*Tensor, error) {
+	t := New(dt, shape)
+	es := dt.Size()
+	if es == 0 || int64(len(data)) < t.Numel()*int64(es) {
+		return nil, fmt.Errorf("reference: %d bytes for %v %v", len(data), dt, shape)
+	}
+	for i := range t.V {
+		b := data[i*es:]
+		switch dt {
+		case serialization.Float32:
+			t.V[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		case serialization.Float64:
+			t.V[i] = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		case serialization.Int32:
+			t.V[i] = float64(int32(binary.LittleEndian.Uint32(b)))
+		case serialization.Int64:
+			t.V[i] = float64(int64(binary.LittleEndian.Uint64(b)))
+		case serialization.Int8:
+			t.V[i] = float64(int8(b[0]))
+		case serialization.Uint8, serialization.Bool:
+			t.V[i] = float64(b[0])
+		default:
+			return nil, fmt.Errorf("reference: cannot decode %v", dt)
+		}
+	}
+	return t, nil
+}
+
+// Encode writes little-endian element bytes, rounding to the dtype.
+func (t *Tensor) Encode() []byte {
+	es := t.DType.Size()
+	out := make([]byte, len(t.V)*es)
+	for i, v := range t.V {
+		b := out[i*es:]
+		switch t.DType {
+		case serialization.Float32:
+			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+		case serialization.Float64:
+			binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+		case serialization.Int32:
+			binary.LittleEndian.PutUint32(b, uint32(int32(v)))
+		case serialization.Int64:
+			binary.LittleEndian.PutUint64(b, uint64(int64(v)))
+		case serialization.Int8, serialization.Uint8:
+			b[0] = byte(int64(v))
+		case serialization.Bool:
+			if v != 0 {
+				b[0] = 1
+			}
+		}
+	}
+	return out
+}
+
+// Func evaluates one op: it reads inputs with e.In and stores its output
+// with e.Set.
+type Func func(e *Env, args []int32) error
+
+var registry = map[string]Func{}
+
+// Register adds a reference op under its exact OperatorCall.name.
+func Register(name string, fn Func) {
+	if _, dup := registry[name]; dup {
+		panic("reference: Register called twice for " + name)
+	}
+	registry[name] = fn
+}
+
+// Names lists the registered reference ops.
+func Names() []string {
+	var n []string
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Env is the interpreter state handed to a reference op.
+type Env struct {
+	ops.Values
+	blob  *serialization.Blob
+	named serialization.NamedData
+	vals  map[int32]*Tensor
+}
+
+// Decl returns the dtype and shape the graph declares for tensor id.
+func (e *Env) Decl(id int32) (serialization.DataType, []int64, error) {
+	if e.Kind(id) != serialization.KindTensor {
+		return 0, nil, fmt.Errorf("reference: value %d is %v, not a tensor", id, e.Kind(id))
+	}
+	t := e.G.Values[id].Tensor
+	shape := make([]int64, len(t.Dims))
+	for i, d := range t.Dims {
+		shape[i] = int64(d)
+	}
+	return t.DataType, shape, nil
+}
+
+// In returns the current value of tensor id (an input, a constant, or an
+// earlier op's output).
+func (e *Env) In(id int32) (*Tensor, error) {
+	if t, ok := e.vals[id]; ok {
+		return t, nil
+	}
+	dt, shape, err := e.Decl(id)
+	if err != nil {
+		return nil, err
+	}
+	tv := e.G.Values[id].Tensor
+	if tv.ConstantID < 0 {
+		return nil, fmt.Errorf("reference: tensor %d read before it was written", id)
+	}
+	data, err := e.blob.ResolveConstant(tv, e.named)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Decode(dt, shape, data)
+	if err != nil {
+		return nil, err
+	}
+	e.vals[id] = t
+	return t, nil
+}
+
+// Out returns a zero tensor shaped and typed as the graph declares id.
+func (e *Env) Out(id int32) (*Tensor, error) {
+	dt, shape, err := e.Decl(id)
+	if err != nil {
+		return nil, err
+	}
+	return New(dt, shape), nil
+}
+
+// Set stores the value of tensor id, rounding to its dtype.
+func (e *Env) Set(id int32, t *Tensor) {
+	for i, v := range t.V {
+		t.V[i] = Round(t.DType, v)
+	}
+	e.vals[id] = t
+}
+
+// Round rounds v to what dtype dt can hold (float32 rounding, integer
+// truncation toward zero with int32 wrap-around, bool as 0/1).
+func Round(dt serialization.DataType, v float64) float64 {
+	switch dt {
+	case serialization.Float32:
+		return float64(float32(v))
+	case serialization.Int32:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0
+		}
+		return float64(int32(int64(v)))
+	case serialization.Int64:
+		return math.Trunc(v)
+	case serialization.Bool:
+		if v != 0 {
+			return 1
+		}
+		return 0
+	}
+	return v
+}
+
+// Run interprets the blob's graph on inputs (in input_ids order) and returns
+// the outputs (in output_ids order).
+func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tensor) ([]*Tensor, error) {
+	g := blob.Graph
+	e := &Env{Values: ops.Values{G: g}, blob: blob, named: named, vals: map[int32]*Tensor{}}
+	if len(inputs) != len(g.InputIDs) {
+		return nil, fmt.Errorf("reference: %d inputs for %d", len(inputs), len(g.InputIDs))
+	}
+	for i, id := range g.InputIDs {
+		e.vals[int32(id)] = inputs[i]
+	}
+	for i, op := range g.Chain {
+		fn, ok := registry[op.Name]
+		if !ok {
+			return nil, fmt.Errorf("reference: op %d: no reference for %s", i, op.Name)
+		}
+		if err := fn(e, op.Args); err != nil {
+			return nil, fmt.Errorf("reference: op %d (%s): %w", i, op.Name, err)
+		}
+	}
+	outs := make([]*Tensor, len(g.OutputIDs))
+	for i, id := range g.OutputIDs {
+		t, err := e.In(int32(id))
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = t
+	}
+	return outs, nil
+}
