@@ -118,7 +118,7 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		return ops.Errorf(1, "prepack output %d is itself a constant", dst)
 	}
 	if d.shared || d.memObj >= 0 {
-		return ops.Errorf(1, "prepack output %d is aliased (mem_obj_id %d); prepacked tensors must have a dedicated buffer (mem_obj_id -1)", dst, d.memObj)
+		return fmt.Errorf("%w: prepack output %d is aliased (mem_obj_id %d); prepacked tensors need a dedicated buffer (mem_obj_id -1)", ErrInvalidGraph, dst, d.memObj)
 	}
 	if d.buf == nil {
 		return ops.Errorf(1, "prepack output %d has no buffer", dst)
