@@ -1,0 +1,162 @@
+package gpu
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+)
+
+var testDev *Device
+
+func TestMain(m *testing.M) {
+	d, err := Open(context.Background(), Options{})
+	if err != nil {
+		println("open device:", err.Error())
+		os.Exit(1)
+	}
+	testDev = d
+	code := m.Run()
+	d.Close()
+	os.Exit(code)
+}
+
+const incWGSL = `
+@group(0) @binding(0) var<storage, read_write> d: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (gid.x < arrayLength(&d)) { d[gid.x] = d[gid.x] + 1u; }
+}`
+
+// TestReadAfterWriteInOnePass records 500 dependent dispatches in one
+// compute pass: each reads what the previous one wrote. WebGPU makes every
+// dispatch its own usage scope, so the result must be exactly 500.
+func TestReadAfterWriteInOnePass(t *testing.T) {
+	d := testDev
+	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := d.NewBuffer(Storage, 4*100, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	st, err := d.NewBuffer(Staging, 4*100, "staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Release()
+	bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bg.Release()
+	if err := d.Write(buf, 0, make([]byte, 400)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	ds := make([]Dispatch, n)
+	for i := range ds {
+		ds[i] = Dispatch{Pipeline: p, Group: bg, X: 2, Y: 1, Z: 1}
+	}
+	if err := d.Run(context.Background(), ds, []Readback{{Src: buf, Dst: st, Size: 400}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Mapped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if v := binary.LittleEndian.Uint32(m[4*i:]); v != n {
+			t.Fatalf("element %d = %d, want %d", i, v, n)
+		}
+	}
+	if err := st.Unmap(); err != nil {
+		t.Fatal(err)
+	}
+	// The pipeline is cached by content: asking again returns the same one.
+	p2, err := d.Pipeline("other label", incWGSL, "main", []BindingType{ReadWrite})
+	if err != nil || p2 != p {
+		t.Fatalf("pipeline not reused: %v", err)
+	}
+}
+
+// TestCancelledRunSettles cancels a Run and checks that the next Run on the
+// same staging buffer settles the pending map instead of aborting.
+func TestCancelledRunSettles(t *testing.T) {
+	d := testDev
+	buf, _ := d.NewBuffer(Storage, 64, "data")
+	defer buf.Release()
+	st, _ := d.NewBuffer(Staging, 64, "staging")
+	defer st.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := d.Run(ctx, nil, []Readback{{Src: buf, Dst: st, Size: 64}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	want := []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	if err := d.Write(buf, 0, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(context.Background(), nil, []Readback{{Src: buf, Dst: st, Size: 64}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Mapped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m) != string(want) {
+		t.Fatalf("read %q", m)
+	}
+}
+
+// TestWriteTail checks a write whose length is not a multiple of 4.
+func TestWriteTail(t *testing.T) {
+	d := testDev
+	buf, _ := d.NewBuffer(Storage, 5, "data")
+	defer buf.Release()
+	if buf.Size() != 8 {
+		t.Fatalf("size %d, want 8", buf.Size())
+	}
+	st, _ := d.NewBuffer(Staging, 8, "staging")
+	defer st.Release()
+	if err := d.Write(buf, 0, []byte{1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(buf, 0, make([]byte, 12)); err == nil {
+		t.Fatal("overflowing write accepted")
+	}
+	if err := d.Run(context.Background(), nil, []Readback{{Src: buf, Dst: st, Size: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := st.Mapped()
+	if m[0] != 1 || m[4] != 5 || m[5] != 0 {
+		t.Fatalf("read %v", m)
+	}
+}
+
+func TestBadShaderIsAnError(t *testing.T) {
+	_, err := testDev.Pipeline("bad", "this is not wgsl", "main", nil)
+	var ge *Error
+	if !errors.As(err, &ge) {
+		t.Fatalf("got %v, want *gpu.Error", err)
+	}
+}
+
+func TestStagingMisuse(t *testing.T) {
+	d := testDev
+	buf, _ := d.NewBuffer(Storage, 16, "data")
+	defer buf.Release()
+	if _, err := buf.Mapped(); err == nil {
+		t.Fatal("Mapped on an unmapped buffer succeeded")
+	}
+	if err := d.Run(context.Background(), nil, []Readback{{Src: buf, Dst: buf, Size: 16}}); err == nil {
+		t.Fatal("readback into a storage buffer accepted")
+	}
+	if _, err := d.NewBuffer(Storage, 1<<62, "huge"); err == nil {
+		t.Fatal("huge buffer accepted")
+	}
+}
