@@ -72,7 +72,7 @@ func dims(s ...int64) []uint32 {
 
 // load encodes b into a .pte (delegate in a segment) plus a .ptd holding the
 // named constants, and loads it.
-func load(t *testing.T, b *serialization.Builder) (*wgdelegate.Model, error) {
+func load(t testing.TB, b *serialization.Builder) (*wgdelegate.Model, error) {
 	t.Helper()
 	blob, err := b.Blob()
 	if err != nil {

@@ -52,7 +52,7 @@ func copyTensor(b Builder, inID, outID int32) error {
 	if in.Numel != out.Numel {
 		return Errorf(-1, "input has %d elements (%v), output %d (%v)", in.Numel, in.Dims, out.Numel, out.Dims)
 	}
-	words := uint32((in.NBytes + 3) / 4)
+	vec4s := uint32((in.NBytes + 15) / 16)
 	if in.NBytes == 0 {
 		return nil
 	}
@@ -60,11 +60,11 @@ func copyTensor(b Builder, inID, outID int32) error {
 	if err != nil {
 		return err
 	}
-	grid, err := Grid(uint64(words), copyWG, b.MaxWorkgroupsPerDim())
+	grid, err := Grid(uint64(vec4s), copyWG, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
 	}
 	var p Params
-	p.U32(words)
+	p.U32(vec4s)
 	return b.Dispatch(k, []int32{inID}, []int32{outID}, p.Bytes(), grid)
 }

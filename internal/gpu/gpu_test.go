@@ -118,15 +118,15 @@ func TestWriteTail(t *testing.T) {
 	d := testDev
 	buf, _ := d.NewBuffer(Storage, 5, "data")
 	defer buf.Release()
-	if buf.Size() != 8 {
-		t.Fatalf("size %d, want 8", buf.Size())
+	if buf.Size() != 16 {
+		t.Fatalf("size %d, want 16", buf.Size())
 	}
 	st, _ := d.NewBuffer(Staging, 8, "staging")
 	defer st.Release()
 	if err := d.Write(buf, 0, []byte{1, 2, 3, 4, 5}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Write(buf, 0, make([]byte, 12)); err == nil {
+	if err := d.Write(buf, 0, make([]byte, 20)); err == nil {
 		t.Fatal("overflowing write accepted")
 	}
 	if err := d.Run(context.Background(), nil, []Readback{{Src: buf, Dst: st, Size: 8}}); err != nil {
