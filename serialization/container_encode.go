@@ -26,6 +26,19 @@ type DelegateSpec struct {
 	// segment (the exporter's extract_delegate_segments=False).
 	Inline       bool
 	CompileSpecs []CompileSpec
+	// Inputs and Outputs, when either is non-nil, make EncodePTE add one
+	// Tensor EValue per entry to the plan's values and a DelegateCall
+	// instruction for this delegate whose args are those values, inputs
+	// first. When both are nil the delegate is never called.
+	Inputs, Outputs []EValueSpec
+}
+
+// EValueSpec is a Tensor EValue for EncodePTE: an ExecuTorch ScalarType
+// (ScalarTypeFloat, ...) and sizes (nil for a rank-0 tensor, at most
+// MaxTensorDims of them).
+type EValueSpec struct {
+	ScalarType int8
+	Sizes      []int32
 }
 
 // PTEOptions describes the .pte EncodePTE writes.
@@ -115,7 +128,11 @@ func dedupNamed(named []NamedBlob) ([]NamedBlob, error) {
 // header is inserted at offset 8 (root offset shifted by its padded length),
 // segment_base_offset = roundup(program_size, 128) and every segment starts
 // on a 128-byte boundary. With no segments the file has no eh00 header.
-// The plan has no values or chains, so ExecuTorch itself could not run it.
+// Delegates with Inputs or Outputs get their Tensor EValues and one
+// DelegateCall each, all in a single chain (as upstream writes), in
+// delegate order; the chain's and the plan's inputs and outputs list those
+// values. There are no operators or memory plan, so ExecuTorch itself could
+// not run the result.
 func EncodePTE(opts PTEOptions) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -176,9 +193,19 @@ func EncodePTE(opts PTEOptions) (out []byte, err error) {
 		delegates[i] = executorch.BackendDelegateEnd(b)
 	}
 	delegateVec := offsetVector(b, delegates)
+	calls, err := encodeDelegateCalls(b, opts.Delegates)
+	if err != nil {
+		return nil, err
+	}
 	planName := b.CreateString("forward")
 	executorch.ExecutionPlanStart(b)
 	executorch.ExecutionPlanAddName(b, planName)
+	if calls.n > 0 {
+		executorch.ExecutionPlanAddValues(b, calls.values)
+		executorch.ExecutionPlanAddInputs(b, calls.inputs)
+		executorch.ExecutionPlanAddOutputs(b, calls.outputs)
+		executorch.ExecutionPlanAddChains(b, calls.chains)
+	}
 	executorch.ExecutionPlanAddDelegates(b, delegateVec)
 	plan := executorch.ExecutionPlanEnd(b)
 	planVec := offsetVector(b, []flatbuffers.UOffsetT{plan})
@@ -243,6 +270,83 @@ func EncodePTE(opts PTEOptions) (out []byte, err error) {
 	out = insertHeader(fb, hdr, segBase+dataSize)
 	out = appendZeros(out, segBase-uint64(len(out)))
 	return segs.appendSegments(out, offsets), nil
+}
+
+// planCalls holds the ExecutionPlan vectors encodeDelegateCalls wrote; n is
+// the number of DelegateCall instructions (0: nothing was written).
+type planCalls struct {
+	n                               int
+	values, inputs, outputs, chains flatbuffers.UOffsetT
+}
+
+// encodeDelegateCalls writes the EValues and the chain of DelegateCall
+// instructions for the delegates that have Inputs or Outputs.
+func encodeDelegateCalls(b *flatbuffers.Builder, ds []DelegateSpec) (planCalls, error) {
+	var values []flatbuffers.UOffsetT
+	var inIdx, outIdx []int32
+	var instrs []flatbuffers.UOffsetT
+	addValue := func(s EValueSpec) (int32, error) {
+		if len(s.Sizes) > MaxTensorDims {
+			return 0, fmt.Errorf("serialization: EncodePTE: tensor of rank %d, limit %d", len(s.Sizes), MaxTensorDims)
+		}
+		sizes := int32Vector(b, s.Sizes)
+		order := make([]byte, len(s.Sizes))
+		for i := range order {
+			order[i] = byte(i)
+		}
+		dimOrder := b.CreateByteVector(order)
+		executorch.TensorStart(b)
+		executorch.TensorAddScalarType(b, s.ScalarType)
+		executorch.TensorAddSizes(b, sizes)
+		executorch.TensorAddDimOrder(b, dimOrder)
+		t := executorch.TensorEnd(b)
+		executorch.EValueStart(b)
+		executorch.EValueAddValType(b, executorch.KernelTypesTensor)
+		executorch.EValueAddVal(b, t)
+		values = append(values, executorch.EValueEnd(b))
+		return int32(len(values) - 1), nil
+	}
+	for i, d := range ds {
+		if d.Inputs == nil && d.Outputs == nil {
+			continue
+		}
+		args := make([]int32, 0, len(d.Inputs)+len(d.Outputs))
+		for j, s := range append(append([]EValueSpec{}, d.Inputs...), d.Outputs...) {
+			idx, err := addValue(s)
+			if err != nil {
+				return planCalls{}, err
+			}
+			args = append(args, idx)
+			if j < len(d.Inputs) {
+				inIdx = append(inIdx, idx)
+			} else {
+				outIdx = append(outIdx, idx)
+			}
+		}
+		argVec := int32Vector(b, args)
+		executorch.DelegateCallStart(b)
+		executorch.DelegateCallAddDelegateIndex(b, int32(i))
+		executorch.DelegateCallAddArgs(b, argVec)
+		call := executorch.DelegateCallEnd(b)
+		executorch.InstructionStart(b)
+		executorch.InstructionAddInstrArgsType(b, executorch.InstructionArgumentsDelegateCall)
+		executorch.InstructionAddInstrArgs(b, call)
+		instrs = append(instrs, executorch.InstructionEnd(b))
+	}
+	if len(instrs) == 0 {
+		return planCalls{}, nil
+	}
+	pc := planCalls{n: len(instrs)}
+	instrVec := offsetVector(b, instrs)
+	chainIn, chainOut := int32Vector(b, inIdx), int32Vector(b, outIdx)
+	executorch.ChainStart(b)
+	executorch.ChainAddInputs(b, chainIn)
+	executorch.ChainAddOutputs(b, chainOut)
+	executorch.ChainAddInstructions(b, instrVec)
+	pc.chains = offsetVector(b, []flatbuffers.UOffsetT{executorch.ChainEnd(b)})
+	pc.values = offsetVector(b, values)
+	pc.inputs, pc.outputs = int32Vector(b, inIdx), int32Vector(b, outIdx)
+	return pc, nil
 }
 
 // delegateRef is a resolved BackendDelegateDataReference.

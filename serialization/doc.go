@@ -15,8 +15,10 @@
 //     and operator calls. DecodeGraph and EncodeGraph handle it; Builder
 //     assembles one value at a time, like upstream's VkGraphBuilder.
 //   - The .pte program (§7.1, identifier "ET12", optional "eh00" header):
-//     ParseProgram finds the delegates, their bytes (inline or in a segment)
-//     and the program's named data; EncodePTE writes a minimal one for tests.
+//     ParseProgram finds the delegates, their bytes (inline or in a segment),
+//     the program's named data and the DelegateCall instructions with the
+//     host-side types of their arguments (DelegateIO); EncodePTE writes a
+//     minimal one for tests.
 //   - The .ptd file (§7.2, identifier "FT01", "FH01" header): named tensor
 //     data kept outside the .pte. ParseFlatTensor and EncodePTD.
 //

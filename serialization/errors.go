@@ -26,10 +26,13 @@ var (
 	// ErrLimit means a count or size exceeds one of the package's caps
 	// (MaxTensorDims, MaxListLen, ...).
 	ErrLimit = errors.New("limit exceeded")
-	// ErrBadValueID means a value id is outside [0, len(Graph.Values)).
+	// ErrBadValueID means a value id is outside [0, len(Graph.Values)), or
+	// an EValue index (a DelegateCall argument) is outside its execution
+	// plan's values.
 	ErrBadValueID = errors.New("value id out of range")
 	// ErrBadIndex means an index into a table other than the values
-	// (constants, segments, delegate data) is out of range.
+	// (constants, segments, delegate data, a plan's delegates) is out of
+	// range.
 	ErrBadIndex = errors.New("index out of range")
 	// ErrBadDataType means a VkDataType is not one the schema defines.
 	ErrBadDataType = errors.New("unknown data type")

@@ -168,6 +168,9 @@ func FuzzParseProgram(f *testing.F) {
 	for _, c := range programRejectCases() {
 		f.Add(c.make(f))
 	}
+	for _, c := range delegateCallRejectCases() {
+		f.Add(c.make(f))
+	}
 	addRealSeeds(f, "add_apple.pte", "module_linear_no_constant_segment.pte", "xor.pte")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := recoveredPanics.Load()
@@ -185,6 +188,24 @@ func FuzzParseProgram(f *testing.F) {
 		for _, k := range p.NamedData.Keys() {
 			if b, _ := p.NamedData.Get(k); len(b) > 0 && !within(b, data) {
 				t.Fatalf("named data %q is not a view of the input", k)
+			}
+		}
+		delegates := map[[2]int]string{}
+		for _, d := range p.Delegates {
+			delegates[[2]int{d.Plan, d.Delegate}] = d.ID
+		}
+		for _, c := range p.DelegateCalls {
+			id, ok := delegates[[2]int{c.Plan, c.Delegate}]
+			if !ok {
+				t.Fatalf("DelegateCall %+v names no delegate", c)
+			}
+			for _, a := range c.Args {
+				if a.Index < 0 || a.Index >= MaxValues || len(a.Sizes) > MaxTensorDims || (a.Kind == "Tensor") != (a.Sizes != nil) {
+					t.Fatalf("DelegateCall arg %+v", a)
+				}
+			}
+			if io, err := p.DelegateIO(id); err != nil || io == nil {
+				t.Fatalf("DelegateIO(%q) = %v, %v", id, io, err)
 			}
 		}
 	})

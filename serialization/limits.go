@@ -14,9 +14,12 @@ const (
 	MaxListLen = 1 << 24
 	// MaxValues caps VkGraph.values and ExecutionPlan.values.
 	MaxValues = 1 << 20
-	// MaxChainLen caps VkGraph.chain.
+	// MaxChainLen caps VkGraph.chain and the instructions of one
+	// ExecutionPlan chain.
 	MaxChainLen = 1 << 20
-	// MaxArgs caps OperatorCall.args.
+	// MaxChains caps ExecutionPlan.chains (upstream writes exactly one).
+	MaxChains = 1 << 16
+	// MaxArgs caps OperatorCall.args and DelegateCall.args.
 	MaxArgs = 1 << 16
 	// MaxIOIDs caps VkGraph.input_ids and VkGraph.output_ids.
 	MaxIOIDs = 1 << 16

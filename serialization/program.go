@@ -100,6 +100,10 @@ type Program struct {
 	// nil. Merge .ptd maps into it to get the runtime's view.
 	NamedData       *NamedDataMap
 	ExternalTensors []ExternalTensor
+	// DelegateCalls holds every DelegateCall instruction, in plan, chain and
+	// instruction order, with its delegate index and argument values
+	// already range-checked. See DelegateIO.
+	DelegateCalls []DelegateCall
 }
 
 // DelegateBlob returns the processed bytes of the first delegate (in plan
@@ -350,14 +354,14 @@ func (pd *programDecoder) plan(start uint32, pi int) error {
 	// Plans, like any table, may be shared by several vector entries, so
 	// what each one iterates is charged to the budget: a forged file cannot
 	// make the loops below run more often than it has bytes.
-	dstart, n, _, err := v.vector(t, 7, 4, MaxDelegates, "ExecutionPlan.delegates")
+	dstart, nd, _, err := v.vector(t, 7, 4, MaxDelegates, "ExecutionPlan.delegates")
 	if err == nil {
-		err = v.spend(t.pos, uint64(n), "ExecutionPlan.delegates")
+		err = v.spend(t.pos, uint64(nd), "ExecutionPlan.delegates")
 	}
 	if err != nil {
 		return err
 	}
-	for di := uint32(0); di < n; di++ {
+	for di := uint32(0); di < nd; di++ {
 		d, err := pd.delegate(dstart, di)
 		if err != nil {
 			return err
@@ -366,19 +370,19 @@ func (pd *programDecoder) plan(start uint32, pi int) error {
 		p.Delegates = append(p.Delegates, d)
 	}
 
-	vstart, n, _, err := v.vector(t, 2, 4, MaxValues, "ExecutionPlan.values")
+	vstart, nv, _, err := v.vector(t, 2, 4, MaxValues, "ExecutionPlan.values")
 	if err == nil {
-		err = v.spend(t.pos, uint64(n), "ExecutionPlan.values")
+		err = v.spend(t.pos, uint64(nv), "ExecutionPlan.values")
 	}
 	if err != nil {
 		return err
 	}
-	for vi := uint32(0); vi < n; vi++ {
+	for vi := uint32(0); vi < nv; vi++ {
 		if err := pd.externalTensor(vstart, vi, pi); err != nil {
 			return err
 		}
 	}
-	return nil
+	return pd.chains(t, pi, vstart, nv, nd)
 }
 
 func (pd *programDecoder) delegate(start, di uint32) (DelegateInfo, error) {
@@ -506,22 +510,10 @@ func (pd *programDecoder) externalTensor(start, vi uint32, pi int) error {
 	if !ok || key == "" {
 		return v.errAt(uint64(it.pos), ErrBadFlatbuffer, nil, "plan %d value %d: external tensor without fully_qualified_name", pi, vi)
 	}
-	if err := v.scalar(tt, 0, 1, "Tensor"); err != nil {
-		return err
-	}
-	_, ns, _, err := v.vector(tt, 2, 4, MaxTensorDims, "Tensor.sizes")
-	if err == nil {
-		err = v.spend(tt.pos, uint64(ns), "Tensor.sizes")
-	}
+	st, sizes, err := pd.tensorType(tt)
 	if err != nil {
 		return err
 	}
-	var x executorch.Tensor
-	x.Init(v.buf, flatbuffers.UOffsetT(tt.pos))
-	ext := ExternalTensor{Plan: pi, Value: int(vi), Key: key, ScalarType: x.ScalarType(), Sizes: make([]int32, ns)}
-	for j := range ext.Sizes {
-		ext.Sizes[j] = x.Sizes(j)
-	}
-	p.ExternalTensors = append(p.ExternalTensors, ext)
+	p.ExternalTensors = append(p.ExternalTensors, ExternalTensor{Plan: pi, Value: int(vi), Key: key, ScalarType: st, Sizes: sizes})
 	return nil
 }

@@ -290,12 +290,15 @@ func TestRejectInlineConstant(t *testing.T) {
 }
 
 // validPTE returns a .pte with two segment delegates, two inline delegates
-// and two named blobs, so every index field is present (non-default).
+// and two named blobs, so every index field is present (non-default). B is
+// called by a DelegateCall (delegate_index 1, args: values 0 and 1).
 func validPTE(t testing.TB) []byte {
 	data, err := EncodePTE(PTEOptions{
 		Delegates: []DelegateSpec{
 			{ID: "A", Blob: []byte("seg0")},
-			{ID: "B", Blob: []byte("seg1")},
+			{ID: "B", Blob: []byte("seg1"),
+				Inputs:  []EValueSpec{{ScalarType: ScalarTypeFloat, Sizes: []int32{2, 3}}},
+				Outputs: []EValueSpec{{ScalarType: ScalarTypeLong, Sizes: []int32{6}}}},
 			{ID: "C", Blob: []byte("inline0"), Inline: true},
 			{ID: "D", Blob: []byte("inline1"), Inline: true},
 		},

@@ -126,6 +126,46 @@ func (rcv *ExecutionPlan) MutateOutputs(j int, n int32) bool {
 	return false
 }
 
+func (rcv *ExecutionPlan) Chains(obj *Chain, j int) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(14))
+	if o != 0 {
+		x := rcv._tab.Vector(o)
+		x += flatbuffers.UOffsetT(j) * 4
+		x = rcv._tab.Indirect(x)
+		obj.Init(rcv._tab.Bytes, x)
+		return true
+	}
+	return false
+}
+
+func (rcv *ExecutionPlan) ChainsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(14))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ExecutionPlan) Operators(obj *Operator, j int) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(16))
+	if o != 0 {
+		x := rcv._tab.Vector(o)
+		x += flatbuffers.UOffsetT(j) * 4
+		x = rcv._tab.Indirect(x)
+		obj.Init(rcv._tab.Bytes, x)
+		return true
+	}
+	return false
+}
+
+func (rcv *ExecutionPlan) OperatorsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(16))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
 func (rcv *ExecutionPlan) Delegates(obj *BackendDelegate, j int) bool {
 	o := flatbuffers.UOffsetT(rcv._tab.Offset(18))
 	if o != 0 {
@@ -197,6 +237,18 @@ func ExecutionPlanAddOutputs(builder *flatbuffers.Builder, outputs flatbuffers.U
 	builder.PrependUOffsetTSlot(4, flatbuffers.UOffsetT(outputs), 0)
 }
 func ExecutionPlanStartOutputsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ExecutionPlanAddChains(builder *flatbuffers.Builder, chains flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(5, flatbuffers.UOffsetT(chains), 0)
+}
+func ExecutionPlanStartChainsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ExecutionPlanAddOperators(builder *flatbuffers.Builder, operators flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(6, flatbuffers.UOffsetT(operators), 0)
+}
+func ExecutionPlanStartOperatorsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
 	return builder.StartVector(4, numElems, 4)
 }
 func ExecutionPlanAddDelegates(builder *flatbuffers.Builder, delegates flatbuffers.UOffsetT) {
