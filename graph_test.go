@@ -510,3 +510,41 @@ func TestCloseReleases(t *testing.T) {
 		t.Fatalf("Execute after Close: %v", err)
 	}
 }
+
+// TestInt64OutputsWidened: the exporter stores int64 tensors as int32 on the
+// device; the program's delegate call still says int64, so outputs are
+// widened back and int64 inputs narrowed.
+func TestInt64OutputsWidened(t *testing.T) {
+	b := serialization.NewBuilder()
+	x := b.Tensor(serialization.Int32, dims(3), -1)
+	y := b.Tensor(serialization.Int32, dims(3), -1)
+	b.Op("aten.clone.default", x, b.Null(), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := serialization.EValueSpec{ScalarType: serialization.ScalarTypeLong, Sizes: []int32{3}}
+	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{{
+		ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{long}, Outputs: []serialization.EValueSpec{long}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := device(t).Load(context.Background(), pte)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if dt, _ := m.OutputInfo(0); dt != serialization.Int64 {
+		t.Fatalf("output dtype %v, want int64", dt)
+	}
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})
+	if outs[0].DType != serialization.Int64 || string(outs[0].Data) != string(want.Data) {
+		t.Fatalf("got %v %v", outs[0].DType, outs[0].Data)
+	}
+}

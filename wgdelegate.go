@@ -125,6 +125,7 @@ func (d *Device) LoadFile(ctx context.Context, path string, dataFiles ...string)
 func (d *Device) Load(ctx context.Context, model []byte, ptds ...[]byte) (*Model, error) {
 	named := serialization.NewNamedDataMap()
 	var blob []byte
+	var io []serialization.EValueInfo
 	switch Detect(model) {
 	case FormatBlob:
 		blob = model
@@ -140,6 +141,9 @@ func (d *Device) Load(ctx context.Context, model []byte, ptds ...[]byte) (*Model
 		if err := named.Merge(p.NamedData); err != nil {
 			return nil, err
 		}
+		// The program's delegate call says what the caller's tensors are:
+		// outputs the exporter downcast to 32 bits are widened back.
+		io, _ = p.DelegateIO(serialization.VulkanBackendID)
 	default:
 		return nil, ErrUnknownFormat
 	}
@@ -152,11 +156,34 @@ func (d *Device) Load(ctx context.Context, model []byte, ptds ...[]byte) (*Model
 			return nil, fmt.Errorf("data file %d: %w", i, err)
 		}
 	}
-	g, err := graph.Load(ctx, d.d, blob, graph.Options{NamedData: named, Logger: d.log})
+	b, err := serialization.DecodeBlob(blob)
+	if err != nil {
+		return nil, err
+	}
+	g, err := graph.Build(ctx, d.d, b, graph.Options{NamedData: named, Logger: d.log, OutputHostTypes: outputHostTypes(b.Graph, io)})
 	if err != nil {
 		return nil, err
 	}
 	return &Model{WebGPUGraph: g}, nil
+}
+
+// outputHostTypes maps the delegate call's output EValues (after the
+// graph's inputs) to dtypes; nil when they do not line up with the graph.
+func outputHostTypes(g *serialization.Graph, io []serialization.EValueInfo) []serialization.DataType {
+	nIn, nOut := len(g.InputIDs), len(g.OutputIDs)
+	if io == nil || len(io) != nIn+nOut {
+		return nil
+	}
+	out := make([]serialization.DataType, nOut)
+	for i := range out {
+		a := io[nIn+i]
+		dt, ok := serialization.ScalarTypeDataType(a.ScalarType)
+		if a.Kind != "Tensor" || !ok {
+			dt = serialization.Unset
+		}
+		out[i] = dt
+	}
+	return out
 }
 
 // Format is what Detect finds in a model file.

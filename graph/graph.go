@@ -26,6 +26,12 @@ type Options struct {
 	// any .ptd files). May be nil when every constant is inline.
 	NamedData serialization.NamedData
 	Logger    *slog.Logger
+	// OutputHostTypes, when set, gives the dtype the caller expects for each
+	// output, as a .pte program's delegate call declares it. An int32 or
+	// float32 device tensor whose host type is int64 or float64 (the
+	// exporter's default 64-bit downcast) is widened on readback. Other
+	// mismatches are ignored and the device dtype is returned.
+	OutputHostTypes []serialization.DataType
 }
 
 // tensorState is a tensor value as built.
@@ -46,6 +52,7 @@ type tensorState struct {
 type outputSlot struct {
 	id      int32
 	staging *gpu.Buffer
+	host    serialization.DataType // dtype returned to the caller
 }
 
 // MemoryStats mirrors the reference runtime's memory statistics.
@@ -153,7 +160,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.finishDispatches(); err != nil {
 		return nil, err
 	}
-	if err := g.createStaging(); err != nil {
+	if err := g.createStaging(opts.OutputHostTypes); err != nil {
 		return nil, err
 	}
 	g.computeStats()
@@ -386,7 +393,7 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 }
 
 // createStaging creates one reused MapRead staging buffer per output.
-func (g *WebGPUGraph) createStaging() error {
+func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 	for i, id := range g.graph.OutputIDs {
 		ts := g.tensors[id]
 		if ts.buf == nil {
@@ -396,7 +403,11 @@ func (g *WebGPUGraph) createStaging() error {
 		if err != nil {
 			return err
 		}
-		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st})
+		host := ts.dtype
+		if i < len(hostTypes) && widens(ts.dtype, hostTypes[i]) {
+			host = hostTypes[i]
+		}
+		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st, host: host})
 		g.reads = append(g.reads, gpu.Readback{Src: ts.buf, Dst: st, Size: gpu.AlignedSize(uint64(ts.nbytes))})
 	}
 	for _, id := range g.inputs {
@@ -438,10 +449,35 @@ func (g *WebGPUGraph) InputInfo(i int) (serialization.DataType, []int64) {
 	return ts.dtype, append([]int64(nil), ts.dims...)
 }
 
-// OutputInfo returns the dtype and shape of output i.
+// OutputInfo returns the dtype (as returned to the caller) and shape of
+// output i.
 func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
 	ts := g.tensors[g.outputs[i].id]
-	return ts.dtype, append([]int64(nil), ts.dims...)
+	return g.outputs[i].host, append([]int64(nil), ts.dims...)
+}
+
+// widens reports whether device dtype dev is read back as host dtype host.
+func widens(dev, host serialization.DataType) bool {
+	return (dev == serialization.Int32 && host == serialization.Int64) ||
+		(dev == serialization.Float32 && host == serialization.Float64)
+}
+
+// widen converts 32-bit device elements to their 64-bit host type.
+func widen(src []byte, dev serialization.DataType) []byte {
+	out := make([]byte, 2*len(src))
+	for k := 0; k+4 <= len(src); k += 4 {
+		w := uint32(src[k]) | uint32(src[k+1])<<8 | uint32(src[k+2])<<16 | uint32(src[k+3])<<24
+		var v uint64
+		if dev == serialization.Int32 {
+			v = uint64(int64(int32(w)))
+		} else {
+			v = math.Float64bits(float64(math.Float32frombits(w)))
+		}
+		for j := 0; j < 8; j++ {
+			out[2*k+j] = byte(v >> (8 * j))
+		}
+	}
+	return out
 }
 
 // Execute uploads inputs (in input_ids order), runs every dispatch in one
@@ -477,12 +513,17 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 		if err != nil {
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
 		}
-		data := make([]byte, ts.nbytes)
-		copy(data, m[:ts.nbytes])
+		var data []byte
+		if o.host == ts.dtype {
+			data = make([]byte, ts.nbytes)
+			copy(data, m[:ts.nbytes])
+		} else {
+			data = widen(m[:ts.nbytes], ts.dtype)
+		}
 		if err := o.staging.Unmap(); err != nil {
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
 		}
-		outs[i] = Tensor{DType: ts.dtype, Shape: append([]int64(nil), ts.dims...), Data: data}
+		outs[i] = Tensor{DType: o.host, Shape: append([]int64(nil), ts.dims...), Data: data}
 	}
 	return outs, nil
 }
