@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -80,6 +81,10 @@ func OpenDevice(ctx context.Context, opts DeviceOptions) (*Device, error) {
 // AdapterName describes the adapter, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
 func (d *Device) AdapterName() string {
 	info := d.d.Info()
+	if info.Name == "" || strings.HasPrefix(info.Name, "0x") {
+		// lavapipe reports its name as "0x0"; the driver string says more.
+		return info.Driver + " (" + info.Backend + ")"
+	}
 	if info.Driver != "" {
 		return info.Name + " (" + info.Driver + ", " + info.Backend + ")"
 	}

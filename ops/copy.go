@@ -4,15 +4,33 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// aten.view_copy.default args: [self, size, out]
-// aten.clone.default args:     [self, memory_format, out]
+// aten.view_copy.default args:               [self, size, out]
+// aten.clone.default args:                   [self, memory_format, out]
+// aten.squeeze_copy.dims args:               [self, dims, out]
+// aten.unsqueeze_copy.default args:          [self, dim, out]
+// aten.alias_copy.default args:              [self, out]
+// dim_order_ops._clone_dim_order.default args: [self, non_blocking, dim_order, out]
 //
-// Tensors are flat and contiguous, so a view and a clone are the same
-// word-wise copy; the output shape was fixed by the exporter (size may hold
-// -1 or SymInts, which only matter for dynamic shapes).
+// Tensors are flat and contiguous, so every one of these is the same
+// whole-tensor copy; the output shape was fixed by the exporter (size may
+// hold -1 or SymInts, which only matter for dynamic shapes).
 func init() {
 	Register("aten.view_copy.default", viewCopy)
 	Register("aten.clone.default", cloneOp)
+	Register("aten.squeeze_copy.dims", lastArgCopy(3))
+	Register("aten.unsqueeze_copy.default", lastArgCopy(3))
+	Register("aten.alias_copy.default", lastArgCopy(2))
+	Register("dim_order_ops._clone_dim_order.default", lastArgCopy(4))
+}
+
+// lastArgCopy copies args[0] into the last arg of an op with n args.
+func lastArgCopy(n int) Func {
+	return func(b Builder, args []int32) error {
+		if len(args) != n {
+			return Errorf(-1, "want %d args, have %d", n, len(args))
+		}
+		return copyTensor(b, args[0], args[n-1])
+	}
 }
 
 const copyWG = 256

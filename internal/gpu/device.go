@@ -92,12 +92,18 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	if opts.AllBackends {
 		backends = wgpu.InstanceBackendPrimary
 	}
-	d.inst = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: backends})
+	inst, err := createInstance(backends)
+	if err != nil {
+		return nil, &Error{Op: "create instance", Err: err}
+	}
+	d.inst = inst
 	ad, err := d.inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
 	if (err != nil || ad == nil) && !opts.AllBackends {
 		// No Vulkan adapter: fall back to whatever the platform offers.
 		d.inst.Release()
-		d.inst = wgpu.CreateInstance(nil)
+		if d.inst, err = createInstance(wgpu.InstanceBackendPrimary); err != nil {
+			return nil, &Error{Op: "create instance", Err: err}
+		}
 		ad, err = d.inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
 	}
 	if err != nil || ad == nil {

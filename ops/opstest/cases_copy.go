@@ -26,6 +26,25 @@ func init() {
 			})
 		}
 	}
+	// The shape-only copies, on an odd-sized int32 tensor.
+	Cases = append(Cases, Case{
+		Name: "squeeze_unsqueeze_alias_clone_dim_order",
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			dt := serialization.Int32
+			x := b.Tensor(dt, []uint32{3, 1, 5}, -1)
+			s := b.Tensor(dt, []uint32{3, 5}, -1)
+			b.Op("aten.squeeze_copy.dims", x, b.IntList(1), s)
+			u := b.Tensor(dt, []uint32{1, 3, 5}, -1)
+			b.Op("aten.unsqueeze_copy.default", s, b.Int(0), u)
+			a := b.Tensor(dt, []uint32{1, 3, 5}, -1)
+			b.Op("aten.alias_copy.default", u, a)
+			c := b.Tensor(dt, []uint32{1, 3, 5}, -1)
+			b.Op("dim_order_ops._clone_dim_order.default", a, b.Bool(false), b.Null(), c)
+			b.Inputs(x)
+			b.Outputs(s, c)
+			return []*reference.Tensor{RandTensor(r, dt, []int64{3, 1, 5}, -1000, 1000)}
+		},
+	})
 	// A constant that feeds prepack, then a copy: exercises materialisation.
 	Cases = append(Cases, Case{
 		Name: "prepack/named",

@@ -8,6 +8,10 @@ func init() {
 	Register("et_vk.prepack.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[1]) })
 	Register("aten.view_copy.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[2]) })
 	Register("aten.clone.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[2]) })
+	Register("aten.squeeze_copy.dims", func(e *Env, a []int32) error { return copyOp(e, a[0], a[2]) })
+	Register("aten.unsqueeze_copy.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[2]) })
+	Register("aten.alias_copy.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[1]) })
+	Register("dim_order_ops._clone_dim_order.default", func(e *Env, a []int32) error { return copyOp(e, a[0], a[3]) })
 }
 
 func copyOp(e *Env, in, out int32) error {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// flagSpec describes one flag. Like Go's flag package, a flag may be spelt
+// with one dash or two, and a value may follow as the next argument or after
+// '='. Unlike it, flags and positional arguments may be interleaved, so
+// "run --output-dir out model.pte --input a.npy" works.
+type flagSpec struct {
+	names []string // without dashes; the first is used in messages
+	value bool     // takes a value
+	set   func(v string) error
+}
+
+// parseArgs applies args to specs and returns the positional arguments. "--"
+// ends the flags; a lone "-" is positional. -h and --help return errHelp.
+func parseArgs(cmd string, args []string, specs []flagSpec) ([]string, error) {
+	byName := map[string]*flagSpec{}
+	for i := range specs {
+		for _, n := range specs[i].names {
+			byName[n] = &specs[i]
+		}
+	}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		val, hasVal := "", false
+		if k := strings.IndexByte(name, '='); k >= 0 {
+			name, val, hasVal = name[:k], name[k+1:], true
+		}
+		if name == "h" || name == "help" {
+			return nil, errHelp
+		}
+		spec, ok := byName[name]
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%s: unknown flag %s (try 'wgdelegate help %s')", cmd, a, cmd)
+		}
+		flag := "--" + spec.names[0]
+		switch {
+		case !spec.value && hasVal:
+			return nil, fmt.Errorf("%s: flag %s takes no value", cmd, flag)
+		case spec.value && !hasVal:
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%s: flag %s needs a value", cmd, flag)
+			}
+			i++
+			val = args[i]
+		}
+		if spec.value && val == "" {
+			return nil, fmt.Errorf("%s: flag %s needs a non-empty value", cmd, flag)
+		}
+		if err := spec.set(val); err != nil {
+			return nil, fmt.Errorf("%s: flag %s: %w", cmd, flag, err)
+		}
+	}
+	return pos, nil
+}
+
+// oneModel checks that exactly one positional argument, the model, was given.
+func oneModel(cmd string, pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", fmt.Errorf("%s: no MODEL given (usage: wgdelegate %s [flags] MODEL)", cmd, cmd)
+	case 1:
+		return pos[0], nil
+	}
+	return "", fmt.Errorf("%s: expected one MODEL, got %d arguments: %s", cmd, len(pos), strings.Join(pos, " "))
+}

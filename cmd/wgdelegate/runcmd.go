@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// runOptions are the parsed arguments of "wgdelegate run".
+type runOptions struct {
+	model   string
+	data    []string
+	inputs  []string
+	outDir  string
+	quiet   bool
+	verbose bool
+}
+
+func parseRunArgs(args []string) (runOptions, error) {
+	var o runOptions
+	appendTo := func(dst *[]string) func(string) error {
+		return func(v string) error { *dst = append(*dst, v); return nil }
+	}
+	specs := []flagSpec{
+		{names: []string{"data"}, value: true, set: appendTo(&o.data)},
+		{names: []string{"input"}, value: true, set: appendTo(&o.inputs)},
+		{names: []string{"output-dir"}, value: true, set: func(v string) error {
+			if o.outDir != "" {
+				return errors.New("given twice")
+			}
+			o.outDir = v
+			return nil
+		}},
+		{names: []string{"quiet", "q"}, set: func(string) error { o.quiet = true; return nil }},
+		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
+	}
+	pos, err := parseArgs("run", args, specs)
+	if err != nil {
+		return o, err
+	}
+	if o.model, err = oneModel("run", pos); err != nil {
+		return o, err
+	}
+	if o.outDir == "" {
+		return o, errors.New("run: --output-dir is required")
+	}
+	return o, nil
+}
+
+func runCommand(args []string, stdout io.Writer) error {
+	o, err := parseRunArgs(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runModel(ctx, o, stdout)
+}
+
+// runModel does the work of "wgdelegate run": everything that can be checked
+// without a GPU is checked first, so a typo costs no device start-up.
+func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
+	if o.quiet {
+		stdout = io.Discard
+	}
+	if err := checkModelFile(o.model); err != nil {
+		return err
+	}
+	inputs := make([]wgdelegate.Tensor, len(o.inputs))
+	for i, p := range o.inputs {
+		t, err := npy.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
+		}
+		inputs[i] = t
+	}
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+
+	start := time.Now()
+	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer release()
+	if o.verbose {
+		fmt.Fprintf(stdout, "adapter: %s (opened in %v)\n", dev.AdapterName(), time.Since(start).Round(time.Millisecond))
+	}
+
+	start = time.Now()
+	m, err := dev.LoadFile(ctx, o.model, o.data...)
+	if err != nil {
+		var ce *graph.ConstantError
+		if errors.As(err, &ce) && ce.Key != "" && len(o.data) == 0 {
+			return fmt.Errorf("%w (no --data given: pass the .ptd file that holds it)", err)
+		}
+		return err
+	}
+	defer m.Close()
+	if o.verbose {
+		fmt.Fprintf(stdout, "loaded %s in %v: %d inputs, %d outputs\n", o.model, time.Since(start).Round(time.Millisecond), m.NumInputs(), m.NumOutputs())
+	}
+	if err := checkInputs(m, inputs, o.inputs); err != nil {
+		return err
+	}
+
+	start = time.Now()
+	outs, err := m.Execute(ctx, inputs)
+	if err != nil {
+		return err
+	}
+	if o.verbose {
+		fmt.Fprintf(stdout, "executed in %v\n", time.Since(start).Round(time.Microsecond))
+	}
+	tab := newTable(stdout)
+	for i, t := range outs {
+		p := filepath.Join(o.outDir, fmt.Sprintf("output_%d.npy", i))
+		if err := npy.WriteFile(p, t); err != nil {
+			return fmt.Errorf("output %d: %w", i, err)
+		}
+		tab.row(p, t.DType, list(t.Shape))
+	}
+	tab.flush()
+	if o.verbose {
+		printMemoryStats(stdout, m.MemoryStats())
+	}
+	return nil
+}
+
+// openDevice opens the device a run uses and returns the function that
+// releases it. Tests replace it to share one device per process: the WebGPU
+// binding does not zero part of the instance descriptor it passes to
+// wgpu-native, so a second instance in one process can abort it.
+var openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgdelegate.Device, func(), error) {
+	dev, err := wgdelegate.OpenDevice(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dev, func() { dev.Close() }, nil
+}
+
+// checkModelFile opens the model and looks at its identifier, so a missing
+// or foreign file is reported before a device is opened.
+func checkModelFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	var id [8]byte
+	n, err := io.ReadFull(f, id[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("model: %w", err)
+	}
+	if wgdelegate.Detect(id[:n]) == wgdelegate.FormatUnknown {
+		return fmt.Errorf("%s: %s", path, describeUnknown(id[:n]))
+	}
+	return nil
+}
+
+// describeUnknown explains why a file is not a model, naming what it looks
+// like when it is a file that often gets passed by mistake.
+func describeUnknown(b []byte) string {
+	msg := "not a .pte program or a VH00 delegate blob"
+	switch {
+	case len(b) == 0:
+		return msg + " (empty file)"
+	case len(b) < 8:
+		return fmt.Sprintf("%s (only %d bytes)", msg, len(b))
+	case string(b[4:8]) == "FT01":
+		return msg + " (it is a .ptd data file: pass it with --data)"
+	case string(b[:6]) == npy.Magic:
+		return msg + " (it is a .npy array: pass it with --input)"
+	}
+	return fmt.Sprintf("%s (identifier %q at offset 4)", msg, b[4:8])
+}
+
+// checkInputs compares the .npy inputs with what the graph expects, naming
+// the file in any error. Execute checks the same things; doing it here gives
+// a message a user can act on.
+func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string) error {
+	if len(inputs) != m.NumInputs() {
+		want := make([]string, m.NumInputs())
+		for i := range want {
+			dt, shape := m.InputInfo(i)
+			want[i] = fmt.Sprintf("%v %v", dt, shape)
+		}
+		return fmt.Errorf("model takes %d input(s) (%s), got %d --input file(s)", m.NumInputs(), strings.Join(want, ", "), len(inputs))
+	}
+	for i, in := range inputs {
+		dt, shape := m.InputInfo(i)
+		if !slices.Equal(in.Shape, shape) {
+			return fmt.Errorf("input %d (%s): shape %v, model expects %v", i, paths[i], in.Shape, shape)
+		}
+		narrowable := in.DType == serialization.Int64 && dt == serialization.Int32 ||
+			in.DType == serialization.Float64 && dt == serialization.Float32
+		if in.DType != dt && !narrowable {
+			return fmt.Errorf("input %d (%s): dtype %v, model expects %v", i, paths[i], in.DType, dt)
+		}
+	}
+	return nil
+}
+
+func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
+	tw := newTable(w)
+	tw.row("memory")
+	tw.row("  tensors", s.NumTensors)
+	tw.row("  shared buffers", fmt.Sprintf("%d (%d bytes)", s.NumSharedObjects, s.SharedBufferBytes))
+	tw.row("  unshared tensor bytes", s.UnsharedTensorBufferBytes)
+	tw.row("  tensor buffer bytes", s.TensorBufferBytes)
+	tw.row("  staging bytes", s.StagingBufferBytes)
+	tw.row("  uniform bytes", s.UniformBufferBytes)
+	tw.row("  deferred constants", fmt.Sprintf("%d (%d bytes)", s.NumDeferredConstants, s.DeferredConstantBytes))
+	tw.row("  dispatches", s.NumDispatches)
+	tw.row("  cached pipelines", s.NumCachedPipelines)
+	tw.row("  cached shaders", s.NumCachedShaders)
+	tw.row("  total bytes", s.TotalBytes())
+	tw.flush()
+}

@@ -1,0 +1,23 @@
+package gpu
+
+import (
+	"context"
+	"testing"
+)
+
+// TestManyDevices opens and closes devices repeatedly in one process, which
+// crashed with the binding's own (unzeroed) instance descriptor.
+func TestManyDevices(t *testing.T) {
+	for i := 0; i < 8; i++ {
+		d, err := Open(context.Background(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
