@@ -1,0 +1,193 @@
+package ops
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+func TestBroadcastShape(t *testing.T) {
+	for i, c := range []struct {
+		a, b, want []int64
+		ok         bool
+	}{
+		{[]int64{3, 5}, []int64{3, 5}, []int64{3, 5}, true},
+		{[]int64{4, 1, 5}, []int64{3, 1}, []int64{4, 3, 5}, true},
+		{[]int64{1}, []int64{2, 3}, []int64{2, 3}, true},
+		{[]int64{}, []int64{2, 3}, []int64{2, 3}, true},
+		{[]int64{2, 3}, []int64{}, []int64{2, 3}, true},
+		{[]int64{0, 3}, []int64{1}, []int64{0, 3}, true},
+		{[]int64{0}, []int64{1, 1}, []int64{1, 0}, true},
+		{[]int64{3, 5}, []int64{4}, nil, false},
+		{[]int64{2, 1}, []int64{3, 2, 4}, []int64{3, 2, 4}, true},
+		{[]int64{0}, []int64{2}, nil, false},
+	} {
+		got, ok := BroadcastShape(c.a, c.b)
+		if ok != c.ok || !slices.Equal(got, c.want) {
+			t.Errorf("%d: BroadcastShape(%v, %v) = %v, %v; want %v, %v", i, c.a, c.b, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestCoalesceBroadcast(t *testing.T) {
+	for i, c := range []struct {
+		out, a, b    []int64
+		dims, sa, sb []int64 // innermost first
+	}{
+		// Same shape: one contiguous dim.
+		{[]int64{2, 3, 7}, []int64{2, 3, 7}, []int64{2, 3, 7}, []int64{42}, []int64{1}, []int64{1}},
+		// A one-element input strides 0.
+		{[]int64{2, 3, 7}, []int64{2, 3, 7}, []int64{1}, []int64{42}, []int64{1}, []int64{0}},
+		{[]int64{4, 5}, []int64{1, 1}, []int64{4, 5}, []int64{20}, []int64{0}, []int64{1}},
+		{[]int64{4, 5}, []int64{4, 5}, []int64{}, []int64{20}, []int64{1}, []int64{0}},
+		// One element in all: dims [1], no input strides.
+		{[]int64{1, 1}, []int64{1}, []int64{1, 1}, []int64{1}, []int64{0}, []int64{0}},
+		// Row bias: [N, C] + [C].
+		{[]int64{6, 8}, []int64{6, 8}, []int64{8}, []int64{8, 6}, []int64{1, 8}, []int64{1, 0}},
+		// Column: [N, C] + [N, 1].
+		{[]int64{6, 8}, []int64{6, 8}, []int64{6, 1}, []int64{8, 6}, []int64{1, 8}, []int64{0, 1}},
+		// {4,1,5} + {3,1} -> {4,3,5}.
+		{[]int64{4, 3, 5}, []int64{4, 1, 5}, []int64{3, 1}, []int64{5, 3, 4}, []int64{1, 0, 5}, []int64{0, 1, 0}},
+		// Leading broadcast dims merge: {2,3,4,5} + {4,5}.
+		{[]int64{2, 3, 4, 5}, []int64{2, 3, 4, 5}, []int64{4, 5}, []int64{20, 6}, []int64{1, 20}, []int64{1, 0}},
+		// Size-1 dims in the middle drop out.
+		{[]int64{2, 1, 3}, []int64{2, 1, 3}, []int64{1, 1, 3}, []int64{3, 2}, []int64{1, 3}, []int64{1, 0}},
+	} {
+		dims, sa, sb := coalesceBroadcast(c.out, c.a, c.b)
+		if !slices.Equal(dims, c.dims) || !slices.Equal(sa, c.sa) || !slices.Equal(sb, c.sb) {
+			t.Errorf("%d: coalesceBroadcast(%v, %v, %v) = %v %v %v; want %v %v %v",
+				i, c.out, c.a, c.b, dims, sa, sb, c.dims, c.sa, c.sb)
+		}
+	}
+}
+
+// TestElementwiseParamsLayout pins the Go twins to their WGSL structs.
+func TestElementwiseParamsLayout(t *testing.T) {
+	if n := binary.Size(binaryParams{}); n != 112 {
+		t.Errorf("binaryParams is %d bytes, want 112", n)
+	}
+	p := binaryParams{N: 1, Rank: 2, AlphaF: 0.5, AlphaI: -3}
+	p.Dims[0], p.Dims[7], p.SA[1], p.SB[7] = 10, 11, 12, 13
+	b := p.bytes()
+	if len(b) != 112 {
+		t.Fatalf("binaryParams.bytes() is %d bytes, want 112", len(b))
+	}
+	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+	if u(0) != 1 || u(4) != 2 || u(8) != 0x3f000000 || int32(u(12)) != -3 ||
+		u(16) != 10 || u(16+28) != 11 || u(48+4) != 12 || u(80+28) != 13 {
+		t.Errorf("binaryParams.bytes() = %x", b)
+	}
+	if n := binary.Size(unaryParams{}); n != 16 {
+		t.Errorf("unaryParams is %d bytes, want 16", n)
+	}
+	if n := len((&unaryParams{N: 1}).bytes()); n != 16 {
+		t.Errorf("unaryParams.bytes() is %d bytes, want 16", n)
+	}
+}
+
+// ewRecorder is a device-free Builder that records dispatches.
+type ewRecorder struct {
+	Values
+	dispatches []ewDispatch
+}
+
+type ewDispatch struct {
+	k      *shaders.Kernel
+	in     []int32
+	params []byte
+	groups [3]uint32
+}
+
+func (r *ewRecorder) Tensor(id int32) (Tensor, error) {
+	if r.Kind(id) != serialization.KindTensor {
+		return Tensor{}, Errorf(-1, "value %d is %v, want a tensor", id, r.Kind(id))
+	}
+	v := r.G.Values[id].Tensor
+	t := Tensor{ID: id, DType: v.DataType, Numel: 1, Constant: v.ConstantID >= 0}
+	for _, d := range v.Dims {
+		t.Dims = append(t.Dims, int64(d))
+		t.Numel *= int64(d)
+	}
+	t.NBytes = t.Numel * int64(v.DataType.Size())
+	return t, nil
+}
+
+func (r *ewRecorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
+	r.dispatches = append(r.dispatches, ewDispatch{k, in, params, groups})
+	return nil
+}
+
+func (r *ewRecorder) MaterializeConstant(src, dst int32) error { return nil }
+func (r *ewRecorder) MaxWorkgroupsPerDim() uint32              { return 65535 }
+
+// TestBinaryVariants checks which kernel each broadcast pattern gets.
+func TestBinaryVariants(t *testing.T) {
+	f, i := serialization.Float32, serialization.Int32
+	for _, c := range []struct {
+		op         string
+		at, bt, ot serialization.DataType
+		as, bs     []uint32
+		want       string // fields of binaryVariant, %+v
+		n          uint32
+	}{
+		{"add", f, f, f, []uint32{3, 5}, []uint32{3, 5}, "W:1 AVec:true BVec:true Rank:1", 15},
+		{"add", f, f, f, []uint32{2, 3, 8}, []uint32{2, 3, 8}, "W:4 AVec:true BVec:true Rank:1", 12},
+		{"mul", f, f, f, []uint32{2, 3, 8}, []uint32{}, "W:4 AVec:true BVec:false Rank:1", 12},
+		{"mul", f, f, f, []uint32{1}, []uint32{7}, "W:1 AVec:false BVec:true Rank:1", 7},
+		{"sub", f, f, f, []uint32{6, 8}, []uint32{8}, "W:4 AVec:true BVec:true Rank:2", 12},
+		{"sub", f, f, f, []uint32{6, 8}, []uint32{6, 1}, "W:4 AVec:true BVec:false Rank:2", 12},
+		{"div", i, i, f, []uint32{4, 1, 5}, []uint32{3, 1}, "W:1 AVec:true BVec:false Rank:3", 60},
+		{"add", i, f, f, []uint32{4}, []uint32{4}, "ABuf:vec4<i32> BBuf:vec4<f32> OBuf:vec4<f32> CS:f32 CT:vec4<f32>", 1},
+		{"div", i, i, f, []uint32{3}, []uint32{3}, "ABuf:i32 BBuf:i32 OBuf:f32 CS:f32 CT:f32", 3},
+		{"mul", i, i, i, []uint32{3}, []uint32{1}, "ABuf:i32 BBuf:i32 OBuf:i32 CS:i32 CT:i32", 3},
+	} {
+		name := fmt.Sprintf("%s %v%v %v%v -> %v", c.op, c.at, c.as, c.bt, c.bs, c.ot)
+		sb := serialization.NewBuilder()
+		x, y := sb.Tensor(c.at, c.as, -1), sb.Tensor(c.bt, c.bs, -1)
+		out, _ := BroadcastShape(ewI64(c.as), ewI64(c.bs))
+		z := sb.Tensor(c.ot, ewU32(out), -1)
+		args := []int32{x, y, z}
+		if c.op == "add" || c.op == "sub" {
+			args = []int32{x, y, sb.Int(1), z}
+		}
+		r := &ewRecorder{Values: Values{G: sb.Graph()}}
+		if err := binaryOp(r, c.op, args); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(r.dispatches) != 1 {
+			t.Fatalf("%s: %d dispatches", name, len(r.dispatches))
+		}
+		d := r.dispatches[0]
+		if !strings.Contains(d.k.Name, c.want) {
+			t.Errorf("%s: kernel %s, want %s", name, d.k.Name, c.want)
+		}
+		if n := binary.LittleEndian.Uint32(d.params); n != c.n {
+			t.Errorf("%s: params.n = %d, want %d", name, n, c.n)
+		}
+		if !slices.Equal(d.in, []int32{x, y}) {
+			t.Errorf("%s: inputs %v", name, d.in)
+		}
+	}
+}
+
+func ewI64(d []uint32) []int64 {
+	out := make([]int64, len(d))
+	for i, v := range d {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+func ewU32(d []int64) []uint32 {
+	out := make([]uint32, len(d))
+	for i, v := range d {
+		out[i] = uint32(v)
+	}
+	return out
+}

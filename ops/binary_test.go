@@ -1,0 +1,204 @@
+package ops_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// The device and graph helpers (openTestDevice, buildGraph, wantArgError)
+// live in matmul_test.go: one gpu.Open per test binary, since a second one
+// aborts inside wgpu-native.
+
+// TestElementwiseRejects: every bad argument of add/sub/mul/div/relu/sigmoid
+// fails the graph load with an ops.ErrArg inside a *graph.OpError.
+func TestElementwiseRejects(t *testing.T) {
+	f, i := serialization.Float32, serialization.Int32
+	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
+		return b.Tensor(dt, dims, -1)
+	}
+	// add records out = x + alpha*y.
+	add := func(b *serialization.Builder, x, y, alpha, out int32) {
+		b.Op("aten.add.Tensor", x, y, alpha, out)
+		b.Inputs(x)
+		b.Outputs(out)
+	}
+	two := func(b *serialization.Builder, op string, x, y, out int32) {
+		b.Op(op, x, y, out)
+		b.Inputs(x)
+		b.Outputs(out)
+	}
+	one := func(b *serialization.Builder, op string, x, out int32) {
+		b.Op(op, x, out)
+		b.Inputs(x)
+		b.Outputs(out)
+	}
+	cases := map[string]func(b *serialization.Builder){
+		"add/shape mismatch": func(b *serialization.Builder) {
+			add(b, ten(b, f, 3, 5), ten(b, f, 4), b.Int(1), ten(b, f, 3, 5))
+		},
+		"add/out dims": func(b *serialization.Builder) {
+			add(b, ten(b, f, 3, 5), ten(b, f, 5), b.Int(1), ten(b, f, 3, 4))
+		},
+		"mul/out rank": func(b *serialization.Builder) {
+			two(b, "aten.mul.Tensor", ten(b, f, 3, 5), ten(b, f, 5), ten(b, f, 15))
+		},
+		"mul/out not broadcast to": func(b *serialization.Builder) {
+			// out {4,3,5} is a valid broadcast target but not THE broadcast.
+			two(b, "aten.mul.Tensor", ten(b, f, 3, 5), ten(b, f, 5), ten(b, f, 4, 3, 5))
+		},
+		"add/alpha String": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), ten(b, f, 4), b.String("2"), ten(b, f, 4))
+		},
+		"add/int32 alpha String": func(b *serialization.Builder) {
+			add(b, ten(b, i, 4), ten(b, i, 4), b.String("2"), ten(b, i, 4))
+		},
+		"sub/int32 alpha 0.5": func(b *serialization.Builder) {
+			b.Op("aten.sub.Tensor", ten(b, i, 4), ten(b, i, 4), b.Double(0.5), ten(b, i, 4))
+		},
+		"add/int32 alpha overflow": func(b *serialization.Builder) {
+			add(b, ten(b, i, 4), ten(b, i, 4), b.Int(1<<31), ten(b, i, 4))
+		},
+		"add/float16": func(b *serialization.Builder) {
+			add(b, ten(b, serialization.Float16, 4), ten(b, serialization.Float16, 4), b.Int(1), ten(b, serialization.Float16, 4))
+		},
+		"add/int64 other": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), ten(b, serialization.Int64, 4), b.Int(1), ten(b, f, 4))
+		},
+		"mul/float64": func(b *serialization.Builder) {
+			two(b, "aten.mul.Tensor", ten(b, serialization.Float64, 4), ten(b, serialization.Float64, 4), ten(b, serialization.Float64, 4))
+		},
+		"mul/bool out": func(b *serialization.Builder) {
+			two(b, "aten.mul.Tensor", ten(b, f, 4), ten(b, f, 4), ten(b, serialization.Bool, 4))
+		},
+		"mul/uint8": func(b *serialization.Builder) {
+			u := serialization.Uint8
+			two(b, "aten.mul.Tensor", ten(b, u, 4), ten(b, u, 4), ten(b, u, 4))
+		},
+		"add/int8": func(b *serialization.Builder) {
+			s := serialization.Int8
+			add(b, ten(b, s, 4), ten(b, s, 4), b.Int(1), ten(b, s, 4))
+		},
+		"div/int32 out": func(b *serialization.Builder) {
+			two(b, "aten.div.Tensor", ten(b, i, 4), ten(b, i, 4), ten(b, i, 4))
+		},
+		"add/float input into int32 out": func(b *serialization.Builder) {
+			add(b, ten(b, i, 4), ten(b, f, 4), b.Int(1), ten(b, i, 4))
+		},
+		"add/arg count": func(b *serialization.Builder) {
+			two(b, "aten.add.Tensor", ten(b, f, 4), ten(b, f, 4), ten(b, f, 4))
+		},
+		"div/arg count": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), ten(b, f, 4), b.Int(1), ten(b, f, 4))
+			b.Graph().Chain[0].Name = "aten.div.Tensor"
+		},
+		"mul/other not a tensor": func(b *serialization.Builder) {
+			two(b, "aten.mul.Tensor", ten(b, f, 4), b.Double(2), ten(b, f, 4))
+		},
+		"add/nine unmergeable dims": func(b *serialization.Builder) {
+			add(b, ten(b, f, 2, 1, 2, 1, 2, 1, 2, 1, 4), ten(b, f, 1, 3, 1, 3, 1, 3, 1, 3, 4), b.Int(1),
+				ten(b, f, 2, 3, 2, 3, 2, 3, 2, 3, 4))
+		},
+		"relu/float16": func(b *serialization.Builder) {
+			h := serialization.Float16
+			one(b, "aten.relu.default", ten(b, h, 4), ten(b, h, 4))
+		},
+		"sigmoid/int32": func(b *serialization.Builder) {
+			one(b, "aten.sigmoid.default", ten(b, i, 4), ten(b, i, 4))
+		},
+		"sigmoid/out dtype": func(b *serialization.Builder) {
+			one(b, "aten.sigmoid.default", ten(b, f, 4), ten(b, i, 4))
+		},
+		"relu/out dims": func(b *serialization.Builder) {
+			one(b, "aten.relu.default", ten(b, f, 2, 3), ten(b, f, 3, 2))
+		},
+		"relu/arg count": func(b *serialization.Builder) {
+			two(b, "aten.relu.default", ten(b, f, 4), b.Null(), ten(b, f, 4))
+		},
+	}
+	wantArgError(t, openTestDevice(t), cases)
+}
+
+// TestElementwiseEmpty: a zero-element out records no dispatch and
+// executes.
+func TestElementwiseEmpty(t *testing.T) {
+	dev := openTestDevice(t)
+	f := serialization.Float32
+	b := serialization.NewBuilder()
+	x := b.Tensor(f, []uint32{0, 3}, -1)
+	y := b.Tensor(f, []uint32{3}, -1)
+	z := b.Tensor(f, []uint32{0, 3}, -1)
+	r := b.Tensor(f, []uint32{0, 3}, -1)
+	b.Op("aten.add.Tensor", x, y, b.Int(1), z)
+	b.Op("aten.relu.default", z, r)
+	b.Inputs(x, y)
+	b.Outputs(r)
+	g, err := buildGraph(t, dev, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := g.MemoryStats().NumDispatches; n != 0 {
+		t.Errorf("%d dispatches, want 0", n)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{
+		{DType: f, Shape: []int64{0, 3}}, graph.Float32Tensor([]int64{3}, []float32{1, 2, 3}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs[0].Data) != 0 {
+		t.Errorf("got %d bytes, want 0", len(outs[0].Data))
+	}
+}
+
+// TestBinaryFoldedGrid: {4097,1} + {1,4097} is 16,785,409 outputs, one per
+// invocation (4097 is not a multiple of 4), so 65,569 workgroups of 256: more
+// than the 65,535 one grid dimension allows, and ops.Grid folds the dispatch
+// into 2-D. The inputs are tiny and out[i][j] = 4097*i + j is its own linear
+// index, so a skipped or misplaced workgroup shows; int32 keeps every value
+// exact (float32 is not past 2^24).
+func TestBinaryFoldedGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB output")
+	}
+	const n = 4097
+	i32 := serialization.Int32
+	b := serialization.NewBuilder()
+	x := b.Tensor(i32, []uint32{n, 1}, -1)
+	y := b.Tensor(i32, []uint32{1, n}, -1)
+	z := b.Tensor(i32, []uint32{n, n}, -1)
+	b.Op("aten.add.Tensor", x, y, b.Int(1), z)
+	b.Inputs(x, y)
+	b.Outputs(z)
+	g, err := buildGraph(t, openTestDevice(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, ys := make([]int32, n), make([]int32, n)
+	for i := range xs {
+		xs[i], ys[i] = int32(n*i), int32(i)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{
+		graph.Int32Tensor([]int64{n, 1}, xs), graph.Int32Tensor([]int64{1, n}, ys),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := outs[0].Int32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i, v := range got {
+		if v != int32(i) {
+			if bad++; bad <= 5 {
+				t.Errorf("out[%d] = %d, want %d", i, v, i)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, len(got))
+	}
+}

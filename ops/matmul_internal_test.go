@@ -1,0 +1,178 @@
+package ops
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// mmRecorder is a device-free Builder that records dispatches, with a
+// settable per-dimension workgroup limit.
+type mmRecorder struct {
+	Values
+	maxPerDim  uint32
+	dispatches []mmDispatch
+}
+
+type mmDispatch struct {
+	k      *shaders.Kernel
+	in     []int32
+	params []byte
+	groups [3]uint32
+}
+
+func (r *mmRecorder) Tensor(id int32) (Tensor, error) {
+	if r.Kind(id) != serialization.KindTensor {
+		return Tensor{}, Errorf(-1, "value %d is %v, want a tensor", id, r.Kind(id))
+	}
+	v := r.G.Values[id].Tensor
+	t := Tensor{ID: id, DType: v.DataType, Numel: 1, Constant: v.ConstantID >= 0}
+	for _, d := range v.Dims {
+		t.Dims = append(t.Dims, int64(d))
+		t.Numel *= int64(d)
+	}
+	t.NBytes = t.Numel * int64(v.DataType.Size())
+	return t, nil
+}
+
+func (r *mmRecorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
+	r.dispatches = append(r.dispatches, mmDispatch{k, in, params, groups})
+	return nil
+}
+
+func (r *mmRecorder) MaterializeConstant(src, dst int32) error { return nil }
+func (r *mmRecorder) MaxWorkgroupsPerDim() uint32              { return r.maxPerDim }
+
+// recordMM records aten.mm on an M×K by K×N graph without a device.
+func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32) (*mmRecorder, error) {
+	t.Helper()
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	x, y, out := b.Tensor(f, []uint32{m, k}, -1), b.Tensor(f, []uint32{k, n}, -1), b.Tensor(f, []uint32{m, n}, -1)
+	r := &mmRecorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
+	return r, mmOp(r, []int32{x, y, out})
+}
+
+func u32At(p []byte, i int) uint32 { return binary.LittleEndian.Uint32(p[4*i:]) }
+
+// TestMatmulChunks: K past the loop budget becomes consecutive accumulating
+// dispatches that cover every K step exactly once.
+func TestMatmulChunks(t *testing.T) {
+	for _, c := range []struct {
+		k, n   uint32
+		vec4   bool
+		trips  uint32
+		chunks int
+	}{
+		{300000, 4, true, 75000, 5},
+		{70001, 3, false, 70001, 5},
+		{65536, 4, true, 16384, 1},
+		{16384, 3, false, 16384, 1},
+		{16385, 3, false, 16385, 2},
+		{0, 4, false, 0, 1}, // K = 0 still writes (zeros or bias)
+	} {
+		r, err := recordMM(t, 3, c.k, c.n, 65535)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.dispatches) != c.chunks {
+			t.Fatalf("K=%d: %d dispatches, want %d", c.k, len(r.dispatches), c.chunks)
+		}
+		next := uint32(0)
+		for i, d := range r.dispatches {
+			// The WGSL Params struct is eight u32s.
+			if len(d.params) != 32 {
+				t.Fatalf("K=%d: params are %d bytes, want 32", c.k, len(d.params))
+			}
+			if got := strings.Contains(d.k.Name, "Vec4:true"); got != c.vec4 {
+				t.Errorf("K=%d: kernel %s, want vec4 %v", c.k, d.k.Name, c.vec4)
+			}
+			begin, end, acc := u32At(d.params, 3), u32At(d.params, 4), u32At(d.params, 5)
+			if begin != next || end < begin || end-begin > matmulMaxTrips || (acc != 0) != (i > 0) {
+				t.Errorf("K=%d chunk %d: [%d, %d) accumulate %d after %d", c.k, i, begin, end, acc, next)
+			}
+			next = end
+		}
+		if next != c.trips {
+			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, c.trips)
+		}
+	}
+}
+
+// TestMatmulGridLimit: a grid over the per-dimension limit is an ErrArg,
+// not a dispatch the device would reject at submit.
+func TestMatmulGridLimit(t *testing.T) {
+	r, err := recordMM(t, 4096, 8, 8, 16)
+	if !errors.Is(err, ErrArg) || len(r.dispatches) != 0 {
+		t.Fatalf("got %v with %d dispatches, want an ErrArg and none", err, len(r.dispatches))
+	}
+	// The same shape fits a realistic limit.
+	if _, err := recordMM(t, 4096, 8, 8, 65535); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMatmulTiles checks the kernel each shape gets and that the grid covers
+// the output.
+func TestMatmulTiles(t *testing.T) {
+	for _, c := range []struct {
+		m, k, n uint32
+		want    string
+		scalar  bool // force MatmulScalar
+	}{
+		{1, 64, 64, "Vec4:true TransB:false Bias:false Rows:[0] Cols:[0 1 2 3] WGX:16 WGY:1", false},
+		{3, 64, 4, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3] Cols:[0] WGX:16 WGY:1", false},
+		{512, 512, 512, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] Cols:[0 1 2 3] WGX:8 WGY:2", false},
+		{512, 512, 512, "Vec4:false TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7] Cols:[0 1 2 3 4 5 6 7] WGX:8 WGY:2", true},
+		{7, 33, 129, "Vec4:false TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7] Cols:[0 1 2 3 4 5 6 7] WGX:16 WGY:1", false},
+		{7, 6, 8, "Vec4:false", false},
+		{7, 8, 6, "Vec4:false", false},
+	} {
+		path := MatmulAuto
+		if c.scalar {
+			path = MatmulScalar
+		}
+		prev := SetMatmulPath(path)
+		r, err := recordMM(t, c.m, c.k, c.n, 65535)
+		SetMatmulPath(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := r.dispatches[0]
+		if !strings.Contains(d.k.Name, c.want) {
+			t.Errorf("%dx%dx%d: kernel %s, want %s", c.m, c.k, c.n, d.k.Name, c.want)
+		}
+		// Grid × workgroup × tile must cover M and N.
+		rows, cols := 16, 4*4
+		if strings.Contains(d.k.Name, "Vec4:false") {
+			rows, cols = 8, 8
+		}
+		if c.m < uint32(rows) {
+			rows = 1
+			for uint32(rows) < c.m {
+				rows *= 2
+			}
+		}
+		wgx, wgy := 8, 2
+		if strings.Contains(d.k.Name, "WGX:16 WGY:1") {
+			wgx, wgy = 16, 1
+		}
+		if int(d.groups[0])*wgx*cols < int(c.n) || int(d.groups[1])*wgy*rows < int(c.m) {
+			t.Errorf("%dx%dx%d: grid %v does not cover the output", c.m, c.k, c.n, d.groups)
+		}
+	}
+}
+
+// TestMatmulEmptyOutput: M = 0 or N = 0 records nothing.
+func TestMatmulEmptyOutput(t *testing.T) {
+	for _, s := range [][3]uint32{{0, 4, 4}, {4, 4, 0}} {
+		r, err := recordMM(t, s[0], s[1], s[2], 65535)
+		if err != nil || len(r.dispatches) != 0 {
+			t.Errorf("%v: %v, %d dispatches", s, err, len(r.dispatches))
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package opstest
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/wgdelegate/wgdelegate/ops/reference"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Short names for the two element types the elementwise ops take.
+const (
+	binF32 = serialization.Float32
+	binI32 = serialization.Int32
+)
+
+// binaryExact asks for bit-exact float32 results: 2^-30 relative is far
+// below one float32 ulp (2^-23).
+var binaryExact = Tolerance{Rel: 0x1p-30}
+
+// binaryCase is one aten.{add,sub,mul,div}.Tensor graph: out = op(a, b).
+type binaryCase struct {
+	name       string
+	op         string // add, sub, mul, div
+	at, bt, ot serialization.DataType
+	as, bs     []int64
+	// alpha adds the alpha value of add/sub; nil means Int 1.
+	alpha func(b *serialization.Builder) int32
+	// a and b, when set, give fixed input values (flat, row-major) instead
+	// of random ones.
+	a, b []float64
+	tol  Tolerance
+}
+
+func (c binaryCase) build(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	os := binaryBroadcast(c.as, c.bs)
+	x := b.Tensor(c.at, Dims(c.as), -1)
+	y := b.Tensor(c.bt, Dims(c.bs), -1)
+	z := b.Tensor(c.ot, Dims(os), -1)
+	binaryOpCall(b, c.op, x, y, z, c.alpha)
+	b.Inputs(x, y)
+	b.Outputs(z)
+	return []*reference.Tensor{
+		binaryInput(r, c.op, c.at, c.as, c.a),
+		binaryInput(r, c.op, c.bt, c.bs, c.b),
+	}
+}
+
+func binaryOpCall(b *serialization.Builder, op string, x, y, z int32, alpha func(*serialization.Builder) int32) {
+	name := "aten." + op + ".Tensor"
+	if op == "add" || op == "sub" {
+		al := alpha
+		if al == nil {
+			al = func(b *serialization.Builder) int32 { return b.Int(1) }
+		}
+		b.Op(name, x, y, al(b), z)
+		return
+	}
+	b.Op(name, x, y, z)
+}
+
+// binaryInput returns fixed values when given, else random ones: floats in
+// [-10, 10); int32 over the whole range for add/sub/mul (so results wrap)
+// and in [-8, 8) for div (so 0/0 and x/0 occur).
+func binaryInput(r *rand.Rand, op string, dt serialization.DataType, shape []int64, fixed []float64) *reference.Tensor {
+	if fixed != nil {
+		t := reference.New(dt, shape)
+		copy(t.V, fixed)
+		return t
+	}
+	switch {
+	case dt == binF32:
+		return RandTensor(r, dt, shape, -10, 10)
+	case op == "div":
+		return RandTensor(r, dt, shape, -8, 8)
+	}
+	return RandTensor(r, dt, shape, math.MinInt32, math.MaxInt32+1)
+}
+
+// broadcast is the right-aligned NumPy broadcast of two valid shapes.
+func binaryBroadcast(a, b []int64) []int64 {
+	n := max(len(a), len(b))
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	for i, d := range a {
+		out[n-len(a)+i] = d
+	}
+	for i, d := range b {
+		if j := n - len(b) + i; d != 1 {
+			out[j] = d
+		}
+	}
+	return out
+}
+
+func binaryAlphaInt(v int64) func(*serialization.Builder) int32 {
+	return func(b *serialization.Builder) int32 { return b.Int(v) }
+}
+
+func binaryAlphaDouble(v float64) func(*serialization.Builder) int32 {
+	return func(b *serialization.Builder) int32 { return b.Double(v) }
+}
+
+func binaryAlphaNull(b *serialization.Builder) int32 { return b.Null() }
+
+func init() {
+	var cs []binaryCase
+	// Shapes, as pairs (self, other), chosen to hit every kernel path:
+	// same-shape scalar and vec4, a one-element input on either side,
+	// row/column broadcasts with and without a vec4 inner dim, different
+	// ranks, and a rank-0 other.
+	pairs := [][2][]int64{
+		{{1}, {1}},
+		{{7}, {7}},
+		{{3, 5}, {3, 5}},
+		{{2, 3, 7}, {2, 3, 7}},
+		{{2, 3, 8}, {2, 3, 8}},
+		{{2, 3, 7}, {1}},
+		{{1}, {2, 3, 8}},
+		{{4, 5}, {}},
+		{{3, 5}, {5}},
+		{{6, 8}, {8}},
+		{{6, 8}, {6, 1}},
+		{{4, 1, 5}, {3, 1}},
+		{{4, 1}, {1, 8}},
+		{{2, 1, 3, 4}, {3, 1}},
+		{{5, 1, 1, 3}, {4, 1}},
+		// Nine dims that merge into few; eight that cannot merge, with a
+		// scalar and a vec4 inner dim.
+		{{1, 2, 1, 3, 1, 2, 1, 3, 2}, {2, 1, 3, 1, 2, 1, 3, 1}},
+		{{2, 1, 2, 1, 2, 1, 2, 1}, {1, 3, 1, 3, 1, 3, 1, 3}},
+		{{2, 1, 2, 1, 2, 1, 2, 4}, {1, 3, 1, 3, 1, 3, 1, 4}},
+		// Many workgroups on each path.
+		{{1000, 257}, {1000, 257}},
+		{{300, 1001}, {1001}},
+		{{256, 1024}, {256, 1}},
+	}
+	for _, op := range []string{"add", "sub", "mul", "div"} {
+		for _, p := range pairs {
+			cs = append(cs, binaryCase{op: op, at: binF32, bt: binF32, ot: binF32, as: p[0], bs: p[1]})
+		}
+		// Integer and mixed element types on a few paths.
+		intOut := binI32
+		if op == "div" {
+			intOut = binF32
+		}
+		for _, p := range [][2][]int64{{{7}, {7}}, {{2, 3, 8}, {2, 3, 8}}, {{3, 5}, {5}}, {{4, 1, 5}, {3, 1}}, {{6, 8}, {1}}} {
+			cs = append(cs,
+				binaryCase{op: op, at: binI32, bt: binI32, ot: intOut, as: p[0], bs: p[1]},
+				binaryCase{op: op, at: binI32, bt: binF32, ot: binF32, as: p[0], bs: p[1]},
+				binaryCase{op: op, at: binF32, bt: binI32, ot: binF32, as: p[1], bs: p[0]},
+			)
+		}
+	}
+	// alpha as Int, Double (integral or not), negative, and Null.
+	for _, op := range []string{"add", "sub"} {
+		for _, a := range []struct {
+			name  string
+			alpha func(*serialization.Builder) int32
+			dt    serialization.DataType
+		}{
+			{"int2", binaryAlphaInt(2), binF32},
+			{"double0.5", binaryAlphaDouble(0.5), binF32},
+			{"null", binaryAlphaNull, binF32},
+			{"int-3", binaryAlphaInt(-3), binI32},
+			{"double2", binaryAlphaDouble(2), binI32},
+			{"null", binaryAlphaNull, binI32},
+		} {
+			for _, p := range [][2][]int64{{{3, 8}, {3, 8}}, {{4, 1, 5}, {3, 1}}} {
+				cs = append(cs, binaryCase{name: "alpha=" + a.name, op: op, at: a.dt, bt: a.dt, ot: a.dt,
+					as: p[0], bs: p[1], alpha: a.alpha})
+			}
+		}
+	}
+	// int32 wrap-around at the edges of the range.
+	const maxI, minI = math.MaxInt32, math.MinInt32
+	edge := []float64{maxI, minI, maxI, minI, -1, 0, 1 << 30, 46341}
+	cs = append(cs,
+		binaryCase{name: "wrap", op: "add", at: binI32, bt: binI32, ot: binI32, as: []int64{8}, bs: []int64{8},
+			a: edge, b: []float64{1, -1, maxI, minI, minI, minI, 1 << 30, 46341}},
+		binaryCase{name: "wrap", op: "sub", at: binI32, bt: binI32, ot: binI32, as: []int64{8}, bs: []int64{8},
+			a: edge, b: []float64{-1, 1, minI, maxI, maxI, minI, -(1 << 30), -46341}},
+		binaryCase{name: "wrap", op: "mul", at: binI32, bt: binI32, ot: binI32, as: []int64{8}, bs: []int64{8},
+			a: edge, b: []float64{2, 2, maxI, minI, minI, 7, 4, 46341}},
+		binaryCase{name: "wrap_alpha", op: "add", at: binI32, bt: binI32, ot: binI32, as: []int64{8}, bs: []int64{1},
+			a: edge, b: []float64{maxI}, alpha: binaryAlphaInt(3)},
+	)
+	// IEEE division by (signed) zero, and infinities and NaN passing
+	// through: 1/0 = inf, -1/0 = -inf, 0/0 = nan, 1/-0 = -inf, x/inf = 0.
+	inf, nan := math.Inf(1), math.NaN()
+	cs = append(cs,
+		binaryCase{name: "ieee", op: "div", at: binF32, bt: binF32, ot: binF32, as: []int64{10}, bs: []int64{10},
+			a: []float64{1, -1, 0, 0, 5, -5, 3, inf, nan, inf},
+			b: []float64{0, 0, 0, math.Copysign(0, -1), math.Copysign(0, -1), inf, nan, 2, 1, inf}},
+		binaryCase{name: "ieee", op: "div", at: binI32, bt: binI32, ot: binF32, as: []int64{5}, bs: []int64{5},
+			a: []float64{1, -1, 0, 7, minI}, b: []float64{0, 0, 0, -2, -1}},
+		binaryCase{name: "ieee", op: "mul", at: binF32, bt: binF32, ot: binF32, as: []int64{4}, bs: []int64{4},
+			a: []float64{inf, inf, nan, 0}, b: []float64{0, -2, 1, -inf}},
+		binaryCase{name: "ieee", op: "add", at: binF32, bt: binF32, ot: binF32, as: []int64{4}, bs: []int64{4},
+			a: []float64{inf, inf, nan, 3.4e38}, b: []float64{-inf, 1, 1, 3.4e38}},
+	)
+	for _, c := range cs {
+		// IEEE add, sub, mul and div are correctly rounded, and so is the
+		// reference (float64 then one rounding to float32 is exact for
+		// these four), so float32 inputs must match bit for bit. alpha is
+		// a power of two here, so a fused multiply-add changes nothing.
+		// Mixed inputs round the int32 to float32 first, as torch does,
+		// so they keep the default tolerance.
+		if c.tol == (Tolerance{}) && c.at == binF32 && c.bt == binF32 {
+			c.tol = binaryExact
+		}
+		Cases = append(Cases, Case{Name: binaryCaseName(c), Build: c.build, Tol: c.tol})
+	}
+
+	Cases = append(Cases,
+		Case{Name: "mul/same_id", Build: binarySquare},
+		Case{Name: "add/same_id_int32", Build: binarySameIDInt},
+		Case{Name: "sub/negative_zero", Build: binaryNegativeZero},
+		Case{Name: "add/const_other", Build: binaryConstOther},
+		Case{Name: "mul/const_self_scalar", Build: binaryConstSelfScalar},
+		Case{Name: "add/chain", Build: binaryChain},
+	)
+}
+
+func binaryCaseName(c binaryCase) string {
+	n := c.op + "/"
+	if c.name != "" {
+		n += c.name + "/"
+	}
+	n += c.at.String() + "_" + c.bt.String() + "_" + c.ot.String() + "/" + binaryShapeName(c.as) + "+" + binaryShapeName(c.bs)
+	return n
+}
+
+func binaryShapeName(s []int64) string {
+	if len(s) == 0 {
+		return "rank0"
+	}
+	return shapeName(s)
+}
+
+// binarySquare computes x*x with both args the same value id.
+func binarySquare(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	x := b.Tensor(binF32, []uint32{5, 7}, -1)
+	y := b.Tensor(binF32, []uint32{5, 7}, -1)
+	b.Op("aten.mul.Tensor", x, x, y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return []*reference.Tensor{RandTensor(r, binF32, []int64{5, 7}, -10, 10)}
+}
+
+// binarySameIDInt computes x + 2x in int32 with both args the same value id.
+func binarySameIDInt(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	x := b.Tensor(binI32, []uint32{16}, -1)
+	y := b.Tensor(binI32, []uint32{16}, -1)
+	b.Op("aten.add.Tensor", x, x, b.Int(2), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return []*reference.Tensor{RandTensor(r, binI32, []int64{16}, math.MinInt32, math.MaxInt32+1)}
+}
+
+// binaryNegativeZero makes signed zeros with sub and add and shows their
+// sign by dividing 1 by them: -0 must give -inf, +0 +inf. Compare alone
+// cannot tell -0 from +0.
+func binaryNegativeZero(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	negz := math.Copysign(0, -1)
+	// a - b: -0-0 = -0, 0-0 = +0, -0-(-0) = +0, 0-(-0) = +0.
+	// a + b (second op): -0+-0 = -0, -0+0 = +0.
+	av := []float64{negz, 0, negz, 0, negz, negz, 0, 5}
+	bv := []float64{0, 0, negz, negz, negz, 0, negz, 5}
+	sh := []uint32{8}
+	a := b.Tensor(binF32, sh, -1)
+	bb := b.Tensor(binF32, sh, -1)
+	one := b.Tensor(binF32, []uint32{1}, -1)
+	d := b.Tensor(binF32, sh, -1)
+	s := b.Tensor(binF32, sh, -1)
+	q1 := b.Tensor(binF32, sh, -1)
+	q2 := b.Tensor(binF32, sh, -1)
+	b.Op("aten.sub.Tensor", a, bb, b.Int(1), d)
+	b.Op("aten.add.Tensor", a, bb, b.Null(), s)
+	b.Op("aten.div.Tensor", one, d, q1)
+	b.Op("aten.div.Tensor", one, s, q2)
+	b.Inputs(a, bb, one)
+	b.Outputs(d, s, q1, q2)
+	ta, tb, t1 := reference.New(binF32, []int64{8}), reference.New(binF32, []int64{8}), reference.New(binF32, []int64{1})
+	copy(ta.V, av)
+	copy(tb.V, bv)
+	t1.V[0] = 1
+	return []*reference.Tensor{ta, tb, t1}
+}
+
+// binaryConstOther adds a named-data constant used directly (no prepack),
+// broadcast along rows.
+func binaryConstOther(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	w := RandTensor(r, binF32, []int64{12}, -1, 1)
+	c, _ := b.NamedConst(binF32, Dims(w.Shape), w.Encode())
+	x := b.Tensor(binF32, []uint32{3, 12}, -1)
+	y := b.Tensor(binF32, []uint32{3, 12}, -1)
+	b.Op("aten.add.Tensor", x, c, b.Double(0.5), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return []*reference.Tensor{RandTensor(r, binF32, []int64{3, 12}, -10, 10)}
+}
+
+// binaryConstSelfScalar multiplies an inline one-element int32 constant (as
+// self) by a float32 input.
+func binaryConstSelfScalar(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	k := reference.New(binI32, []int64{1})
+	k.V[0] = -3
+	c := b.InlineConst(binI32, []uint32{1}, k.Encode())
+	x := b.Tensor(binF32, []uint32{2, 9}, -1)
+	y := b.Tensor(binF32, []uint32{2, 9}, -1)
+	b.Op("aten.mul.Tensor", c, x, y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return []*reference.Tensor{RandTensor(r, binF32, []int64{2, 9}, -10, 10)}
+}
+
+// binaryChain runs ops back to back through shared (mem_obj_id) buffers:
+// relu((x*y - x) / y) + sigmoid(x), so dispatches read earlier ones' output.
+func binaryChain(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	sh := []uint32{4, 6}
+	x := b.Tensor(binF32, sh, -1)
+	y := b.Tensor(binF32, []uint32{6}, -1)
+	m := b.Tensor(binF32, sh, 0)
+	s := b.Tensor(binF32, sh, 1)
+	d := b.Tensor(binF32, sh, 0)
+	rl := b.Tensor(binF32, sh, 1)
+	sg := b.Tensor(binF32, sh, 0)
+	out := b.Tensor(binF32, sh, -1)
+	b.Op("aten.mul.Tensor", x, y, m)
+	b.Op("aten.sub.Tensor", m, x, b.Int(1), s)
+	b.Op("aten.div.Tensor", s, y, d)
+	b.Op("aten.relu.default", d, rl)
+	b.Op("aten.sigmoid.default", x, sg)
+	b.Op("aten.add.Tensor", rl, sg, b.Null(), out)
+	b.Inputs(x, y)
+	b.Outputs(out)
+	return []*reference.Tensor{RandTensor(r, binF32, []int64{4, 6}, -5, 5), RandTensor(r, binF32, []int64{6}, 0.5, 3)}
+}

@@ -1,0 +1,185 @@
+package opstest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/wgdelegate/wgdelegate/ops/reference"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// matmulSizes are the edge sizes every matmul dimension is drawn from: 1,
+// odd sizes that leave partial vec4s and row blocks, exact multiples of 4
+// and 8, and sizes one past a block.
+var matmulSizes = []int64{1, 3, 4, 7, 8, 33, 64, 129}
+
+// matmulTol is the float32 tolerance of a K-long dot product of inputs in
+// [-1, 1]: rounding errors of a K-term sum grow like sqrt(K).
+func matmulTol(k int64) Tolerance {
+	return Tolerance{Abs: 1e-5 * math.Sqrt(float64(max(k, 1))), Rel: 1e-5}
+}
+
+// weightSrc says where mat2 / weight comes from.
+type weightSrc int
+
+const (
+	weightInput   weightSrc = iota // a graph input (an activation)
+	weightNamed                    // a named constant bound directly (no prepack)
+	weightInline                   // an inline constant bound directly
+	weightPrepack                  // a named constant copied by et_vk.prepack into its own tensor
+)
+
+func (o weightSrc) String() string {
+	return [...]string{"input", "named", "inline", "prepack"}[o]
+}
+
+// addWeight adds t to b as o says and returns the value id the op reads;
+// inputs collects graph inputs.
+func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, inputs *[]*reference.Tensor) int32 {
+	switch o {
+	case weightNamed:
+		id, _ := b.NamedConst(t.DType, Dims(t.Shape), t.Encode())
+		return id
+	case weightInline:
+		return b.InlineConst(t.DType, Dims(t.Shape), t.Encode())
+	case weightPrepack:
+		c, _ := b.NamedConst(t.DType, Dims(t.Shape), t.Encode())
+		p := b.Tensor(t.DType, Dims(t.Shape), -1)
+		b.Op("et_vk.prepack.default", c, p)
+		return p
+	}
+	id := b.Tensor(t.DType, Dims(t.Shape), -1)
+	b.Inputs(id)
+	*inputs = append(*inputs, t)
+	return id
+}
+
+func matmulPathName(k, n int64) string {
+	if k > 0 && k%4 == 0 && n%4 == 0 {
+		return "vec4"
+	}
+	return "scalar"
+}
+
+func mmCase(m, k, n int64, mat2 weightSrc) Case {
+	return Case{
+		Name: fmt.Sprintf("mm/M%d_K%d_N%d/%s/%s", m, k, n, mat2, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{m, k}, -1, 1)
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), mat2, &inputs)
+			out := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+			b.Op("aten.mm.default", x, y, out)
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+func linearCase(in []int64, n int64, bias bool, weight weightSrc) Case {
+	k := in[len(in)-1]
+	name := fmt.Sprintf("linear/%s_N%d/%s/%s/%s", shapeName(in), n, weight, map[bool]string{true: "bias", false: "nobias"}[bias], matmulPathName(k, n))
+	return Case{
+		Name: name,
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, in, -1, 1)
+			x := b.Tensor(f, Dims(in), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			w := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), weight, &inputs)
+			bv := b.Null()
+			if bias {
+				// Bias comes the way the exporter hands it over: a constant
+				// bound directly, inline or named like the weight.
+				o := weightNamed
+				if weight == weightInline {
+					o = weightInline
+				}
+				bv = addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), o, &inputs)
+			}
+			outShape := append(append([]int64(nil), in[:len(in)-1]...), n)
+			out := b.Tensor(f, Dims(outShape), -1)
+			b.Op("aten.linear.default", x, w, bv, out)
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+// mlpCase chains linear → linear through a shared (mem_obj_id) hidden
+// tensor. The second layer's inputs are sums of k1 terms, so its tolerance
+// is scaled by both reductions.
+func mlpCase(m int64, dims [3]int64) Case {
+	k1, k2, n := dims[0], dims[1], dims[2]
+	return Case{
+		Name: fmt.Sprintf("linear/mlp/M%d_%d-%d-%d", m, k1, k2, n),
+		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(float64(k1*k2)), Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{m, k1}, -1, 1)
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			var inputs []*reference.Tensor
+			w1 := addWeight(b, RandTensor(r, f, []int64{k2, k1}, -1, 1), weightNamed, &inputs)
+			b1 := addWeight(b, RandTensor(r, f, []int64{k2}, -1, 1), weightNamed, &inputs)
+			w2 := addWeight(b, RandTensor(r, f, []int64{n, k2}, -1, 1), weightPrepack, &inputs)
+			h := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 0)
+			y := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+			b.Op("aten.linear.default", x, w1, b1, h)
+			b.Op("aten.linear.default", h, w2, b.Null(), y)
+			b.Outputs(y)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	s := matmulSizes
+	vec := []int64{4, 8, 64}
+	for i, m := range s {
+		// Rotations cover every size in every position; the first set
+		// never has K and N both multiples of 4 (scalar kernel), the
+		// second always does (vec4 kernel).
+		Cases = append(Cases,
+			mmCase(m, s[(i+2)%len(s)], s[(i+5)%len(s)], weightSrc(i%2)),
+			mmCase(m, vec[i%3], vec[(i+1)%3], weightSrc((i+1)%2)),
+			linearCase([]int64{m, s[(i+3)%len(s)]}, s[(i+6)%len(s)], i%2 == 0, weightSrc(i%4)),
+			linearCase([]int64{m, vec[(i+1)%3]}, vec[(i+2)%3], i%2 == 1, weightSrc((i+1)%4)),
+		)
+	}
+	Cases = append(Cases,
+		mmCase(1, 1, 1, weightInput),
+		mmCase(129, 129, 129, weightNamed),
+		mmCase(129, 64, 64, weightInput),
+		mmCase(33, 128, 36, weightNamed),
+		// 1-D and 3-D linear inputs.
+		linearCase([]int64{7}, 3, true, weightNamed),
+		linearCase([]int64{64}, 8, false, weightPrepack),
+		linearCase([]int64{33}, 129, false, weightInput),
+		linearCase([]int64{2, 3, 33}, 7, true, weightPrepack),
+		linearCase([]int64{2, 3, 64}, 64, true, weightNamed),
+		linearCase([]int64{3, 1, 8}, 4, false, weightInline),
+		linearCase([]int64{129, 129}, 129, true, weightNamed),
+		linearCase([]int64{64, 64}, 64, true, weightPrepack),
+		// K past llvmpipe's 65535 loop trips per invocation, which would
+		// silently truncate one dispatch: split into accumulating chunks
+		// (vec4: 300000/4 = 75000 trips; scalar: 70001 trips).
+		mmCase(2, 300000, 4, weightNamed),
+		mmCase(3, 70001, 3, weightNamed),
+		linearCase([]int64{2, 270000}, 4, true, weightNamed),
+		linearCase([]int64{70001}, 5, true, weightPrepack),
+		// Below the cap but more than one chunk.
+		linearCase([]int64{9, 40000}, 8, false, weightNamed),
+		// MLP-ish chains, one per kernel family, then mixed.
+		mlpCase(5, [3]int64{64, 128, 36}),
+		mlpCase(3, [3]int64{33, 64, 7}),
+		mlpCase(1, [3]int64{8, 33, 4}),
+	)
+}

@@ -1,0 +1,67 @@
+package reference
+
+import "fmt"
+
+// aten.permute_copy.default [self, dims, out]: out[i0..in] = self at the
+// coordinates the output axes map back to (output axis i is input axis
+// dims[i], negative dims counted from the end).
+func init() { Register("aten.permute_copy.default", permuteRef) }
+
+func permuteRef(e *Env, a []int32) error {
+	if len(a) != 3 {
+		return fmt.Errorf("permute: %d args", len(a))
+	}
+	x, err := e.In(a[0])
+	if err != nil {
+		return err
+	}
+	dims, err := e.IntList(a[1])
+	if err != nil {
+		return err
+	}
+	out, err := e.Out(a[2])
+	if err != nil {
+		return err
+	}
+	rank := len(x.Shape)
+	if len(dims) != rank || len(out.Shape) != rank {
+		return fmt.Errorf("permute: dims %v for shape %v -> %v", dims, x.Shape, out.Shape)
+	}
+	perm := make([]int, rank)
+	used := map[int]bool{}
+	for i, d := range dims {
+		if d < 0 {
+			d += int64(rank)
+		}
+		if d < 0 || d >= int64(rank) || used[int(d)] {
+			return fmt.Errorf("permute: dims %v is not a permutation", dims)
+		}
+		used[int(d)] = true
+		perm[i] = int(d)
+		if out.Shape[i] != x.Shape[d] {
+			return fmt.Errorf("permute: out shape %v for %v permuted by %v", out.Shape, x.Shape, dims)
+		}
+	}
+	coord := make([]int64, rank) // output coordinates
+	for o := range out.V {
+		rest := int64(o)
+		for i := rank - 1; i >= 0; i-- {
+			coord[i] = rest % out.Shape[i]
+			rest /= out.Shape[i]
+		}
+		// Input coordinate along axis perm[i] is coord[i]; flatten it.
+		src := int64(0)
+		for axis := 0; axis < rank; axis++ {
+			var c int64
+			for i := range perm {
+				if perm[i] == axis {
+					c = coord[i]
+				}
+			}
+			src = src*x.Shape[axis] + c
+		}
+		out.V[o] = x.V[src]
+	}
+	e.Set(a[2], out)
+	return nil
+}
