@@ -32,7 +32,15 @@ type Options struct {
 	// exporter's default 64-bit downcast) is widened on readback. Other
 	// mismatches are ignored and the device dtype is returned.
 	OutputHostTypes []serialization.DataType
+	// MemoryLimit caps the tensor bytes a graph may allocate, checked before
+	// any buffer is created, so a hostile or mistaken blob cannot exhaust the
+	// host (lavapipe's buffers are host memory). 0 means DefaultMemoryLimit.
+	MemoryLimit int64
 }
+
+// DefaultMemoryLimit is the tensor memory a graph may use unless
+// Options.MemoryLimit says otherwise.
+const DefaultMemoryLimit = 8 << 30
 
 // tensorState is a tensor value as built.
 type tensorState struct {
@@ -147,6 +155,13 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	if err := g.checkIO(); err != nil {
 		return nil, err
+	}
+	limit := opts.MemoryLimit
+	if limit <= 0 {
+		limit = DefaultMemoryLimit
+	}
+	if need := g.plan.Stats.TensorBufferBytes(); need > limit {
+		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
