@@ -146,11 +146,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := ops.CheckSupported(names); err != nil {
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
-	deferred, err := g.prescan()
-	if err != nil {
-		return nil, err
-	}
-	if err := g.createValues(deferred); err != nil {
+	if err := g.createValues(DeferredConstants(g.graph)); err != nil {
 		return nil, err
 	}
 	if err := g.checkIO(); err != nil {
@@ -184,48 +180,46 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	return g, nil
 }
 
-// prescan finds constants whose only consumers are prepack ops. Every arg of
-// a non-prepack op is a direct use, ValueList items included; a graph output
-// is a direct use too.
-func (g *WebGPUGraph) prescan() (map[int32]bool, error) {
-	n := int32(len(g.graph.Values))
+// DeferredConstants returns the constant tensors that get no buffer of
+// their own: those whose only uses are as arg 0 of et_vk.prepack.default.
+// Every argument of every other op is a direct use, ValueList items
+// included, and so is every graph output. Build writes a deferred constant
+// straight into each prepack output. It is exported so tools (the CLI's
+// inspect) report exactly what Build does.
+func DeferredConstants(g *serialization.Graph) map[int32]bool {
+	n := int32(len(g.Values))
 	prepackSrc := map[int32]bool{}
 	direct := map[int32]bool{}
-	markDirect := func(id int32) {
+	use := func(id int32) {
 		direct[id] = true
-		if id >= 0 && id < n && g.graph.Values[id].Kind == serialization.KindValueList {
-			for _, it := range g.graph.Values[id].IDs {
+		if id >= 0 && id < n && g.Values[id].Kind == serialization.KindValueList {
+			for _, it := range g.Values[id].IDs {
 				direct[it] = true
 			}
 		}
 	}
-	for i, op := range g.graph.Chain {
-		for _, a := range op.Args {
-			if a < 0 || a >= n {
-				return nil, invalidf("op %d (%s) refers to value %d of %d", i, op.Name, a, n)
-			}
-		}
-		if op.Name == PrepackOp {
-			if len(op.Args) != 2 {
-				return nil, &OpError{Index: i, Name: op.Name, Err: fmt.Errorf("%w: want 2 args [constant, out], have %d", ErrInvalidGraph, len(op.Args))}
-			}
+	for _, op := range g.Chain {
+		if op.Name == PrepackOp && len(op.Args) == 2 {
 			prepackSrc[op.Args[0]] = true
 			continue
 		}
 		for _, a := range op.Args {
-			markDirect(a)
+			use(a)
 		}
 	}
-	for _, id := range g.graph.OutputIDs {
-		markDirect(int32(id))
+	for _, id := range g.OutputIDs {
+		use(int32(id))
 	}
 	deferred := map[int32]bool{}
 	for id := range prepackSrc {
-		if !direct[id] {
+		if direct[id] || id < 0 || id >= n {
+			continue
+		}
+		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && v.Tensor.IsConstant() {
 			deferred[id] = true
 		}
 	}
-	return deferred, nil
+	return deferred
 }
 
 // createValues builds the per-id tensor table and checks every constant's

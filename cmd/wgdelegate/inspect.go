@@ -7,12 +7,10 @@ import (
 	"strings"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
-
-// prepackOp is the op whose constant sources may be deferred.
-const prepackOp = "et_vk.prepack.default"
 
 func inspectCommand(args []string, stdout io.Writer) error {
 	pos, err := parseArgs("inspect", args, nil)
@@ -178,49 +176,8 @@ func newGraphInfo(g *serialization.Graph) *graphInfo {
 			in.users[v.Tensor.ConstantID] = append(in.users[v.Tensor.ConstantID], id)
 		}
 	}
-	in.deferred = deferredConstants(g)
+	in.deferred = graph.DeferredConstants(g)
 	return in
-}
-
-// deferredConstants returns the constant tensor values whose only uses are
-// as arg 0 of et_vk.prepack.default: not a graph output, not an argument of
-// any other op, directly or as an item of a ValueList argument. The runtime
-// writes such a constant straight into each prepack output and gives it no
-// buffer of its own (graph.Build makes the same decision).
-func deferredConstants(g *serialization.Graph) map[int32]bool {
-	n := int32(len(g.Values))
-	prepackSrc := map[int32]bool{}
-	direct := map[int32]bool{}
-	use := func(id int32) {
-		direct[id] = true
-		if id >= 0 && id < n && g.Values[id].Kind == serialization.KindValueList {
-			for _, it := range g.Values[id].IDs {
-				direct[it] = true
-			}
-		}
-	}
-	for _, op := range g.Chain {
-		if op.Name == prepackOp && len(op.Args) == 2 {
-			prepackSrc[op.Args[0]] = true
-			continue
-		}
-		for _, a := range op.Args {
-			use(a)
-		}
-	}
-	for _, id := range g.OutputIDs {
-		use(int32(id))
-	}
-	deferred := map[int32]bool{}
-	for id := range prepackSrc {
-		if direct[id] || id < 0 || id >= n {
-			continue
-		}
-		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && v.Tensor.IsConstant() {
-			deferred[id] = true
-		}
-	}
-	return deferred
 }
 
 func (in *graphInfo) sizeString(id int32) string {
