@@ -11,11 +11,12 @@ import (
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // PrepackOp is the op whose sources may be deferred.
-const PrepackOp = "et_vk.prepack.default"
+const PrepackOp = prepack.Op
 
 // maxTensorBytes caps one tensor's size before anything is allocated.
 const maxTensorBytes = 1 << 40
@@ -180,47 +181,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	return g, nil
 }
 
-// DeferredConstants returns the constant tensors that get no buffer of
-// their own: those whose only uses are as arg 0 of et_vk.prepack.default.
-// Every argument of every other op is a direct use, ValueList items
-// included, and so is every graph output. Build writes a deferred constant
-// straight into each prepack output. It is exported so tools (the CLI's
-// inspect) report exactly what Build does.
-func DeferredConstants(g *serialization.Graph) map[int32]bool {
-	n := int32(len(g.Values))
-	prepackSrc := map[int32]bool{}
-	direct := map[int32]bool{}
-	use := func(id int32) {
-		direct[id] = true
-		if id >= 0 && id < n && g.Values[id].Kind == serialization.KindValueList {
-			for _, it := range g.Values[id].IDs {
-				direct[it] = true
-			}
-		}
-	}
-	for _, op := range g.Chain {
-		if op.Name == PrepackOp && len(op.Args) == 2 {
-			prepackSrc[op.Args[0]] = true
-			continue
-		}
-		for _, a := range op.Args {
-			use(a)
-		}
-	}
-	for _, id := range g.OutputIDs {
-		use(int32(id))
-	}
-	deferred := map[int32]bool{}
-	for id := range prepackSrc {
-		if direct[id] || id < 0 || id >= n {
-			continue
-		}
-		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && v.Tensor.IsConstant() {
-			deferred[id] = true
-		}
-	}
-	return deferred
-}
+// DeferredConstants is prepack.Deferred, kept here for callers that only
+// import graph.
+func DeferredConstants(g *serialization.Graph) map[int32]bool { return prepack.Deferred(g) }
 
 // createValues builds the per-id tensor table and checks every constant's
 // source before any buffer exists.

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/wgdelegate/wgdelegate"
-	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -176,7 +176,7 @@ func newGraphInfo(g *serialization.Graph) *graphInfo {
 			in.users[v.Tensor.ConstantID] = append(in.users[v.Tensor.ConstantID], id)
 		}
 	}
-	in.deferred = graph.DeferredConstants(g)
+	in.deferred = prepack.Deferred(g)
 	return in
 }
 

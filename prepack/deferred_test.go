@@ -1,6 +1,8 @@
-package graph
+package prepack
 
 import (
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -14,7 +16,7 @@ func TestDeferral(t *testing.T) {
 	n := 0
 	c := func() int32 {
 		n++
-		id, _ := b.NamedConst(serialization.Float32, []uint32{2}, Float32Tensor([]int64{2}, []float32{float32(n), 1}).Data)
+		id, _ := b.NamedConst(serialization.Float32, []uint32{2}, f32(float32(n), 1))
 		return id
 	}
 	x := b.Tensor(serialization.Float32, []uint32{2}, -1)
@@ -31,7 +33,7 @@ func TestDeferral(t *testing.T) {
 	b.Op("aten.some_list_op.default", b.ValueList(listed, x), b.Tensor(serialization.Float32, []uint32{2}, -1))
 	b.Inputs(x)
 	b.Outputs(output)
-	got := DeferredConstants(b.Graph())
+	got := Deferred(b.Graph())
 	want := map[int32]bool{only: true, twice: true}
 	if len(got) != len(want) {
 		t.Errorf("deferred %v, want %v", got, want)
@@ -44,4 +46,12 @@ func TestDeferral(t *testing.T) {
 	if got[unused] {
 		t.Errorf("a constant nothing uses was deferred")
 	}
+}
+
+func f32(v ...float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
 }

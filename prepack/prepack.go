@@ -1,0 +1,60 @@
+// Package prepack decides which constants are prepacked and how their bytes
+// reach the GPU.
+//
+// The exporter inserts et_vk.prepack.default(constant) -> out before every
+// consumer of a constant that does not pack its own weights (section 3.9 of
+// the format notes). The out tensor is dedicated (mem_obj_id -1) and
+// persistent. A constant whose only uses are such prepacks needs no GPU
+// buffer of its own: its bytes are written once, from the memory-mapped file,
+// straight into each prepack output (graph.Build does the writing through
+// the device queue, in chunks of at most 16 MiB). Ops that pack their own
+// weights (linear, mm, ...) receive the constant directly, so it keeps a
+// buffer.
+package prepack
+
+import "github.com/wgdelegate/wgdelegate/serialization"
+
+// Op is the prepack operator's name in OperatorCall.name.
+const Op = "et_vk.prepack.default"
+
+// Deferred returns the constant tensors that get no buffer of
+// their own: those whose only uses are as arg 0 of et_vk.prepack.default.
+// Every argument of every other op is a direct use, ValueList items
+// included, and so is every graph output. Build writes a deferred constant
+// straight into each prepack output. Build and the CLI's inspect both use it, so they
+// agree.
+func Deferred(g *serialization.Graph) map[int32]bool {
+	n := int32(len(g.Values))
+	prepackSrc := map[int32]bool{}
+	direct := map[int32]bool{}
+	use := func(id int32) {
+		direct[id] = true
+		if id >= 0 && id < n && g.Values[id].Kind == serialization.KindValueList {
+			for _, it := range g.Values[id].IDs {
+				direct[it] = true
+			}
+		}
+	}
+	for _, op := range g.Chain {
+		if op.Name == Op && len(op.Args) == 2 {
+			prepackSrc[op.Args[0]] = true
+			continue
+		}
+		for _, a := range op.Args {
+			use(a)
+		}
+	}
+	for _, id := range g.OutputIDs {
+		use(int32(id))
+	}
+	deferred := map[int32]bool{}
+	for id := range prepackSrc {
+		if direct[id] || id < 0 || id >= n {
+			continue
+		}
+		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && v.Tensor.IsConstant() {
+			deferred[id] = true
+		}
+	}
+	return deferred
+}
