@@ -23,15 +23,14 @@ func ExampleDevice_Load() {
 		log.Fatal(err)
 	}
 
-	// A program opens one Device and loads every model on it:
-	//
-	//	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
-	//	defer dev.Close()
-	//
-	// Here the Device is the one this test binary shares (see
-	// sharedDevice).
+	// A program opens one Device and loads every model on it; pipelines
+	// compiled for one model are reused by the next.
 	ctx := context.Background()
-	dev := sharedDevice()
+	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
 	m, err := dev.Load(ctx, blob)
 	if err != nil {
 		log.Fatal(err)
@@ -50,16 +49,4 @@ func ExampleDevice_Load() {
 	fmt.Println(outs[0].DType, outs[0].Shape, values)
 	// Output:
 	// float32 [3 2] [1 2 3 4 5 6]
-}
-
-// sharedDevice returns the device the end-to-end tests in this package open
-// (graph_test.go), opening it if no test has. Examples share it because the
-// WebGPU binding can abort the process when a second instance is created
-// in it: it does not zero the instance descriptor extras it mallocs.
-func sharedDevice() *wgdelegate.Device {
-	devOnce.Do(func() { dev, devErr = wgdelegate.OpenDevice(context.Background(), wgdelegate.DeviceOptions{}) })
-	if devErr != nil {
-		log.Fatal(devErr)
-	}
-	return dev
 }

@@ -9,8 +9,7 @@ import (
 )
 
 // The device and graph helpers (openTestDevice, buildGraph, wantArgError)
-// live in matmul_test.go: one gpu.Open per test binary, since a second one
-// aborts inside wgpu-native.
+// live in matmul_test.go.
 
 // TestElementwiseRejects: every bad argument of add/sub/mul/div/relu/sigmoid
 // fails the graph load with an ops.ErrArg inside a *graph.OpError.

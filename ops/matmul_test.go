@@ -19,10 +19,8 @@ var (
 )
 
 // openTestDevice returns the process-wide test device on the default
-// adapter (lavapipe in CI). It is opened once and never closed: a second
-// gpu.Open in one process aborts inside wgpu-native (the binding's
-// CreateInstance passes malloc'd, partly uninitialised InstanceExtras, and a
-// garbage gles3 minor version panics in Rust).
+// adapter (lavapipe in CI), opened once per test binary so its pipeline
+// cache serves every test.
 func openTestDevice(t *testing.T) *gpu.Device {
 	t.Helper()
 	testDevOnce.Do(func() { testDev, testDevErr = gpu.Open(context.Background(), gpu.Options{}) })

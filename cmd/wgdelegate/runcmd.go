@@ -142,9 +142,8 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 }
 
 // openDevice opens the device a run uses and returns the function that
-// releases it. Tests replace it to share one device per process: the WebGPU
-// binding does not zero part of the instance descriptor it passes to
-// wgpu-native, so a second instance in one process can abort it.
+// releases it. Tests replace it to share one device (and its pipeline
+// cache) across runs in one process.
 var openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgdelegate.Device, func(), error) {
 	dev, err := wgdelegate.OpenDevice(ctx, opts)
 	if err != nil {

@@ -21,9 +21,7 @@ import (
 // e2e-ms is one Execute of the single add (upload x and y, add, read back).
 //
 //	go test -run '^$' -bench Add ./ops/opstest
-//
-// (-run '^$' matters: TestConformance opens a device too, and a second
-// gpu.Open in one process aborts.)
+
 func BenchmarkAdd(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {

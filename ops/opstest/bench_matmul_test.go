@@ -18,10 +18,7 @@ import (
 // N×N output back; GFLOP/s counts 2·N³ per Execute.
 //
 //	go test -run '^$' -bench Matmul ./ops/opstest
-//
-// (-run '^$' and a -bench pattern matching only this benchmark matter:
-// TestConformance and the other benchmarks open devices too, and a second
-// gpu.Open in one process aborts inside wgpu-native.)
+
 func BenchmarkMatmul(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
