@@ -21,7 +21,6 @@ import (
 // e2e-ms is one Execute of the single add (upload x and y, add, read back).
 //
 //	go test -run '^$' -bench Add ./ops/opstest
-
 func BenchmarkAdd(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 // N×N output back; GFLOP/s counts 2·N³ per Execute.
 //
 //	go test -run '^$' -bench Matmul ./ops/opstest
-
 func BenchmarkMatmul(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
