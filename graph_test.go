@@ -3,6 +3,7 @@ package wgdelegate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -546,5 +547,54 @@ func TestInt64OutputsWidened(t *testing.T) {
 	want := wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})
 	if outs[0].DType != serialization.Int64 || string(outs[0].Data) != string(want.Data) {
 		t.Fatalf("got %v %v", outs[0].DType, outs[0].Data)
+	}
+}
+
+// TestConcurrentExecute runs two graphs on one device from several
+// goroutines each; Execute is serialised per graph and the device queue is
+// shared. Run it with -race.
+func TestConcurrentExecute(t *testing.T) {
+	build := func(scale float32) *wgdelegate.Model {
+		b := serialization.NewBuilder()
+		x := b.Tensor(serialization.Float32, dims(33), -1)
+		c, _ := b.NamedConst(serialization.Float32, dims(33), f32bytes(make([]float32, 33)))
+		y := b.Tensor(serialization.Float32, dims(33), -1)
+		b.Op("aten.add.Tensor", x, c, b.Double(float64(scale)), y)
+		b.Inputs(x)
+		b.Outputs(y)
+		return mustLoad(t, b)
+	}
+	models := []*wgdelegate.Model{build(1), build(2)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			m := models[w%2]
+			for i := 0; i < 20; i++ {
+				v := make([]float32, 33)
+				for j := range v {
+					v[j] = float32(w*1000 + i)
+				}
+				outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{33}, v)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, _ := outs[0].Float32s()
+				for j := range got {
+					if got[j] != v[j] {
+						errs <- fmt.Errorf("worker %d iteration %d: element %d = %v, want %v", w, i, j, got[j], v[j])
+						return
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
