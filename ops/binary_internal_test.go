@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
-	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 func TestBroadcastShape(t *testing.T) {
@@ -90,41 +89,6 @@ func TestElementwiseParamsLayout(t *testing.T) {
 	}
 }
 
-// ewRecorder is a device-free Builder that records dispatches.
-type ewRecorder struct {
-	Values
-	dispatches []ewDispatch
-}
-
-type ewDispatch struct {
-	k      *shaders.Kernel
-	in     []int32
-	params []byte
-	groups [3]uint32
-}
-
-func (r *ewRecorder) Tensor(id int32) (Tensor, error) {
-	if r.Kind(id) != serialization.KindTensor {
-		return Tensor{}, Errorf(-1, "value %d is %v, want a tensor", id, r.Kind(id))
-	}
-	v := r.G.Values[id].Tensor
-	t := Tensor{ID: id, DType: v.DataType, Numel: 1, Constant: v.ConstantID >= 0}
-	for _, d := range v.Dims {
-		t.Dims = append(t.Dims, int64(d))
-		t.Numel *= int64(d)
-	}
-	t.NBytes = t.Numel * int64(v.DataType.Size())
-	return t, nil
-}
-
-func (r *ewRecorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
-	r.dispatches = append(r.dispatches, ewDispatch{k, in, params, groups})
-	return nil
-}
-
-func (r *ewRecorder) MaterializeConstant(src, dst int32) error { return nil }
-func (r *ewRecorder) MaxWorkgroupsPerDim() uint32              { return 65535 }
-
 // TestBinaryVariants checks which kernel each broadcast pattern gets.
 func TestBinaryVariants(t *testing.T) {
 	f, i := serialization.Float32, serialization.Int32
@@ -155,7 +119,7 @@ func TestBinaryVariants(t *testing.T) {
 		if c.op == "add" || c.op == "sub" {
 			args = []int32{x, y, sb.Int(1), z}
 		}
-		r := &ewRecorder{Values: Values{G: sb.Graph()}}
+		r := &recorder{Values: Values{G: sb.Graph()}, maxPerDim: 65535}
 		if err := binaryOp(r, c.op, args); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue

@@ -10,22 +10,22 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// mmRecorder is a device-free Builder that records dispatches, with a
+// recorder is a device-free Builder that records dispatches, with a
 // settable per-dimension workgroup limit.
-type mmRecorder struct {
+type recorder struct {
 	Values
 	maxPerDim  uint32
-	dispatches []mmDispatch
+	dispatches []recorded
 }
 
-type mmDispatch struct {
+type recorded struct {
 	k      *shaders.Kernel
 	in     []int32
 	params []byte
 	groups [3]uint32
 }
 
-func (r *mmRecorder) Tensor(id int32) (Tensor, error) {
+func (r *recorder) Tensor(id int32) (Tensor, error) {
 	if r.Kind(id) != serialization.KindTensor {
 		return Tensor{}, Errorf(-1, "value %d is %v, want a tensor", id, r.Kind(id))
 	}
@@ -39,21 +39,21 @@ func (r *mmRecorder) Tensor(id int32) (Tensor, error) {
 	return t, nil
 }
 
-func (r *mmRecorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
-	r.dispatches = append(r.dispatches, mmDispatch{k, in, params, groups})
+func (r *recorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
+	r.dispatches = append(r.dispatches, recorded{k, in, params, groups})
 	return nil
 }
 
-func (r *mmRecorder) MaterializeConstant(src, dst int32) error { return nil }
-func (r *mmRecorder) MaxWorkgroupsPerDim() uint32              { return r.maxPerDim }
+func (r *recorder) MaterializeConstant(src, dst int32) error { return nil }
+func (r *recorder) MaxWorkgroupsPerDim() uint32              { return r.maxPerDim }
 
 // recordMM records aten.mm on an M×K by K×N graph without a device.
-func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32) (*mmRecorder, error) {
+func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32) (*recorder, error) {
 	t.Helper()
 	b := serialization.NewBuilder()
 	f := serialization.Float32
 	x, y, out := b.Tensor(f, []uint32{m, k}, -1), b.Tensor(f, []uint32{k, n}, -1), b.Tensor(f, []uint32{m, n}, -1)
-	r := &mmRecorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
+	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
 	return r, mmOp(r, []int32{x, y, out})
 }
 

@@ -77,7 +77,7 @@ func TestPermuteParams(t *testing.T) {
 		b := serialization.NewBuilder()
 		x := b.Tensor(c.dt, []uint32{2, 3, 4}, -1)
 		y := b.Tensor(c.dt, []uint32{4, 2, 3}, -1)
-		r := &mmRecorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
+		r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
 		if err := permuteCopy(r, []int32{x, b.IntList(2, 0, 1), y}); err != nil {
 			t.Fatal(err)
 		}
