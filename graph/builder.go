@@ -5,6 +5,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
@@ -33,7 +34,40 @@ func (b *opBuilder) Tensor(id int32) (ops.Tensor, error) {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is %v, want a tensor", id, b.Kind(id))
 	}
 	ts := b.g.tensors[id]
-	return ops.Tensor{ID: id, DType: ts.dtype, Dims: append([]int64(nil), ts.dims...), Numel: ts.numel, NBytes: ts.nbytes, Constant: ts.constant}, nil
+	return ops.Tensor{ID: id, DType: ts.dtype, Dims: append([]int64(nil), ts.live...), Numel: ts.liveNumel, NBytes: ts.liveBytes(),
+		Constant: ts.constant, MaxDims: append([]int64(nil), ts.dims...), MaxNumel: ts.numel}, nil
+}
+
+// SetDims sets the live shape of an op output.
+func (b *opBuilder) SetDims(id int32, dims []int64) error {
+	if id < 0 || int(id) >= len(b.g.tensors) || b.g.tensors[id] == nil {
+		return ops.Errorf(-1, "value %d is %v, want a tensor", id, b.Kind(id))
+	}
+	ts := b.g.tensors[id]
+	n := ops.NumelOf(dims)
+	if n < 0 {
+		return ops.Errorf(-1, "value %d: invalid shape %v", id, dims)
+	}
+	if n > ts.numel {
+		return ops.Errorf(-1, "value %d: shape %v (%d elements) exceeds its serialized size %v (%d elements)", id, dims, n, ts.dims, ts.numel)
+	}
+	if ts.constant {
+		if n != ts.numel {
+			return ops.Errorf(-1, "value %d is a constant of shape %v; cannot resize it to %v", id, ts.dims, dims)
+		}
+		return nil
+	}
+	ts.setLive(dims, n)
+	return nil
+}
+
+// SetInt sets the live value of a SymInt.
+func (b *opBuilder) SetInt(id int32, v int64) error {
+	if b.Kind(id) != serialization.KindSymInt {
+		return ops.Errorf(-1, "value %d is %v, want a SymInt", id, b.Kind(id))
+	}
+	b.g.sym[id] = v
+	return nil
 }
 
 func (b *opBuilder) MaxWorkgroupsPerDim() uint32 {

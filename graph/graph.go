@@ -55,6 +55,18 @@ type tensorState struct {
 	memObj   int32
 	buf      *gpu.Buffer // nil when deferred
 	shared   bool
+	// live is the current shape (see ops.Tensor); liveNumel its size.
+	live      []int64
+	liveNumel int64
+}
+
+// liveBytes is the byte size of the live shape.
+func (ts *tensorState) liveBytes() int64 { return ts.liveNumel * int64(ts.dtype.Size()) }
+
+// setLive sets the live shape.
+func (ts *tensorState) setLive(dims []int64, numel int64) {
+	ts.live = append(ts.live[:0], dims...)
+	ts.liveNumel = numel
 }
 
 // outputSlot is one graph output and its reused staging buffer.
@@ -94,6 +106,7 @@ type WebGPUGraph struct {
 	graph *serialization.Graph
 
 	tensors []*tensorState // per value id; nil for non-tensors
+	sym     map[int32]int64 // live SymInt values, by value id
 	shared  map[int32]*gpu.Buffer
 	owned   []*gpu.Buffer // every buffer this graph created, for Close
 	groups  []*gpu.BindGroup
@@ -128,7 +141,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}}
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{}}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -212,6 +225,7 @@ func (g *WebGPUGraph) createValues(deferred map[int32]bool) error {
 			ts.numel *= int64(d)
 		}
 		ts.nbytes = ts.numel * int64(t.DataType.Size())
+		ts.setLive(ts.dims, ts.numel)
 		if ts.nbytes > maxTensorBytes {
 			return invalidf("value %d: tensor of %d bytes is too large", i, ts.nbytes)
 		}
@@ -341,7 +355,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 			return err
 		}
 		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{Values: ops.Values{G: g.graph}, g: g, op: op.Name}
+		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name}
 		if err := safeCall(fn, b, op.Args); err != nil {
 			var ae *ops.ArgError
 			if errors.As(err, &ae) && ae.Op == "" {
@@ -351,6 +365,12 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// symValue is the ops.Values hook for live SymInt values.
+func (g *WebGPUGraph) symValue(id int32) (int64, bool) {
+	v, ok := g.sym[id]
+	return v, ok
 }
 
 // safeCall turns a panic in an op implementation into an error, so one buggy

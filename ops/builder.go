@@ -36,8 +36,13 @@ func Errorf(arg int, format string, a ...any) error {
 	return &ArgError{Arg: arg, Msg: fmt.Sprintf(format, a...)}
 }
 
-// Tensor describes a tensor value as the graph allocated it. Dims are the
-// serialized (upper-bound) sizes; tensors are flat, contiguous, row-major.
+// Tensor describes a tensor value. Tensors are flat, contiguous, row-major
+// storage buffers allocated at their serialized (upper-bound) size.
+//
+// Dims, Numel and NBytes are the live shape: for a graph input, the shape
+// the caller passed to Execute; for an op output, what the producing op set
+// with Builder.SetDims; before that, the serialized dims. MaxDims and
+// MaxNumel are the serialized sizes, i.e. the buffer's capacity.
 type Tensor struct {
 	ID       int32
 	DType    serialization.DataType
@@ -45,6 +50,8 @@ type Tensor struct {
 	Numel    int64
 	NBytes   int64
 	Constant bool
+	MaxDims  []int64
+	MaxNumel int64
 }
 
 // Builder is what an op sees of the graph being built. Value accessors check
@@ -68,11 +75,57 @@ type Builder interface {
 	// outputs read-write after them, and params (if non-nil) as a uniform
 	// block last. groups is the workgroup grid.
 	Dispatch(k *shaders.Kernel, inputs, outputs []int32, params []byte, groups [3]uint32) error
+	// SetDims sets the live shape of tensor id, an output of the calling
+	// op. Every op computes its outputs' shapes from its inputs' live
+	// shapes (as torch does) and sets them before dispatching. It fails
+	// with *ArgError when the shape has more elements than the tensor's
+	// serialized capacity or a negative size.
+	SetDims(id int32, dims []int64) error
+	// SetInt sets the live value of SymInt id (sym_size.int, the symbolic
+	// add/sub/mul/floordiv ops).
+	SetInt(id int32, v int64) error
+
 	// MaterializeConstant writes constant src's bytes straight into dst's
 	// dedicated buffer.
 	MaterializeConstant(src, dst int32) error
 	// MaxWorkgroupsPerDim is the device's per-dimension workgroup limit.
 	MaxWorkgroupsPerDim() uint32
+}
+
+// Ops are re-run: the graph calls every op function once at load and again,
+// in chain order, whenever the live input shapes or SymInt input values of
+// an Execute differ from the last recording. An op function must therefore
+// be deterministic and derive everything (output shapes, uniforms, grids,
+// kernel variants) from the Builder; MaterializeConstant writes only the
+// first time.
+
+// Output checks that id is a tensor of dtype dt (arg is its index in the
+// op's args, for errors), sets its live shape to dims and returns it.
+func Output(b Builder, arg int, id int32, dt serialization.DataType, dims []int64) (Tensor, error) {
+	t, err := b.Tensor(id)
+	if err != nil {
+		return Tensor{}, argErr(arg, err)
+	}
+	if t.DType != dt {
+		return Tensor{}, Errorf(arg, "out is %v, want %v", t.DType, dt)
+	}
+	if err := b.SetDims(id, dims); err != nil {
+		return Tensor{}, argErr(arg, err)
+	}
+	return b.Tensor(id)
+}
+
+// NumelOf returns the element count of dims (1 for rank 0), or -1 when a
+// size is negative or the product overflows int64.
+func NumelOf(dims []int64) int64 {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 || (d != 0 && n > math.MaxInt64/d) {
+			return -1
+		}
+		n *= d
+	}
+	return n
 }
 
 // Grid returns a workgroup grid covering n invocations with workgroups of wg

@@ -16,6 +16,8 @@ type recorder struct {
 	Values
 	maxPerDim  uint32
 	dispatches []recorded
+	live       map[int32][]int64
+	syms       map[int32]int64
 }
 
 type recorded struct {
@@ -30,13 +32,41 @@ func (r *recorder) Tensor(id int32) (Tensor, error) {
 		return Tensor{}, Errorf(-1, "value %d is %v, want a tensor", id, r.Kind(id))
 	}
 	v := r.G.Values[id].Tensor
-	t := Tensor{ID: id, DType: v.DataType, Numel: 1, Constant: v.ConstantID >= 0}
+	t := Tensor{ID: id, DType: v.DataType, Constant: v.ConstantID >= 0}
 	for _, d := range v.Dims {
-		t.Dims = append(t.Dims, int64(d))
-		t.Numel *= int64(d)
+		t.MaxDims = append(t.MaxDims, int64(d))
 	}
+	t.MaxNumel = NumelOf(t.MaxDims)
+	t.Dims = append([]int64(nil), t.MaxDims...)
+	if d, ok := r.live[id]; ok {
+		t.Dims = append([]int64(nil), d...)
+	}
+	t.Numel = NumelOf(t.Dims)
 	t.NBytes = t.Numel * int64(v.DataType.Size())
 	return t, nil
+}
+
+func (r *recorder) SetDims(id int32, dims []int64) error {
+	t, err := r.Tensor(id)
+	if err != nil {
+		return err
+	}
+	if n := NumelOf(dims); n < 0 || n > t.MaxNumel {
+		return Errorf(-1, "value %d: shape %v exceeds %v", id, dims, t.MaxDims)
+	}
+	if r.live == nil {
+		r.live = map[int32][]int64{}
+	}
+	r.live[id] = append([]int64(nil), dims...)
+	return nil
+}
+
+func (r *recorder) SetInt(id int32, v int64) error {
+	if r.syms == nil {
+		r.syms = map[int32]int64{}
+	}
+	r.syms[id] = v
+	return nil
 }
 
 func (r *recorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {

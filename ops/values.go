@@ -9,7 +9,12 @@ import (
 // Values gives checked, kind-tolerant access to a graph's non-tensor values.
 // The GPU builder and the plain-Go reference share it, so both read
 // arguments by the same rules.
-type Values struct{ G *serialization.Graph }
+type Values struct {
+	G *serialization.Graph
+	// Sym, when set, returns the live value of a SymInt (ok false falls
+	// back to the serialized value).
+	Sym func(id int32) (v int64, ok bool)
+}
 
 func (v Values) value(id int32) *serialization.Value {
 	if v.G == nil || id < 0 || int(id) >= len(v.G.Values) {
@@ -42,6 +47,11 @@ func (v Values) Int(id int32) (int64, error) {
 		case serialization.KindInt:
 			return x.Int, nil
 		case serialization.KindSymInt:
+			if v.Sym != nil {
+				if s, ok := v.Sym(id); ok {
+					return s, nil
+				}
+			}
 			return int64(x.SymInt), nil
 		case serialization.KindDouble:
 			if x.Double == math.Trunc(x.Double) && math.Abs(x.Double) < 1<<53 {

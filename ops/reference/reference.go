@@ -123,6 +123,7 @@ type Env struct {
 	blob  *serialization.Blob
 	named serialization.NamedData
 	vals  map[int32]*Tensor
+	sym   map[int32]int64
 }
 
 // Decl returns the dtype and shape the graph declares for tensor id.
@@ -173,6 +174,38 @@ func (e *Env) Out(id int32) (*Tensor, error) {
 	return New(dt, shape), nil
 }
 
+// NewOut returns a zero tensor of shape for output id, with its declared
+// dtype. Reference ops compute their output shapes from their inputs (as
+// torch does); the shape may be smaller than the declared upper bound but
+// not larger.
+func (e *Env) NewOut(id int32, shape []int64) (*Tensor, error) {
+	dt, decl, err := e.Decl(id)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{DType: dt, Shape: append([]int64(nil), shape...)}
+	n, capN := t.Numel(), (&Tensor{Shape: decl}).Numel()
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("reference: value %d: negative size in %v", id, shape)
+		}
+	}
+	if n > capN {
+		return nil, fmt.Errorf("reference: value %d: shape %v exceeds the declared %v", id, shape, decl)
+	}
+	t.V = make([]float64, n)
+	return t, nil
+}
+
+// SetInt sets the live value of SymInt id.
+func (e *Env) SetInt(id int32, v int64) error {
+	if e.Kind(id) != serialization.KindSymInt {
+		return fmt.Errorf("reference: value %d is %v, not a SymInt", id, e.Kind(id))
+	}
+	e.sym[id] = v
+	return nil
+}
+
 // Set stores the value of tensor id, rounding to its dtype.
 func (e *Env) Set(id int32, t *Tensor) {
 	for i, v := range t.V {
@@ -207,11 +240,20 @@ func Round(dt serialization.DataType, v float64) float64 {
 // the outputs (in output_ids order).
 func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tensor) ([]*Tensor, error) {
 	g := blob.Graph
-	e := &Env{Values: ops.Values{G: g}, blob: blob, named: named, vals: map[int32]*Tensor{}}
+	e := &Env{blob: blob, named: named, vals: map[int32]*Tensor{}, sym: map[int32]int64{}}
+	e.Values = ops.Values{G: g, Sym: func(id int32) (int64, bool) { v, ok := e.sym[id]; return v, ok }}
 	if len(inputs) != len(g.InputIDs) {
 		return nil, fmt.Errorf("reference: %d inputs for %d", len(inputs), len(g.InputIDs))
 	}
 	for i, id := range g.InputIDs {
+		if e.Kind(int32(id)) == serialization.KindSymInt {
+			// A SymInt input is given as a one-element tensor.
+			if len(inputs[i].V) != 1 {
+				return nil, fmt.Errorf("reference: SymInt input %d needs one element, has %d", i, len(inputs[i].V))
+			}
+			e.sym[int32(id)] = int64(inputs[i].V[0])
+			continue
+		}
 		e.vals[int32(id)] = inputs[i]
 	}
 	for i, op := range g.Chain {
@@ -225,6 +267,11 @@ func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tens
 	}
 	outs := make([]*Tensor, len(g.OutputIDs))
 	for i, id := range g.OutputIDs {
+		if e.Kind(int32(id)) == serialization.KindSymInt {
+			v, _ := e.Int(int32(id))
+			outs[i] = &Tensor{DType: serialization.Int64, Shape: []int64{}, V: []float64{float64(v)}}
+			continue
+		}
 		t, err := e.In(int32(id))
 		if err != nil {
 			return nil, err
