@@ -157,6 +157,9 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	if d.buf == nil {
 		return ops.Errorf(1, "prepack output %d has no buffer", dst)
 	}
+	if g.replay {
+		return nil // written when the graph was loaded
+	}
 	data, err := g.constantBytes(src, s)
 	if err != nil {
 		return err
@@ -170,12 +173,18 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 // finishDispatches uploads the uniform arena and creates one bind group per
 // dispatch.
 func (g *WebGPUGraph) finishDispatches() error {
-	var arena *gpu.Buffer
+	arena := g.arenaBuf
 	if len(g.arena) > 0 {
-		var err error
-		arena, err = g.newBuffer(gpu.UniformBuf, uint64(len(g.arena)), "params")
-		if err != nil {
-			return err
+		if arena == nil || arena.Size() < uint64(len(g.arena)) {
+			if arena != nil {
+				g.releaseOwned(arena)
+			}
+			var err error
+			arena, err = g.newBuffer(gpu.UniformBuf, uint64(len(g.arena)), "params")
+			if err != nil {
+				return err
+			}
+			g.arenaBuf = arena
 		}
 		if err := g.dev.Write(arena, 0, g.arena); err != nil {
 			return fmt.Errorf("graph: params: %w", err)
@@ -198,4 +207,15 @@ func (g *WebGPUGraph) finishDispatches() error {
 		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
 	}
 	return nil
+}
+
+// releaseOwned releases b and drops it from the graph's owned buffers.
+func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
+	for i, o := range g.owned {
+		if o == b {
+			g.owned = append(g.owned[:i], g.owned[i+1:]...)
+			break
+		}
+	}
+	b.Release()
 }

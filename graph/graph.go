@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -72,8 +73,9 @@ func (ts *tensorState) setLive(dims []int64, numel int64) {
 // outputSlot is one graph output and its reused staging buffer.
 type outputSlot struct {
 	id      int32
-	staging *gpu.Buffer
+	staging *gpu.Buffer            // nil for a SymInt output
 	host    serialization.DataType // dtype returned to the caller
+	read    int                    // index into reads, -1 for a SymInt
 }
 
 // MemoryStats mirrors the reference runtime's memory statistics.
@@ -105,7 +107,7 @@ type WebGPUGraph struct {
 	log   *slog.Logger
 	graph *serialization.Graph
 
-	tensors []*tensorState // per value id; nil for non-tensors
+	tensors []*tensorState  // per value id; nil for non-tensors
 	sym     map[int32]int64 // live SymInt values, by value id
 	shared  map[int32]*gpu.Buffer
 	owned   []*gpu.Buffer // every buffer this graph created, for Close
@@ -123,6 +125,14 @@ type WebGPUGraph struct {
 	plan  *memplan.Plan
 	pend  []pendingDispatch
 	arena []byte
+
+	// dynamic shapes
+	arenaBuf   *gpu.Buffer
+	replay     bool      // re-recording: constants are already written
+	recordedIn [][]int64 // per input, the key the records were built for
+	liveKey    []int64   // scratch for comparing keys
+	stale      bool      // the records do not match any inputs yet
+	rerecords  int
 
 	mu     sync.Mutex
 	closed bool
@@ -146,6 +156,8 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log = slog.Default()
 	}
 	defer func() {
+		// Re-recording (dynamic shapes) writes no constants, so the
+		// blob and the named data are not kept.
 		g.blob, g.named, g.plan, g.pend, g.arena = nil, nil, nil, nil, nil
 		if err != nil {
 			g.release()
@@ -179,8 +191,17 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.allocate(); err != nil {
 		return nil, err
 	}
+	tentative := false
 	if err := g.recordOps(ctx); err != nil {
-		return nil, err
+		// SymInt inputs hold placeholder values (0) until the first
+		// Execute, so a recording that depends on them may fail now and
+		// succeed then; the first Execute records again and reports it.
+		if !g.hasSymIntInputs() || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		g.log.Debug("graph: load-time recording deferred to the first Execute", "err", err)
+		tentative = true
+		g.pend, g.arena = nil, nil
 	}
 	if err := g.finishDispatches(); err != nil {
 		return nil, err
@@ -188,6 +209,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.createStaging(opts.OutputHostTypes); err != nil {
 		return nil, err
 	}
+	g.stale = tentative
 	g.computeStats()
 	g.log.Debug("graph: built", "values", len(g.graph.Values), "ops", len(g.graph.Chain),
 		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants)
@@ -280,12 +302,17 @@ func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
 	return region[c.Offset : c.Offset+uint64(ts.nbytes)], nil
 }
 
-// checkIO requires inputs to be non-constant tensors and outputs tensors.
+// checkIO requires inputs to be non-constant tensors or SymInts, and
+// outputs tensors or SymInts.
 func (g *WebGPUGraph) checkIO() error {
 	n := len(g.graph.Values)
 	for i, id := range g.graph.InputIDs {
+		if int(id) < n && g.graph.Values[id].Kind == serialization.KindSymInt {
+			g.inputs = append(g.inputs, int32(id))
+			continue
+		}
 		if int(id) >= n || g.tensors[id] == nil {
-			return fmt.Errorf("graph: %w: input %d (value %d) is not a tensor", ErrUnsupported, i, id)
+			return fmt.Errorf("graph: %w: input %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
 		}
 		if g.tensors[id].constant {
 			return invalidf("input %d (value %d) is a constant", i, id)
@@ -293,8 +320,11 @@ func (g *WebGPUGraph) checkIO() error {
 		g.inputs = append(g.inputs, int32(id))
 	}
 	for i, id := range g.graph.OutputIDs {
+		if int(id) < n && g.graph.Values[id].Kind == serialization.KindSymInt {
+			continue
+		}
 		if int(id) >= n || g.tensors[id] == nil {
-			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor", ErrUnsupported, i, id)
+			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
 		}
 	}
 	return nil
@@ -384,9 +414,13 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 	return fn(b, args)
 }
 
-// createStaging creates one reused MapRead staging buffer per output.
+// createStaging creates one reused MapRead staging buffer per tensor output.
 func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 	for i, id := range g.graph.OutputIDs {
+		if g.graph.Values[id].Kind == serialization.KindSymInt {
+			g.outputs = append(g.outputs, outputSlot{id: int32(id), read: -1, host: serialization.Int64})
+			continue
+		}
 		ts := g.tensors[id]
 		if ts.buf == nil {
 			return fmt.Errorf("graph: %w: output %d (value %d) has no buffer", ErrInvalidGraph, i, id)
@@ -399,14 +433,94 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 		if i < len(hostTypes) && widens(ts.dtype, hostTypes[i]) {
 			host = hostTypes[i]
 		}
-		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st, host: host})
-		g.reads = append(g.reads, gpu.Readback{Src: ts.buf, Dst: st, Size: gpu.AlignedSize(uint64(ts.nbytes))})
+		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st, host: host, read: len(g.reads)})
+		g.reads = append(g.reads, gpu.Readback{Src: ts.buf, Dst: st, Size: gpu.AlignedSize(uint64(ts.liveBytes()))})
 	}
 	for _, id := range g.inputs {
-		ts := g.tensors[id]
-		g.scratch = append(g.scratch, make([]byte, 0, ts.nbytes))
+		var n int64
+		if ts := g.tensors[id]; ts != nil {
+			n = ts.nbytes
+		}
+		g.scratch = append(g.scratch, make([]byte, 0, n))
+	}
+	g.recordedIn = make([][]int64, len(g.inputs))
+	for i, id := range g.inputs {
+		g.recordedIn[i] = g.inputKey(id, nil)
 	}
 	return nil
+}
+
+// inputKey is what a recording depends on for input id: a tensor's live
+// dims, or a SymInt's value. It appends to dst.
+func (g *WebGPUGraph) inputKey(id int32, dst []int64) []int64 {
+	if ts := g.tensors[id]; ts != nil {
+		return append(dst[:0], ts.live...)
+	}
+	v, _ := g.symInt(id)
+	return append(dst[:0], v)
+}
+
+// symInt returns the live value of an Int or SymInt value.
+func (g *WebGPUGraph) symInt(id int32) (int64, error) {
+	return ops.Values{G: g.graph, Sym: g.symValue}.Int(id)
+}
+
+// hasSymIntInputs reports whether any graph input is a SymInt.
+func (g *WebGPUGraph) hasSymIntInputs() bool {
+	for _, id := range g.inputs {
+		if g.tensors[id] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// rerecord re-runs every op on the current live input shapes and SymInt
+// values and rebuilds the dispatch records. Buffers stay; constants are not
+// written again.
+func (g *WebGPUGraph) rerecord(ctx context.Context) error {
+	isInput := map[int32]bool{}
+	for _, id := range g.inputs {
+		isInput[id] = true
+	}
+	for id, ts := range g.tensors {
+		if ts != nil && !isInput[int32(id)] {
+			ts.setLive(ts.dims, ts.numel)
+		}
+	}
+	for id := range g.sym {
+		if !isInput[id] {
+			delete(g.sym, id)
+		}
+	}
+	g.replay = true
+	defer func() { g.pend, g.arena = nil, nil }()
+	if err := g.recordOps(ctx); err != nil {
+		return err
+	}
+	for _, bg := range g.groups {
+		bg.Release()
+	}
+	g.groups, g.records = g.groups[:0], g.records[:0]
+	if err := g.finishDispatches(); err != nil {
+		return err
+	}
+	for _, o := range g.outputs {
+		if o.read >= 0 {
+			g.reads[o.read].Size = gpu.AlignedSize(uint64(g.tensors[o.id].liveBytes()))
+		}
+	}
+	g.stats.NumDispatches = len(g.records)
+	g.rerecords++
+	return nil
+}
+
+// Rerecords counts how many times Execute re-recorded the graph because its
+// live input shapes or SymInt inputs changed.
+func (g *WebGPUGraph) Rerecords() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rerecords
 }
 
 func (g *WebGPUGraph) computeStats() {
@@ -419,7 +533,9 @@ func (g *WebGPUGraph) computeStats() {
 	g.stats.NumDeferredConstants = s.NumDeferred
 	g.stats.DeferredConstantBytes = s.DeferredBytes
 	for _, o := range g.outputs {
-		g.stats.StagingBufferBytes += g.tensors[o.id].nbytes
+		if o.staging != nil {
+			g.stats.StagingBufferBytes += int64(o.staging.Size())
+		}
 	}
 	g.stats.NumDispatches = len(g.records)
 }
@@ -438,6 +554,9 @@ func (g *WebGPUGraph) NumOutputs() int { return len(g.outputs) }
 // InputInfo returns the dtype and shape input i expects.
 func (g *WebGPUGraph) InputInfo(i int) (serialization.DataType, []int64) {
 	ts := g.tensors[g.inputs[i]]
+	if ts == nil { // a SymInt, passed as a scalar int64 tensor
+		return serialization.Int64, []int64{}
+	}
 	return ts.dtype, append([]int64(nil), ts.dims...)
 }
 
@@ -445,6 +564,9 @@ func (g *WebGPUGraph) InputInfo(i int) (serialization.DataType, []int64) {
 // output i.
 func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
 	ts := g.tensors[g.outputs[i].id]
+	if ts == nil {
+		return serialization.Int64, []int64{}
+	}
 	return g.outputs[i].host, append([]int64(nil), ts.dims...)
 }
 
@@ -473,9 +595,17 @@ func widen(src []byte, dev serialization.DataType) []byte {
 }
 
 // Execute uploads inputs (in input_ids order), runs every dispatch in one
-// compute pass and one submit, and returns the outputs (in output_ids order).
-// An int64 input feeding an int32 tensor (the exporter's default downcast) is
-// narrowed with an overflow check; float64 into float32 likewise.
+// compute pass and one submit, and returns the outputs (in output_ids order)
+// with their live shapes.
+//
+// A tensor input may be smaller than its serialized dims (which are upper
+// bounds for dynamic shapes) but not larger and not of another rank; a
+// SymInt input is passed as a one-element integer tensor. When the live
+// input shapes or SymInt values differ from the previous call, the ops are
+// re-recorded for them first. An int64 input feeding an int32 tensor (the
+// exporter's default downcast) is narrowed with an overflow check; float64
+// into float32 likewise. Execute is safe for concurrent use; calls on one
+// graph are serialised.
 func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -485,11 +615,48 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if len(inputs) != len(g.inputs) {
 		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
 	}
+	changed := false
+	for i, in := range inputs {
+		id := g.inputs[i]
+		ts := g.tensors[id]
+		if ts == nil {
+			v, err := symIntInput(i, in)
+			if err != nil {
+				return nil, err
+			}
+			if old, ok := g.sym[id]; !ok || old != v {
+				g.sym[id] = v
+			}
+		} else {
+			if err := g.checkInputShape(i, in, ts); err != nil {
+				return nil, err
+			}
+			ts.setLive(in.Shape, Numel(in.Shape))
+		}
+		g.liveKey = g.inputKey(id, g.liveKey)
+		if !slices.Equal(g.liveKey, g.recordedIn[i]) {
+			changed = true
+			g.recordedIn[i] = append(g.recordedIn[i][:0], g.liveKey...)
+		}
+	}
+	if changed || g.stale {
+		if err := g.rerecord(ctx); err != nil {
+			g.stale = true // the records are unusable; record again next time
+			return nil, fmt.Errorf("graph: recording for the new input shapes: %w", err)
+		}
+		g.stale = false
+	}
 	for i, in := range inputs {
 		ts := g.tensors[g.inputs[i]]
+		if ts == nil {
+			continue
+		}
 		data, err := g.hostToDevice(i, in, ts)
 		if err != nil {
 			return nil, err
+		}
+		if len(data) == 0 {
+			continue
 		}
 		if err := g.dev.Write(ts.buf, 0, data); err != nil {
 			return nil, fmt.Errorf("graph: input %d: %w", i, err)
@@ -500,43 +667,70 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	}
 	outs := make([]Tensor, len(g.outputs))
 	for i, o := range g.outputs {
+		if o.read < 0 {
+			v, _ := g.symInt(o.id)
+			outs[i] = Int64Tensor([]int64{}, []int64{v})
+			continue
+		}
 		ts := g.tensors[o.id]
+		n := ts.liveBytes()
 		m, err := o.staging.Mapped()
 		if err != nil {
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
 		}
 		var data []byte
 		if o.host == ts.dtype {
-			data = make([]byte, ts.nbytes)
-			copy(data, m[:ts.nbytes])
+			data = make([]byte, n)
+			copy(data, m[:n])
 		} else {
-			data = widen(m[:ts.nbytes], ts.dtype)
+			data = widen(m[:n], ts.dtype)
 		}
 		if err := o.staging.Unmap(); err != nil {
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
 		}
-		outs[i] = Tensor{DType: o.host, Shape: append([]int64(nil), ts.dims...), Data: data}
+		outs[i] = Tensor{DType: o.host, Shape: append([]int64(nil), ts.live...), Data: data}
 	}
 	return outs, nil
 }
 
-// hostToDevice checks input i against its tensor and returns the bytes to
-// upload, narrowing 64-bit host data when the device tensor is 32-bit.
-func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, error) {
+// symIntInput reads a SymInt input given as a one-element integer tensor.
+func symIntInput(i int, in Tensor) (int64, error) {
+	if Numel(in.Shape) != 1 {
+		return 0, &InputError{Index: i, Msg: fmt.Sprintf("a SymInt input takes a one-element integer tensor, got shape %v", in.Shape)}
+	}
+	switch {
+	case in.DType == serialization.Int64 && len(in.Data) == 8:
+		return int64(le64(in.Data)), nil
+	case in.DType == serialization.Int32 && len(in.Data) == 4:
+		return int64(int32(uint32(in.Data[0]) | uint32(in.Data[1])<<8 | uint32(in.Data[2])<<16 | uint32(in.Data[3])<<24)), nil
+	}
+	return 0, &InputError{Index: i, Msg: fmt.Sprintf("a SymInt input takes an int32 or int64 scalar, got %v with %d bytes", in.DType, len(in.Data))}
+}
+
+// checkInputShape checks a tensor input's live shape against its bound.
+func (g *WebGPUGraph) checkInputShape(i int, in Tensor, ts *tensorState) error {
 	if len(in.Shape) != len(ts.dims) {
-		return nil, &InputError{Index: i, Msg: fmt.Sprintf("shape %v, graph expects %v", in.Shape, ts.dims)}
+		return &InputError{Index: i, Msg: fmt.Sprintf("shape %v has rank %d, graph expects rank %d (at most %v)", in.Shape, len(in.Shape), len(ts.dims), ts.dims)}
 	}
 	for j := range in.Shape {
-		if in.Shape[j] != ts.dims[j] {
-			return nil, &InputError{Index: i, Msg: fmt.Sprintf("shape %v, graph expects %v", in.Shape, ts.dims)}
+		if in.Shape[j] < 0 || in.Shape[j] > ts.dims[j] {
+			return &InputError{Index: i, Msg: fmt.Sprintf("shape %v is larger than the graph's bound %v in dim %d", in.Shape, ts.dims, j)}
 		}
 	}
+	return nil
+}
+
+// hostToDevice checks input i's data against its live shape and returns the
+// bytes to upload, narrowing 64-bit host data when the device tensor is
+// 32-bit.
+func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, error) {
 	hostSize := in.DType.Size()
 	if hostSize == 0 {
 		return nil, &InputError{Index: i, Msg: fmt.Sprintf("unknown dtype %v", in.DType)}
 	}
-	if int64(len(in.Data)) != ts.numel*int64(hostSize) {
-		return nil, &InputError{Index: i, Msg: fmt.Sprintf("%d data bytes for %d %v elements", len(in.Data), ts.numel, in.DType)}
+	numel := Numel(in.Shape)
+	if int64(len(in.Data)) != numel*int64(hostSize) {
+		return nil, &InputError{Index: i, Msg: fmt.Sprintf("%d data bytes for %d %v elements", len(in.Data), numel, in.DType)}
 	}
 	switch {
 	case in.DType == ts.dtype:

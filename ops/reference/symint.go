@@ -1,0 +1,65 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+)
+
+// sym_size.int [self, dim, out]; add/sub/mul/floordiv [a, b, out] on
+// symbolic ints (floordiv is Python's //, rounding toward -inf).
+func init() {
+	size := func(e *Env, a []int32) error {
+		if len(a) != 3 {
+			return fmt.Errorf("%d args, want 3", len(a))
+		}
+		t, err := e.In(a[0])
+		if err != nil {
+			return err
+		}
+		d, err := e.Int(a[1])
+		if err != nil {
+			return err
+		}
+		r := int64(len(t.Shape))
+		if d < 0 {
+			d += r
+		}
+		if d < 0 || d >= r {
+			return fmt.Errorf("dim %d out of range for %v", d, t.Shape)
+		}
+		return e.SetInt(a[2], t.Shape[d])
+	}
+	Register("sym_size.int", size)
+	Register("aten.sym_size.int", size)
+	for _, op := range []string{"add", "sub", "mul", "floordiv"} {
+		Register(op, func(e *Env, a []int32) error {
+			if len(a) != 3 {
+				return fmt.Errorf("%d args, want 3", len(a))
+			}
+			x, err := e.Int(a[0])
+			if err != nil {
+				return err
+			}
+			y, err := e.Int(a[1])
+			if err != nil {
+				return err
+			}
+			var v float64
+			switch op {
+			case "add":
+				v = float64(x + y)
+			case "sub":
+				v = float64(x - y)
+			case "mul":
+				v = float64(x * y)
+			case "floordiv":
+				if y == 0 {
+					return fmt.Errorf("floordiv by zero")
+				}
+				v = math.Floor(float64(x) / float64(y))
+			}
+			return e.SetInt(a[2], int64(v))
+		})
+	}
+	Register("aten._assert_scalar.default", func(e *Env, a []int32) error { return nil })
+}

@@ -1,0 +1,110 @@
+package ops
+
+import (
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// sym_size.int args:                 [self, dim, out(SymInt)]
+// add / sub / mul / floordiv args:   [a, b, out(SymInt)] (Python operators
+// on symbolic ints; the exporter gives them bare names and no schema)
+// aten._assert_scalar.default args:  [self, assert_msg, out]
+//
+// These run on the host while the graph is recorded: they read live tensor
+// sizes and SymInt values and set SymInt outputs, which later ops read as
+// sizes (view_copy, slice_copy, ...). They record no dispatch. floordiv
+// rounds toward negative infinity, like Python's //.
+func init() {
+	Register("sym_size.int", symSize)
+	Register("aten.sym_size.int", symSize)
+	for _, op := range []string{"add", "sub", "mul", "floordiv"} {
+		Register(op, symArith(op))
+	}
+	Register("aten._assert_scalar.default", func(b Builder, args []int32) error { return nil })
+}
+
+func symSize(b Builder, args []int32) error {
+	if len(args) != 3 {
+		return Errorf(-1, "want 3 args [self, dim, out], have %d", len(args))
+	}
+	t, err := b.Tensor(args[0])
+	if err != nil {
+		return argErr(0, err)
+	}
+	d, err := b.Int(args[1])
+	if err != nil {
+		return argErr(1, err)
+	}
+	if len(t.Dims) == 0 {
+		return Errorf(0, "sym_size of a scalar tensor")
+	}
+	dim, err := NormDim(d, len(t.Dims))
+	if err != nil {
+		return argErr(1, err)
+	}
+	return setSym(b, 2, args[2], t.Dims[dim])
+}
+
+func symArith(op string) Func {
+	return func(b Builder, args []int32) error {
+		if len(args) != 3 {
+			return Errorf(-1, "want 3 args [a, b, out], have %d", len(args))
+		}
+		x, err := b.Int(args[0])
+		if err != nil {
+			return argErr(0, err)
+		}
+		y, err := b.Int(args[1])
+		if err != nil {
+			return argErr(1, err)
+		}
+		var v int64
+		switch op {
+		case "add":
+			v = x + y
+		case "sub":
+			v = x - y
+		case "mul":
+			v = x * y
+		case "floordiv":
+			if y == 0 {
+				return Errorf(1, "floordiv by zero")
+			}
+			v = x / y
+			if (x%y != 0) && ((x < 0) != (y < 0)) {
+				v--
+			}
+		}
+		return setSym(b, 2, args[2], v)
+	}
+}
+
+// setSym sets a SymInt output; an Int output (a constant the exporter
+// folded) must already hold v.
+func setSym(b Builder, arg int, id int32, v int64) error {
+	switch b.Kind(id) {
+	case serialization.KindSymInt:
+		return b.SetInt(id, v)
+	case serialization.KindInt:
+		if got, _ := b.Int(id); got != v {
+			return Errorf(arg, "out is the constant Int %d but the value is %d", got, v)
+		}
+		return nil
+	}
+	return Errorf(arg, "out is %v, want a SymInt", b.Kind(id))
+}
+
+// NormDim turns a possibly negative dim into an index into a shape of the
+// given rank, the torch way (a scalar accepts dims 0 and -1).
+func NormDim(d int64, rank int) (int, error) {
+	r := int64(rank)
+	if r == 0 {
+		r = 1
+	}
+	if d < -r || d >= r {
+		return 0, Errorf(-1, "dim %d out of range for rank %d", d, rank)
+	}
+	if d < 0 {
+		d += r
+	}
+	return int(d), nil
+}
