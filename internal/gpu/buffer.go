@@ -82,6 +82,8 @@ func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer,
 	if err != nil {
 		return nil, &Error{Op: "create buffer " + label, Err: err}
 	}
+	d.live.buffers.Add(1)
+	d.live.bufferBytes.Add(int64(size))
 	return &Buffer{d: d, b: b, size: size, kind: kind}, nil
 }
 
@@ -106,6 +108,8 @@ func (b *Buffer) Release() {
 	}
 	b.released = true
 	b.b.Release()
+	d.live.buffers.Add(-1)
+	d.live.bufferBytes.Add(-int64(b.size))
 }
 
 // Write copies data into b at offset with queue writes of at most
@@ -152,14 +156,16 @@ type BindEntry struct {
 
 // BindGroup is a bind group for one pipeline's layout.
 type BindGroup struct {
+	d *Device
 	g *wgpu.BindGroup
 }
 
-// Release frees the bind group.
+// Release frees the bind group. It is safe to call twice.
 func (g *BindGroup) Release() {
 	if g != nil && g.g != nil {
 		g.g.Release()
 		g.g = nil
+		g.d.live.bindGroups.Add(-1)
 	}
 }
 
@@ -188,5 +194,6 @@ func (d *Device) NewBindGroup(p *Pipeline, entries []BindEntry, label string) (*
 	if err != nil {
 		return nil, &Error{Op: "create bind group " + label, Err: err}
 	}
-	return &BindGroup{g: g}, nil
+	d.live.bindGroups.Add(1)
+	return &BindGroup{d: d, g: g}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -57,6 +58,7 @@ type Device struct {
 	queue   *wgpu.Queue
 	limits  wgpu.Limits
 	info    AdapterInfo
+	live    liveCounts
 
 	// mu serialises queue use (submit, write, map) and cache access. The
 	// WebGPU objects are not documented as safe for concurrent use through
@@ -147,6 +149,28 @@ func (d *Device) Info() AdapterInfo { return d.info }
 
 // Limits returns the limits the device was created with.
 func (d *Device) Limits() wgpu.Limits { return d.limits }
+
+// liveCounts counts the GPU objects a device has handed out and not yet
+// released; soak tests compare them with a baseline.
+type liveCounts struct {
+	buffers, bufferBytes, bindGroups atomic.Int64
+}
+
+// LiveObjects is a snapshot of the GPU objects alive on a device.
+type LiveObjects struct {
+	Buffers       int64 // buffers created and not released
+	BufferBytes   int64 // their total size
+	BindGroups    int64 // bind groups created and not released
+	Pipelines     int   // cached compute pipelines (live until Close)
+	ShaderModules int   // cached shader modules (live until Close)
+}
+
+// LiveObjects reports the device's live GPU objects.
+func (d *Device) LiveObjects() LiveObjects {
+	s, p := d.CacheStats()
+	return LiveObjects{Buffers: d.live.buffers.Load(), BufferBytes: d.live.bufferBytes.Load(),
+		BindGroups: d.live.bindGroups.Load(), Pipelines: p, ShaderModules: s}
+}
 
 // CacheStats reports the sizes of the shader module and pipeline caches.
 func (d *Device) CacheStats() (shaders, pipelines int) {
