@@ -17,6 +17,13 @@ var (
 	ErrConstant = errors.New("bad constant")
 	// ErrInput: Execute was given inputs that do not match the graph.
 	ErrInput = errors.New("bad input")
+	// ErrReadBeforeWrite: an op reads a tensor that is neither an input nor
+	// a constant and that no earlier op writes (also matches
+	// ErrInvalidGraph).
+	ErrReadBeforeWrite = errors.New("tensor read before any op writes it")
+	// ErrDeviceLimit: a tensor does not fit a device limit (also matches
+	// ErrUnsupported); the error is a *LimitError.
+	ErrDeviceLimit = errors.New("device limit exceeded")
 	// ErrClosed: the graph was closed.
 	ErrClosed = errors.New("graph is closed")
 )
@@ -64,3 +71,23 @@ func (e *InputError) Unwrap() error { return ErrInput }
 func invalidf(format string, a ...any) error {
 	return fmt.Errorf("graph: %w: %s", ErrInvalidGraph, fmt.Sprintf(format, a...))
 }
+
+// LimitError reports a tensor that exceeds a device limit.
+type LimitError struct {
+	ValueID  int32  // the tensor (for a shared memory object, its largest user)
+	MemObjID int32  // -1 unless the buffer is a shared memory object
+	Bytes    int64  // the buffer size needed
+	Limit    uint64 // the device's limit
+	Name     string // the limit's WebGPU name
+}
+
+func (e *LimitError) Error() string {
+	if e.MemObjID >= 0 {
+		return fmt.Sprintf("graph: shared memory object %d (largest user value %d) needs %d bytes, over the device's %s of %d bytes",
+			e.MemObjID, e.ValueID, e.Bytes, e.Name, e.Limit)
+	}
+	return fmt.Sprintf("graph: tensor value %d needs %d bytes, over the device's %s of %d bytes", e.ValueID, e.Bytes, e.Name, e.Limit)
+}
+
+// Is makes errors.Is match ErrDeviceLimit and ErrUnsupported.
+func (e *LimitError) Is(target error) bool { return target == ErrDeviceLimit || target == ErrUnsupported }

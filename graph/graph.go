@@ -185,6 +185,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if need := g.plan.Stats.TensorBufferBytes(); need > limit {
 		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
+	if err := g.checkDeviceLimits(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -202,6 +205,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log.Debug("graph: load-time recording deferred to the first Execute", "err", err)
 		tentative = true
 		g.pend, g.arena = nil, nil
+	}
+	// After the ops' own argument checks, which give the more specific
+	// error when both apply.
+	if err := g.checkWrites(); err != nil {
+		return nil, err
 	}
 	if err := g.finishDispatches(); err != nil {
 		return nil, err
@@ -325,6 +333,106 @@ func (g *WebGPUGraph) checkIO() error {
 		}
 		if int(id) >= n || g.tensors[id] == nil {
 			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
+		}
+	}
+	return nil
+}
+
+// checkDeviceLimits rejects, before any buffer exists, a tensor or shared
+// memory object larger than the device can bind or allocate.
+func (g *WebGPUGraph) checkDeviceLimits() error {
+	lim := g.dev.Limits()
+	check := func(id, memObj int32, size int64) error {
+		n := int64(gpu.AlignedSize(uint64(size)))
+		if uint64(n) > lim.MaxBufferSize {
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxBufferSize, Name: "maxBufferSize"}
+		}
+		if uint64(n) > lim.MaxStorageBufferBindingSize {
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxStorageBufferBindingSize, Name: "maxStorageBufferBindingSize"}
+		}
+		return nil
+	}
+	largest := map[int32]int32{} // mem obj -> its largest user
+	for i, ts := range g.tensors {
+		if ts == nil {
+			continue
+		}
+		pl := g.plan.Placements[int32(i)]
+		switch {
+		case pl.None:
+		case pl.Shared:
+			if u, ok := largest[pl.MemObjID]; !ok || g.tensors[u].nbytes < ts.nbytes {
+				largest[pl.MemObjID] = int32(i)
+			}
+		default:
+			if err := check(int32(i), -1, pl.Size); err != nil {
+				return err
+			}
+		}
+	}
+	for _, obj := range g.plan.SharedIDs() {
+		if err := check(largest[obj], obj, g.plan.SharedSizes[obj]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWrites rejects a chain that reads a tensor before anything writes
+// it: every tensor an op reads (any argument but the last, ValueList
+// members included) and every graph output must be an input, a constant,
+// or the output (last argument) of an earlier op.
+func (g *WebGPUGraph) checkWrites() error {
+	written := make([]bool, len(g.tensors))
+	for id, ts := range g.tensors {
+		if ts != nil && ts.constant {
+			written[id] = true
+		}
+	}
+	for _, id := range g.inputs {
+		written[id] = true
+	}
+	vals := g.graph.Values
+	// tensors calls fn for id if it is a tensor, or for each tensor member
+	// of a ValueList.
+	tensors := func(id int32, fn func(int32) error) error {
+		if id < 0 || int(id) >= len(vals) {
+			return nil
+		}
+		if g.tensors[id] != nil {
+			return fn(id)
+		}
+		if vals[id].Kind == serialization.KindValueList {
+			for _, m := range vals[id].IDs {
+				if m >= 0 && int(m) < len(vals) && g.tensors[m] != nil {
+					if err := fn(m); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for i, op := range g.graph.Chain {
+		if len(op.Args) == 0 {
+			continue
+		}
+		for _, a := range op.Args[:len(op.Args)-1] {
+			err := tensors(a, func(id int32) error {
+				if !written[id] {
+					return &OpError{Index: i, Name: op.Name, Err: fmt.Errorf("%w: %w: value %d is read but no input, constant or earlier op provides it", ErrInvalidGraph, ErrReadBeforeWrite, id)}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		tensors(op.Args[len(op.Args)-1], func(id int32) error { written[id] = true; return nil })
+	}
+	for i, id := range g.graph.OutputIDs {
+		if g.tensors[id] != nil && !written[id] {
+			return fmt.Errorf("graph: %w: %w: output %d (value %d) is never written", ErrInvalidGraph, ErrReadBeforeWrite, i, id)
 		}
 	}
 	return nil

@@ -34,6 +34,9 @@ var (
 	// (constants, segments, delegate data, a plan's delegates) is out of
 	// range.
 	ErrBadIndex = errors.New("index out of range")
+	// ErrValueListCycle: a ValueList contains itself, directly or through
+	// other ValueLists.
+	ErrValueListCycle = errors.New("ValueList cycle")
 	// ErrBadDataType means a VkDataType is not one the schema defines.
 	ErrBadDataType = errors.New("unknown data type")
 	// ErrBadConstant means a constant's bytes do not fit where they are said

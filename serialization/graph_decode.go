@@ -154,7 +154,55 @@ func (d *graphDecoder) graph() (*Graph, error) {
 			}
 		}
 	}
+	if i, ok := valueListCycle(g.Values); ok {
+		return nil, formatErr(d.valuePos(vstart, uint32(i)), ErrValueListCycle, i,
+			"value %d: ValueList contains itself (directly or through nested ValueLists)", i)
+	}
 	return g, nil
+}
+
+// valueListCycle finds a ValueList that reaches itself through ValueList
+// items (iterative three-colour DFS: hostile graphs may nest deeply).
+func valueListCycle(vals []Value) (int, bool) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := make([]uint8, len(vals))
+	type frame struct {
+		id, next int
+	}
+	var stack []frame
+	for root := range vals {
+		if vals[root].Kind != KindValueList || colour[root] != white {
+			continue
+		}
+		stack = append(stack[:0], frame{root, 0})
+		colour[root] = grey
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			items := vals[top.id].IDs
+			if top.next == len(items) {
+				colour[top.id] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			c := int(items[top.next])
+			top.next++
+			if vals[c].Kind != KindValueList {
+				continue
+			}
+			switch colour[c] {
+			case grey:
+				return c, true
+			case white:
+				colour[c] = grey
+				stack = append(stack, frame{c, 0})
+			}
+		}
+	}
+	return 0, false
 }
 
 // valuePos returns the input offset of value i's table, for error messages.

@@ -178,6 +178,20 @@ func blobRejectCases() []rejectCase {
 		{"ValueList item out of range", graph(func(n fbNav, root tbl, fb []byte, ids map[string]int32) {
 			le32(fb, n.vecLenPos(valueMember(n, root, ids["list"]), 0)+4, 5)
 		}), ErrBadValueID},
+		{"ValueList contains itself", graph(func(n fbNav, root tbl, fb []byte, ids map[string]int32) {
+			le32(fb, n.vecLenPos(valueMember(n, root, ids["list"]), 0)+4, uint32(ids["list"]))
+		}), ErrValueListCycle},
+		{"ValueList cycle through another list", func(t testing.TB) []byte {
+			b := NewBuilder()
+			x := b.Int(1)
+			first := b.ValueList(x, x+2) // x+2 is the next list
+			b.ValueList(first)
+			blob, err := b.Blob()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return blob
+		}, ErrValueListCycle},
 		{"dims over cap", func(t testing.TB) []byte {
 			b := NewBuilder()
 			b.Tensor(Float32, make([]uint32, MaxTensorDims+1), -1)
