@@ -90,4 +90,6 @@ func (e *LimitError) Error() string {
 }
 
 // Is makes errors.Is match ErrDeviceLimit and ErrUnsupported.
-func (e *LimitError) Is(target error) bool { return target == ErrDeviceLimit || target == ErrUnsupported }
+func (e *LimitError) Is(target error) bool {
+	return target == ErrDeviceLimit || target == ErrUnsupported
+}
