@@ -116,6 +116,7 @@ type WebGPUGraph struct {
 	inputs  []int32
 	outputs []outputSlot
 	reads   []gpu.Readback
+	prog    *gpu.Program // records and reads, prepared for replay
 	scratch [][]byte // per input, for int64/float64 narrowing
 	stats   MemoryStats
 
@@ -218,6 +219,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	g.stale = tentative
+	g.prog = g.dev.Prepare(g.records, g.reads)
 	g.computeStats()
 	g.log.Debug("graph: built", "values", len(g.graph.Values), "ops", len(g.graph.Chain),
 		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants)
@@ -619,6 +621,7 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 		}
 	}
 	g.stats.NumDispatches = len(g.records)
+	g.prog.Set(g.records, g.reads)
 	g.rerecords++
 	return nil
 }
@@ -770,7 +773,7 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 			return nil, fmt.Errorf("graph: input %d: %w", i, err)
 		}
 	}
-	if err := g.dev.Run(ctx, g.records, g.reads); err != nil {
+	if err := g.prog.Run(ctx); err != nil {
 		return nil, fmt.Errorf("graph: execute: %w", err)
 	}
 	outs := make([]Tensor, len(g.outputs))

@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -42,6 +44,7 @@ type Buffer struct {
 	kind     BufferKind
 	state    mapState
 	released bool
+	cell     unsafe.Pointer // staging: C status cell of the pending map
 }
 
 // AlignedSize rounds n up to a multiple of 16 with a minimum of 16. WebGPU
@@ -84,7 +87,11 @@ func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer,
 	}
 	d.live.buffers.Add(1)
 	d.live.bufferBytes.Add(int64(size))
-	return &Buffer{d: d, b: b, size: size, kind: kind}, nil
+	buf := &Buffer{d: d, b: b, size: size, kind: kind}
+	if kind == Staging {
+		buf.cell = newCell()
+	}
+	return buf, nil
 }
 
 // Size is the allocated size in bytes.
@@ -102,12 +109,18 @@ func (b *Buffer) Release() {
 	if !d.closed {
 		d.settleLocked(b)
 		if b.state == mapped {
-			b.b.Unmap()
+			d.rawUnmap(b)
 			b.state = unmapped
 		}
 	}
 	b.released = true
 	b.b.Release()
+	// A map still pending (only possible on a closed device) may yet
+	// write its cell: leak those 4 bytes rather than free them.
+	if b.cell != nil && b.state != mapPending {
+		freeCell(b.cell)
+		b.cell = nil
+	}
 	d.live.buffers.Add(-1)
 	d.live.bufferBytes.Add(-int64(b.size))
 }
@@ -128,19 +141,26 @@ func (d *Device) Write(b *Buffer, offset uint64, data []byte) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if b.released {
+		return &Error{Op: "write buffer", Err: errors.New("buffer was released")}
+	}
+	if b.kind == Staging {
+		return &Error{Op: "write buffer", Err: errors.New("cannot write a staging buffer")}
+	}
 	whole := len(data) &^ 3
 	for done := 0; done < whole; {
 		n := min(whole-done, MaxWriteChunk)
-		if err := d.queue.WriteBuffer(b.b, offset+uint64(done), data[done:done+n]); err != nil {
-			return &Error{Op: "write buffer", Err: err}
+		if err := d.write(b, offset+uint64(done), data[done:done+n]); err != nil {
+			return err
 		}
 		done += n
 	}
 	if tail := len(data) - whole; tail > 0 {
-		var pad [4]byte
-		copy(pad[:], data[whole:])
-		if err := d.queue.WriteBuffer(b.b, offset+uint64(whole), pad[:]); err != nil {
-			return &Error{Op: "write buffer", Err: err}
+		pad := d.pad[:]
+		clear(pad)
+		copy(pad, data[whole:])
+		if err := d.write(b, offset+uint64(whole), pad); err != nil {
+			return err
 		}
 	}
 	return nil

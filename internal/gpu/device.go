@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -51,14 +52,17 @@ type AdapterInfo struct {
 // Device owns a WebGPU instance, adapter, device and queue, and the caches of
 // shader modules and pipelines shared by every graph built on it.
 type Device struct {
-	log     *slog.Logger
-	inst    *wgpu.Instance
-	adapter *wgpu.Adapter
-	dev     *wgpu.Device
-	queue   *wgpu.Queue
-	limits  wgpu.Limits
-	info    AdapterInfo
-	live    liveCounts
+	log      *slog.Logger
+	inst     *wgpu.Instance
+	adapter  *wgpu.Adapter
+	dev      *wgpu.Device
+	queue    *wgpu.Queue
+	limits   wgpu.Limits
+	info     AdapterInfo
+	live     liveCounts
+	raw      rawState
+	pad      [4]byte        // Write's tail word (under mu)
+	idleCell unsafe.Pointer // C status cell for queue-idle waits
 
 	// mu serialises queue use (submit, write, map) and cache access. The
 	// WebGPU objects are not documented as safe for concurrent use through
@@ -138,6 +142,14 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	}
 	d.dev = dev
 	d.queue = dev.GetQueue()
+	if err := d.initRaw(); err != nil {
+		d.freeRaw()
+		d.queue.Release()
+		dev.Release()
+		ad.Release()
+		d.inst.Release()
+		return nil, &Error{Op: "open", Err: err}
+	}
 	d.limits = dev.GetLimits().Limits
 	log.Debug("gpu: device opened", "adapter", d.info.Name, "driver", d.info.Driver, "backend", d.info.Backend,
 		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize)
@@ -196,8 +208,11 @@ func (d *Device) Close() error {
 		m.Release()
 		delete(d.modules, k)
 	}
+	d.freeRaw()
 	d.queue.Release()
 	d.dev.Release()
+	// idleCell is not freed: a wait cancelled by its context may leave a
+	// callback that the device's teardown still runs.
 	d.adapter.Release()
 	d.inst.Release()
 	return nil

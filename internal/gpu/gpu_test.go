@@ -160,3 +160,34 @@ func TestStagingMisuse(t *testing.T) {
 		t.Fatal("huge buffer accepted")
 	}
 }
+
+// TestSubmitValidationErrorIsReturned: a dispatch the device rejects (a grid
+// over maxComputeWorkgroupsPerDimension) comes back as an error from the
+// raw submit path, instead of reaching the binding's fatal uncaptured-error
+// handler; the device stays usable.
+func TestSubmitValidationErrorIsReturned(t *testing.T) {
+	d := testDev
+	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := d.NewBuffer(Storage, 64, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	g, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Release()
+	over := d.Limits().MaxComputeWorkgroupsPerDimension + 1
+	err = d.Run(context.Background(), []Dispatch{{Pipeline: p, Group: g, X: over, Y: 1, Z: 1}}, nil)
+	if err == nil {
+		t.Fatal("a grid over the device limit was accepted")
+	}
+	t.Logf("rejected: %v", err)
+	if err := d.Run(context.Background(), []Dispatch{{Pipeline: p, Group: g, X: 1, Y: 1, Z: 1}}, nil); err != nil {
+		t.Fatalf("device unusable after a rejected submit: %v", err)
+	}
+}

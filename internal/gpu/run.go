@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/cogentcore/webgpu/wgpu"
 )
 
 // Dispatch is one recorded compute dispatch.
@@ -35,100 +33,87 @@ var ErrMapFailed = errors.New("gpu: buffer map failed")
 // If ctx ends while waiting, Run returns ctx.Err(); the maps stay pending and
 // are settled by the next call that touches those buffers, so no later
 // submission can see a buffer with a pending map.
+//
+// Run prepares the records on every call; a caller that replays the same
+// records uses Prepare once and Program.Run, which allocates nothing.
 func (d *Device) Run(ctx context.Context, dispatches []Dispatch, reads []Readback) error {
+	return d.Prepare(dispatches, reads).Run(ctx)
+}
+
+// Program is a prepared submission: dispatches and readbacks in the form
+// the driver takes, replayed without allocation.
+type Program struct {
+	d     *Device
+	p     program
+	reads []Readback
+}
+
+// Prepare builds a Program for dispatches and reads. The pipelines, bind
+// groups and buffers must stay alive while it is used.
+func (d *Device) Prepare(dispatches []Dispatch, reads []Readback) *Program {
+	p := &Program{d: d}
+	p.Set(dispatches, reads)
+	return p
+}
+
+// Set replaces the program's records.
+func (p *Program) Set(dispatches []Dispatch, reads []Readback) {
+	p.p.set(dispatches, reads)
+	p.reads = append(p.reads[:0], reads...)
+}
+
+// SetReadSize changes readback i's byte count (a multiple of 4).
+func (p *Program) SetReadSize(i int, size uint64) {
+	p.reads[i].Size = size
+	p.p.copies[i].size = cUint64(size)
+}
+
+// Run submits the program once and waits for its readbacks (see
+// Device.Run).
+func (p *Program) Run(ctx context.Context) error {
+	d := p.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return ErrClosed
 	}
-	for _, r := range reads {
-		if r.Dst.kind != Staging {
-			return &Error{Op: "run", Err: errors.New("readback destination is not a staging buffer")}
+	for _, r := range p.reads {
+		if r.Dst.kind != Staging || r.Dst.released || r.Src.released {
+			return &Error{Op: "run", Err: errors.New("readback between released or non-staging buffers")}
 		}
 		// A submission that writes into a mapped or map-pending buffer
 		// aborts the process; settle and unmap first.
 		d.settleLocked(r.Dst)
 		if r.Dst.state == mapped {
-			if err := r.Dst.b.Unmap(); err != nil {
-				return &Error{Op: "unmap", Err: err}
-			}
+			d.rawUnmap(r.Dst)
 		}
 		r.Dst.state = unmapped
 		if r.Size > r.Dst.size || r.Size > r.Src.size || r.Size%4 != 0 {
 			return &Error{Op: "run", Err: fmt.Errorf("readback of %d bytes does not fit (src %d, dst %d)", r.Size, r.Src.size, r.Dst.size)}
 		}
 	}
-	enc, err := d.dev.CreateCommandEncoder(nil)
-	if err != nil {
-		return &Error{Op: "create command encoder", Err: err}
+	if err := d.submit(&p.p); err != nil {
+		return err
 	}
-	defer enc.Release()
-	if len(dispatches) > 0 {
-		pass := enc.BeginComputePass(nil)
-		for _, x := range dispatches {
-			if x.X == 0 || x.Y == 0 || x.Z == 0 {
-				continue
-			}
-			pass.SetPipeline(x.Pipeline.pipe)
-			pass.SetBindGroup(0, x.Group.g, nil)
-			pass.DispatchWorkgroups(x.X, x.Y, x.Z)
-		}
-		err := pass.End()
-		pass.Release()
-		if err != nil {
-			return &Error{Op: "compute pass", Err: err}
-		}
+	for _, r := range p.reads {
+		r.Dst.state = mapPending
+		d.rawMapRead(r.Dst)
 	}
-	for _, r := range reads {
-		if err := enc.CopyBufferToBuffer(r.Src.b, 0, r.Dst.b, 0, r.Size); err != nil {
-			return &Error{Op: "copy to staging", Err: err}
-		}
-	}
-	cb, err := enc.Finish(nil)
-	if err != nil {
-		return &Error{Op: "finish", Err: err}
-	}
-	if cb == nil {
-		// Never hand a nil command buffer to Submit: it is a crash.
-		return &Error{Op: "finish", Err: errors.New("no command buffer")}
-	}
-	d.queue.Submit(cb)
-	cb.Release()
-
-	for _, r := range reads {
-		buf := r.Dst
-		buf.state = mapPending
-		err := buf.b.MapAsync(wgpu.MapModeRead, 0, buf.size, func(s wgpu.BufferMapAsyncStatus) {
-			if s == wgpu.BufferMapAsyncStatusSuccess {
-				buf.state = mapped
-			} else {
-				buf.state = mapFailed
-			}
-		})
-		if err != nil {
-			buf.state = unmapped
-			return &Error{Op: "map staging", Err: err}
-		}
-	}
-	if len(reads) == 0 {
+	if len(p.reads) == 0 {
 		return d.waitIdleLocked(ctx)
 	}
-	return d.waitLocked(ctx, func() bool {
-		for _, r := range reads {
-			if r.Dst.state == mapPending {
-				return false
-			}
+	for _, r := range p.reads {
+		if err := d.waitMapLocked(ctx, r.Dst); err != nil {
+			return err
 		}
-		return true
-	}, func() error {
-		for _, r := range reads {
-			if r.Dst.state == mapFailed {
-				r.Dst.state = unmapped
-				return ErrMapFailed
-			}
+	}
+	for _, r := range p.reads {
+		if r.Dst.state == mapFailed {
+			r.Dst.state = unmapped
+			return ErrMapFailed
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // Mapped returns the mapped bytes of a staging buffer after a successful Run.
@@ -144,14 +129,27 @@ func (b *Buffer) Mapped() ([]byte, error) {
 func (b *Buffer) Unmap() error {
 	b.d.mu.Lock()
 	defer b.d.mu.Unlock()
-	if b.state != mapped {
+	if b.state != mapped || b.released {
 		return nil
 	}
 	b.state = unmapped
-	if err := b.b.Unmap(); err != nil {
-		return &Error{Op: "unmap", Err: err}
-	}
+	b.d.rawUnmap(b)
 	return nil
+}
+
+// updateMapState moves a pending map to mapped or mapFailed once its
+// callback has run.
+func (b *Buffer) updateMapState() {
+	if b.state != mapPending {
+		return
+	}
+	switch v := cellValue(b.cell); {
+	case v == 0:
+	case v == 1: // WGPUBufferMapAsyncStatus_Success + 1
+		b.state = mapped
+	default:
+		b.state = mapFailed
+	}
 }
 
 // settleLocked waits (without a deadline) for a pending map on b to finish.
@@ -160,29 +158,36 @@ func (d *Device) settleLocked(b *Buffer) {
 	if b.state != mapPending {
 		return
 	}
-	_ = d.waitLocked(context.Background(), func() bool { return b.state != mapPending }, func() error { return nil })
+	_ = d.waitMapLocked(context.Background(), b)
 	if b.state == mapFailed {
 		b.state = unmapped
 	}
 }
 
+// waitMapLocked waits until b's pending map has finished.
+func (d *Device) waitMapLocked(ctx context.Context, b *Buffer) error {
+	return d.waitLocked(ctx, func() bool { b.updateMapState(); return b.state != mapPending })
+}
+
 // waitIdleLocked waits until the queue has finished the submitted work.
 func (d *Device) waitIdleLocked(ctx context.Context) error {
-	done := false
-	d.queue.OnSubmittedWorkDone(func(wgpu.QueueWorkDoneStatus) { done = true })
-	return d.waitLocked(ctx, func() bool { return done }, func() error { return nil })
+	if d.idleCell == nil {
+		d.idleCell = newCell()
+	}
+	d.rawOnDone(d.idleCell)
+	return d.waitLocked(ctx, func() bool { return cellValue(d.idleCell) != 0 })
 }
 
 // waitLocked polls without blocking until ready reports true. Poll(true) is
 // never used: past 5 s it reports an empty queue and fires callbacks while
 // lavapipe is still running. Callbacks only fire inside Poll, so the loop
 // alternates non-blocking polls with short, growing sleeps.
-func (d *Device) waitLocked(ctx context.Context, ready func() bool, result func() error) error {
+func (d *Device) waitLocked(ctx context.Context, ready func() bool) error {
 	sleep := 5 * time.Microsecond
 	for spins := 0; ; spins++ {
-		d.dev.Poll(false, nil)
+		d.rawPoll()
 		if ready() {
-			return result()
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -1,0 +1,53 @@
+package graph
+
+import (
+	"context"
+	"testing"
+)
+
+// ExecuteAllocBound is the written bound on heap allocations per steady-state
+// Execute of a static-shape graph with one output, beyond the returned
+// outputs themselves (the []Tensor, each output's shape and data: 3
+// allocations per output).
+const ExecuteAllocBound = 0
+
+// TestExecuteAllocs: once a graph is loaded and has run once, Execute makes
+// no heap allocation beyond its outputs.
+func TestExecuteAllocs(t *testing.T) {
+	ctx := context.Background()
+	g, err := Load(ctx, device(t), seedGraphs(t)[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	in := randomInputs(g, 1)
+	if _, err := g.Execute(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, err := g.Execute(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	outputs := 1 + 2*g.NumOutputs()
+	t.Logf("%.1f allocations per Execute (%d of them the outputs)", allocs, outputs)
+	if allocs > float64(outputs+ExecuteAllocBound) {
+		t.Errorf("%.1f allocations per Execute, bound %d + %d for the outputs", allocs, ExecuteAllocBound, outputs)
+	}
+}
+
+func BenchmarkExecuteSmall(b *testing.B) {
+	ctx := context.Background()
+	g, err := Load(ctx, device(b), seedGraphs(b)[0], Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	in := randomInputs(g, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Execute(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

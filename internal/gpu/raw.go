@@ -1,0 +1,231 @@
+package gpu
+
+/*
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The hot path (encode, submit, map, write, poll) calls wgpu-native
+// directly: the binding wraps every call in an error scope whose Go
+// callback is a cgo.Handle, a few heap allocations per call. Here one error
+// scope covers a whole encode, and callbacks write into C memory.
+typedef void *wgdH;
+typedef void (*wgdErrCB)(uint32_t type, const char *msg, void *ud);
+typedef void (*wgdStatusCB)(uint32_t status, void *ud);
+
+extern wgdH wgpuDeviceCreateCommandEncoder(wgdH device, const void *desc);
+extern wgdH wgpuCommandEncoderBeginComputePass(wgdH enc, const void *desc);
+extern void wgpuComputePassEncoderSetPipeline(wgdH pass, wgdH pipe);
+extern void wgpuComputePassEncoderSetBindGroup(wgdH pass, uint32_t idx, wgdH group, size_t n, const uint32_t *offsets);
+extern void wgpuComputePassEncoderDispatchWorkgroups(wgdH pass, uint32_t x, uint32_t y, uint32_t z);
+extern void wgpuComputePassEncoderEnd(wgdH pass);
+extern void wgpuComputePassEncoderRelease(wgdH pass);
+extern void wgpuCommandEncoderCopyBufferToBuffer(wgdH enc, wgdH src, uint64_t srcOff, wgdH dst, uint64_t dstOff, uint64_t size);
+extern wgdH wgpuCommandEncoderFinish(wgdH enc, const void *desc);
+extern void wgpuCommandEncoderRelease(wgdH enc);
+extern void wgpuQueueSubmit(wgdH queue, size_t n, const wgdH *cmds);
+extern void wgpuCommandBufferRelease(wgdH cb);
+extern void wgpuDevicePushErrorScope(wgdH device, uint32_t filter);
+extern void wgpuDevicePopErrorScope(wgdH device, wgdErrCB cb, void *ud);
+extern void wgpuBufferMapAsync(wgdH buf, uint32_t mode, size_t off, size_t size, wgdStatusCB cb, void *ud);
+extern void wgpuBufferUnmap(wgdH buf);
+extern void wgpuQueueWriteBuffer(wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size);
+extern uint32_t wgpuDevicePoll(wgdH device, uint32_t wait, const void *index);
+extern uint64_t wgpuBufferGetSize(wgdH buf);
+extern void wgpuQueueOnSubmittedWorkDone(wgdH queue, wgdStatusCB cb, void *ud);
+
+// wgdErr receives a popped error scope. type is WGPUErrorType (0 = none);
+// popped tells whether the callback ran.
+typedef struct { uint32_t type; uint32_t popped; char msg[1024]; } wgdErr;
+
+static void wgd_err_cb(uint32_t type, const char *msg, void *ud) {
+	wgdErr *e = (wgdErr *)ud;
+	e->type = type;
+	e->popped = 1;
+	e->msg[0] = 0;
+	if (msg) {
+		strncpy(e->msg, msg, sizeof e->msg - 1);
+		e->msg[sizeof e->msg - 1] = 0;
+	}
+}
+
+// A status cell: 0 while pending, status+1 once the callback ran.
+static void wgd_status_cb(uint32_t status, void *ud) { *(volatile uint32_t *)ud = status + 1; }
+
+typedef struct { wgdH pipe, group; uint32_t x, y, z, pad; } wgdDispatch;
+typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
+
+static void wgd_pop(wgdH dev, wgdErr *err) {
+	err->popped = 0;
+	wgpuDevicePopErrorScope(dev, wgd_err_cb, err);
+}
+
+// wgd_submit encodes every dispatch in one compute pass, then the copies,
+// and submits once. It returns 0, or -1 with err set (nothing submitted).
+static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
+	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
+	if (!enc) {
+		wgd_pop(dev, err);
+		return -1;
+	}
+	if (nd > 0) {
+		wgdH pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
+		for (size_t i = 0; i < nd; i++) {
+			if (d[i].x == 0 || d[i].y == 0 || d[i].z == 0) continue;
+			wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
+			wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+			wgpuComputePassEncoderDispatchWorkgroups(pass, d[i].x, d[i].y, d[i].z);
+		}
+		wgpuComputePassEncoderEnd(pass);
+		wgpuComputePassEncoderRelease(pass);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		if (c[i].size > 0) wgpuCommandEncoderCopyBufferToBuffer(enc, c[i].src, 0, c[i].dst, 0, c[i].size);
+	}
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgd_pop(dev, err);
+	if (err->type != 0 || !cb) {
+		if (cb) wgpuCommandBufferRelease(cb);
+		wgpuCommandEncoderRelease(enc);
+		return -1;
+	}
+	wgpuQueueSubmit(queue, 1, &cb);
+	wgpuCommandBufferRelease(cb);
+	wgpuCommandEncoderRelease(enc);
+	return 0;
+}
+
+static int wgd_write(wgdH dev, wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size, wgdErr *err) {
+	wgpuDevicePushErrorScope(dev, 0);
+	wgpuQueueWriteBuffer(queue, buf, off, data, size);
+	wgd_pop(dev, err);
+	return err->type != 0 ? -1 : 0;
+}
+
+static void wgd_map_read(wgdH buf, size_t size, uint32_t *cell) {
+	*cell = 0;
+	wgpuBufferMapAsync(buf, 1, 0, size, wgd_status_cb, cell); // WGPUMapMode_Read
+}
+
+static void wgd_on_done(wgdH queue, uint32_t *cell) {
+	*cell = 0;
+	wgpuQueueOnSubmittedWorkDone(queue, wgd_status_cb, cell);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// rawRef reads the C handle stored in field i (counting pointer-sized
+// fields) of a binding object. The binding's types are plain structs of C
+// handles (Device{ref}, Queue{deviceRef, ref}, Buffer{deviceRef, ref},
+// ComputePipeline{ref}, BindGroup{ref}); checkRawLayout verifies that on a
+// real buffer when a device opens.
+func rawRef(obj unsafe.Pointer, field int) C.wgdH {
+	return *(*C.wgdH)(unsafe.Add(obj, field*int(unsafe.Sizeof(uintptr(0)))))
+}
+
+func rawDevice(d *wgpu.Device) C.wgdH            { return rawRef(unsafe.Pointer(d), 0) }
+func rawQueue(q *wgpu.Queue) C.wgdH              { return rawRef(unsafe.Pointer(q), 1) }
+func rawBuffer(b *wgpu.Buffer) C.wgdH            { return rawRef(unsafe.Pointer(b), 1) }
+func rawPipeline(p *wgpu.ComputePipeline) C.wgdH { return rawRef(unsafe.Pointer(p), 0) }
+func rawBindGroup(g *wgpu.BindGroup) C.wgdH      { return rawRef(unsafe.Pointer(g), 0) }
+func rawBufferSize(b *wgpu.Buffer) uint64        { return uint64(C.wgpuBufferGetSize(rawBuffer(b))) }
+func (d *Device) rawPoll()                       { C.wgpuDevicePoll(d.raw.dev, 0, nil) }
+func statusCell(p unsafe.Pointer) *uint32        { return (*uint32)(p) }
+func newCell() unsafe.Pointer                    { return C.calloc(1, 4) }
+func freeCell(p unsafe.Pointer)                  { C.free(p) }
+func (d *Device) rawUnmap(b *Buffer)             { C.wgpuBufferUnmap(rawBuffer(b.b)) }
+func (d *Device) rawMapRead(b *Buffer) {
+	C.wgd_map_read(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
+}
+func (d *Device) rawOnDone(cell unsafe.Pointer) { C.wgd_on_done(d.raw.queue, (*C.uint32_t)(cell)) }
+func cellValue(p unsafe.Pointer) uint32         { return *(*uint32)(p) }
+func setCell(p unsafe.Pointer, v uint32)        { *(*uint32)(p) = v }
+func (d *Device) rawErrMsg() string             { return C.GoString(&d.raw.err.msg[0]) }
+func rawDispatchSize() uintptr                  { return unsafe.Sizeof(C.wgdDispatch{}) }
+func rawCopySize() uintptr                      { return unsafe.Sizeof(C.wgdCopy{}) }
+func (d *Device) rawErrType() uint32            { return uint32(d.raw.err._type) }
+
+// rawDevice holds a device's C handles and its C error cell.
+type rawState struct {
+	dev, queue C.wgdH
+	err        *C.wgdErr
+}
+
+func (d *Device) initRaw() error {
+	d.raw = rawState{dev: rawDevice(d.dev), queue: rawQueue(d.queue), err: (*C.wgdErr)(C.calloc(1, C.size_t(unsafe.Sizeof(C.wgdErr{}))))}
+	// Check the handle layout on a real buffer before trusting it.
+	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "layout check", Usage: wgpu.BufferUsageCopyDst, Size: 48})
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	if rawBufferSize(b) != 48 {
+		return errors.New("gpu: unexpected wgpu binding object layout")
+	}
+	return nil
+}
+
+func (d *Device) freeRaw() {
+	if d.raw.err != nil {
+		C.free(unsafe.Pointer(d.raw.err))
+		d.raw.err = nil
+	}
+}
+
+// program is a prepared submission: the dispatch and copy records in C
+// layout, built once and replayed by every Run.
+type program struct {
+	dispatches []C.wgdDispatch
+	copies     []C.wgdCopy
+}
+
+func (p *program) set(dispatches []Dispatch, reads []Readback) {
+	p.dispatches = p.dispatches[:0]
+	for _, x := range dispatches {
+		p.dispatches = append(p.dispatches, C.wgdDispatch{pipe: rawPipeline(x.Pipeline.pipe), group: rawBindGroup(x.Group.g),
+			x: C.uint32_t(x.X), y: C.uint32_t(x.Y), z: C.uint32_t(x.Z)})
+	}
+	p.copies = p.copies[:0]
+	for _, r := range reads {
+		p.copies = append(p.copies, C.wgdCopy{src: rawBuffer(r.Src.b), dst: rawBuffer(r.Dst.b), size: C.uint64_t(r.Size)})
+	}
+}
+
+// submit encodes and submits p; the caller holds d.mu.
+func (d *Device) submit(p *program) error {
+	var dp *C.wgdDispatch
+	var cp *C.wgdCopy
+	if len(p.dispatches) > 0 {
+		dp = &p.dispatches[0]
+	}
+	if len(p.copies) > 0 {
+		cp = &p.copies[0]
+	}
+	if C.wgd_submit(d.raw.dev, d.raw.queue, dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
+		return &Error{Op: "submit", Err: errors.New(d.rawErrMsg())}
+	}
+	return nil
+}
+
+// write is one queue write; the caller holds d.mu and has checked bounds
+// and alignment.
+func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if C.wgd_write(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(offset), unsafe.Pointer(&data[0]), C.size_t(len(data)), d.raw.err) != 0 {
+		return &Error{Op: "write buffer", Err: errors.New(d.rawErrMsg())}
+	}
+	return nil
+}
+
+func cUint64(v uint64) C.uint64_t { return C.uint64_t(v) }
