@@ -117,7 +117,7 @@ type WebGPUGraph struct {
 	outputs []outputSlot
 	reads   []gpu.Readback
 	prog    *gpu.Program // records and reads, prepared for replay
-	scratch [][]byte // per input, for int64/float64 narrowing
+	scratch [][]byte     // per input, for int64/float64 narrowing
 	stats   MemoryStats
 
 	// build-time only
