@@ -116,11 +116,14 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
-	pipe, err := g.dev.Pipeline(k.Name, k.Source, k.Entry, k.Layout)
-	if err != nil {
-		return err
+	for _, id := range outputs {
+		if g.tensors[id].materialized {
+			g.mutatesState = true // it writes into a prepacked (persistent) buffer
+		}
 	}
-	pd := pendingDispatch{kernel: k, pipe: pipe, tensors: ids, groups: groups}
+	// The pipeline is looked up (or compiled, in parallel with the
+	// others) once every op has been recorded.
+	pd := pendingDispatch{kernel: k, tensors: ids, groups: groups}
 	if params != nil {
 		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
 		if align == 0 {
@@ -160,6 +163,7 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	if g.replay {
 		return nil // written when the graph was loaded
 	}
+	d.materialized = true
 	data, err := g.constantBytes(src, s)
 	if err != nil {
 		return err
@@ -173,6 +177,17 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 // finishDispatches uploads the uniform arena and creates one bind group per
 // dispatch.
 func (g *WebGPUGraph) finishDispatches() error {
+	specs := make([]gpu.PipelineSpec, len(g.pend))
+	for i, pd := range g.pend {
+		specs[i] = gpu.PipelineSpec{Label: pd.kernel.Name, Source: pd.kernel.Source, Entry: pd.kernel.Entry, Layout: pd.kernel.Layout}
+	}
+	pipes, err := g.dev.Pipelines(specs)
+	if err != nil {
+		return err
+	}
+	for i := range g.pend {
+		g.pend[i].pipe = pipes[i]
+	}
 	arena := g.arenaBuf
 	if len(g.arena) > 0 {
 		if arena == nil || arena.Size() < uint64(len(g.arena)) {

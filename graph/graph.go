@@ -38,6 +38,10 @@ type Options struct {
 	// any buffer is created, so a hostile or mistaken blob cannot exhaust the
 	// host (lavapipe's buffers are host memory). 0 means DefaultMemoryLimit.
 	MemoryLimit int64
+	// SkipWarmup skips the warm-up run at the end of a load (one pass over
+	// every dispatch on zeroed inputs, so that the first Execute pays no
+	// driver first-use costs).
+	SkipWarmup bool
 }
 
 // DefaultMemoryLimit is the tensor memory a graph may use unless
@@ -56,6 +60,8 @@ type tensorState struct {
 	memObj   int32
 	buf      *gpu.Buffer // nil when deferred
 	shared   bool
+	// materialized: a prepacked (persistent) buffer filled at load.
+	materialized bool
 	// live is the current shape (see ops.Tensor); liveNumel its size.
 	live      []int64
 	liveNumel int64
@@ -133,7 +139,10 @@ type WebGPUGraph struct {
 	recordedIn [][]int64 // per input, the key the records were built for
 	liveKey    []int64   // scratch for comparing keys
 	stale      bool      // the records do not match any inputs yet
-	rerecords  int
+	// mutatesState: some op writes into a prepacked buffer (a KV cache),
+	// so the graph has state across Execute calls.
+	mutatesState bool
+	rerecords    int
 
 	mu     sync.Mutex
 	closed bool
@@ -220,6 +229,14 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	g.stale = tentative
 	g.prog = g.dev.Prepare(g.records, g.reads)
+	// Warm-up: run every dispatch once now (on zeroed inputs) so that
+	// driver-side first-use work is not paid by the first Execute. Skipped
+	// for graphs with state across calls (a KV cache updated in place).
+	if !opts.SkipWarmup && !tentative && !g.mutatesState && len(g.records) > 0 {
+		if err := g.prog.Run(ctx); err != nil {
+			return nil, fmt.Errorf("graph: warm-up run: %w", err)
+		}
+	}
 	g.computeStats()
 	g.log.Debug("graph: built", "values", len(g.graph.Values), "ops", len(g.graph.Chain),
 		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants)

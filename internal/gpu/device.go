@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -67,10 +68,12 @@ type Device struct {
 	// mu serialises queue use (submit, write, map) and cache access. The
 	// WebGPU objects are not documented as safe for concurrent use through
 	// this binding, and one queue is strictly ordered anyway.
-	mu        sync.Mutex
-	closed    bool
-	modules   map[string]*wgpu.ShaderModule
-	pipelines map[string]*Pipeline
+	mu          sync.Mutex
+	closed      bool
+	creating    sync.WaitGroup // Pipelines calls compiling outside mu
+	pipeHits    atomic.Int64
+	pipeCreated atomic.Int64
+	pipelines   map[string]*Pipeline
 }
 
 var logLevelOnce sync.Once
@@ -93,7 +96,7 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 		os.Setenv("NODEVICE_SELECT", "1")
 	}
 
-	d := &Device{log: log, modules: map[string]*wgpu.ShaderModule{}, pipelines: map[string]*Pipeline{}}
+	d := &Device{log: log, pipelines: map[string]*Pipeline{}}
 	backends := wgpu.InstanceBackendVulkan
 	if opts.AllBackends {
 		backends = wgpu.InstanceBackendPrimary
@@ -188,25 +191,26 @@ func (d *Device) LiveObjects() LiveObjects {
 func (d *Device) CacheStats() (shaders, pipelines int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.modules), len(d.pipelines)
+	// Every pipeline owns its shader module.
+	return len(d.pipelines), len(d.pipelines)
 }
 
 // Close releases the cached pipelines and the device. Buffers and bind groups
 // created from it must be released first by their owners.
 func (d *Device) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return nil
 	}
 	d.closed = true
+	d.mu.Unlock()
+	d.creating.Wait() // pipelines being compiled without the lock
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for k, p := range d.pipelines {
 		p.release()
 		delete(d.pipelines, k)
-	}
-	for k, m := range d.modules {
-		m.Release()
-		delete(d.modules, k)
 	}
 	d.freeRaw()
 	d.queue.Release()
@@ -248,10 +252,12 @@ type Pipeline struct {
 	pipe     *wgpu.ComputePipeline
 	bgl      *wgpu.BindGroupLayout
 	plLayout *wgpu.PipelineLayout
+	mod      *wgpu.ShaderModule
 }
 
 func (p *Pipeline) release() {
 	p.pipe.Release()
+	p.mod.Release()
 	p.plLayout.Release()
 	p.bgl.Release()
 }
@@ -275,33 +281,125 @@ func sourceKey(source string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// PipelineSpec describes one compute pipeline.
+type PipelineSpec struct {
+	Label, Source, Entry string
+	Layout               []BindingType
+}
+
 // Pipeline returns the cached pipeline for (source, entry, layout), creating
-// the shader module and pipeline on first use.
+// it on first use.
 func (d *Device) Pipeline(label, source, entry string, layout []BindingType) (*Pipeline, error) {
-	key := PipelineKey(source, entry, layout)
+	ps, err := d.Pipelines([]PipelineSpec{{Label: label, Source: source, Entry: entry, Layout: layout}})
+	if err != nil {
+		return nil, err
+	}
+	return ps[0], nil
+}
+
+// PipelineStats counts pipeline cache lookups: Hits found a pipeline,
+// Created made one.
+type PipelineStats struct{ Hits, Created int64 }
+
+// PipelineStats reports the device's pipeline cache counters.
+func (d *Device) PipelineStats() PipelineStats {
+	return PipelineStats{Hits: d.pipeHits.Load(), Created: d.pipeCreated.Load()}
+}
+
+// Pipelines returns the pipelines for specs (in order) from the device's
+// cache, creating the missing ones concurrently: on lavapipe creation is
+// shader compilation, the bulk of a cold load.
+func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
+	out := make([]*Pipeline, len(specs))
+	keys := make([]string, len(specs))
+	var missing []int // first index of each missing key
+	seen := map[string]bool{}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for i, sp := range specs {
+		keys[i] = PipelineKey(sp.Source, sp.Entry, sp.Layout)
+		if p, ok := d.pipelines[keys[i]]; ok {
+			out[i] = p
+			d.pipeHits.Add(1)
+		} else if !seen[keys[i]] {
+			seen[keys[i]] = true
+			missing = append(missing, i)
+		}
+	}
+	d.creating.Add(1)
+	d.mu.Unlock()
+	defer d.creating.Done()
+
+	made := make([]*Pipeline, len(missing))
+	errs := make([]error, len(missing))
+	workers := min(len(missing), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= len(missing) {
+					return
+				}
+				made[j], errs[j] = d.createPipeline(keys[missing[j]], specs[missing[j]])
+			}
+		}()
+	}
+	wg.Wait()
+
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var firstErr error
+	for j, p := range made {
+		if errs[j] != nil {
+			if firstErr == nil {
+				firstErr = errs[j]
+			}
+			continue
+		}
+		if old, ok := d.pipelines[p.Key]; ok || d.closed {
+			p.release() // another caller won the race, or the device closed
+			if ok {
+				made[j] = old
+			}
+			continue
+		}
+		d.pipelines[p.Key] = p
+		d.pipeCreated.Add(1)
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
 	if d.closed {
 		return nil, ErrClosed
 	}
-	if p, ok := d.pipelines[key]; ok {
-		return p, nil
-	}
-	sk := sourceKey(source)
-	mod, ok := d.modules[sk]
-	if !ok {
-		var err error
-		mod, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{
-			Label:          label,
-			WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: source},
-		})
-		if err != nil {
-			return nil, &Error{Op: "create shader module " + label, Err: err}
+	for i := range specs {
+		if out[i] == nil {
+			out[i] = d.pipelines[keys[i]]
 		}
-		d.modules[sk] = mod
 	}
-	entries := make([]wgpu.BindGroupLayoutEntry, len(layout))
-	for i, b := range layout {
+	return out, nil
+}
+
+// createPipeline compiles one pipeline; it runs without d.mu (Close waits
+// for it through d.creating).
+func (d *Device) createPipeline(key string, sp PipelineSpec) (*Pipeline, error) {
+	label := sp.Label
+	mod, err := d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{
+		Label:          label,
+		WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: sp.Source},
+	})
+	if err != nil {
+		return nil, &Error{Op: "create shader module " + label, Err: err}
+	}
+	entries := make([]wgpu.BindGroupLayoutEntry, len(sp.Layout))
+	for i, b := range sp.Layout {
 		t := wgpu.BufferBindingTypeReadOnlyStorage
 		switch b {
 		case ReadWrite:
@@ -314,24 +412,25 @@ func (d *Device) Pipeline(label, source, entry string, layout []BindingType) (*P
 	}
 	bgl, err := d.dev.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: label, Entries: entries})
 	if err != nil {
+		mod.Release()
 		return nil, &Error{Op: "create bind group layout " + label, Err: err}
 	}
 	pl, err := d.dev.CreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{Label: label, BindGroupLayouts: []*wgpu.BindGroupLayout{bgl}})
 	if err != nil {
 		bgl.Release()
+		mod.Release()
 		return nil, &Error{Op: "create pipeline layout " + label, Err: err}
 	}
 	pipe, err := d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{
 		Label:   label,
 		Layout:  pl,
-		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: entry},
+		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: sp.Entry},
 	})
 	if err != nil {
 		pl.Release()
 		bgl.Release()
+		mod.Release()
 		return nil, &Error{Op: "create compute pipeline " + label, Err: err}
 	}
-	p := &Pipeline{Key: key, Layout: append([]BindingType(nil), layout...), pipe: pipe, bgl: bgl, plLayout: pl}
-	d.pipelines[key] = p
-	return p, nil
+	return &Pipeline{Key: key, Layout: append([]BindingType(nil), sp.Layout...), pipe: pipe, bgl: bgl, plLayout: pl, mod: mod}, nil
 }
