@@ -249,3 +249,89 @@ func init() {
 		Cases = append(Cases, Case{Name: c.caseName(), Build: c.build, Tol: tol})
 	}
 }
+
+// softmaxCase is one aten._softmax / aten._log_softmax graph along dim.
+type softmaxCase struct {
+	name   string
+	log    bool
+	shape  []int64
+	dim    int64
+	lo, hi float64
+	fixed  []float64
+}
+
+func (c softmaxCase) build(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	x := b.Tensor(serialization.Float32, Dims(c.shape), -1)
+	y := b.Tensor(serialization.Float32, Dims(c.shape), -1)
+	op := "aten._softmax.default"
+	if c.log {
+		op = "aten._log_softmax.default"
+	}
+	b.Op(op, x, b.Int(c.dim), b.Bool(false), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	if c.fixed != nil {
+		t := reference.New(serialization.Float32, c.shape)
+		copy(t.V, c.fixed)
+		return []*reference.Tensor{t}
+	}
+	return []*reference.Tensor{RandTensor(r, serialization.Float32, c.shape, c.lo, c.hi)}
+}
+
+func init() {
+	ds := func(d ...int64) []int64 { return d }
+	var cs []softmaxCase
+	for _, log := range []bool{false, true} {
+		s := func(shape []int64, dim int64) softmaxCase {
+			return softmaxCase{log: log, shape: shape, dim: dim, lo: -10, hi: 10}
+		}
+		cs = append(cs,
+			s(ds(7), 0),
+			s(ds(3, 5), -1),
+			s(ds(3, 5), 0),
+			s(ds(2, 3, 7), 1),
+			s(ds(2, 3, 7), -3),
+			s(ds(2, 3, 4, 5, 6), 2),
+			s(ds(2, 3, 4, 5, 6), -1),
+			s(ds(), 0),
+			s(ds(), -1),
+			s(ds(1, 9), 0),
+			s(ds(13, 33), 1),     // tree
+			s(ds(300, 7, 2), 0),  // tree, strided dim
+			s(ds(4, 1000), -1),   // tree
+			s(ds(2, 70001), -1),  // WG 256, past 65535 elements a row
+			s(ds(70000, 3), 1),   // many rows, serial
+			s(ds(70000, 20), -1), // many rows, tree: folded grid
+			// Large magnitudes: without the max subtraction exp overflows.
+			softmaxCase{name: "big", log: log, shape: ds(5, 9), dim: 1, lo: -1000, hi: 1000},
+			softmaxCase{name: "big", log: log, shape: ds(5, 40), dim: 1, lo: -1000, hi: 1000},
+		)
+		// NaN poisons its row; -Inf is an ordinary zero probability; an
+		// all -Inf row is NaN (0/0) as in torch.
+		for _, n := range []int64{6, 40} {
+			fx := make([]float64, 4*n)
+			for i := range fx {
+				fx[i] = float64((i*5)%7) - 3
+			}
+			fx[2] = math.NaN()
+			fx[n+1] = math.Inf(-1)
+			for i := 2 * n; i < 3*n; i++ {
+				fx[i] = math.Inf(-1)
+			}
+			fx[3*n+3] = 1e30
+			cs = append(cs, softmaxCase{name: "special", log: log, shape: ds(4, n), dim: -1, fixed: fx})
+		}
+	}
+	for _, c := range cs {
+		name := "softmax/"
+		if c.log {
+			name = "log_softmax/"
+		}
+		if c.name != "" {
+			name += c.name + "/"
+		}
+		// exp and log are evaluated in f32 by llvmpipe's approximations.
+		Cases = append(Cases, Case{Name: name + shapeName(c.shape) + "/" + itoa(c.dim), Build: c.build,
+			Tol: Tolerance{Abs: 1e-6, Rel: 1e-4}})
+	}
+}

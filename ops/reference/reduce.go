@@ -191,3 +191,73 @@ func reduceRef(e *Env, op string, a []int32) error {
 	e.Set(a[len(a)-1], out)
 	return nil
 }
+
+// aten._softmax.default / aten._log_softmax.default [self, dim, half_to_float, out]:
+// along dim, softmax = exp(x - max) / sum(exp(x - max)) and log_softmax =
+// x - max - log(sum(exp(x - max))).
+func init() {
+	Register("aten._softmax.default", func(e *Env, a []int32) error { return softmaxRef(e, false, a) })
+	Register("aten._log_softmax.default", func(e *Env, a []int32) error { return softmaxRef(e, true, a) })
+}
+
+func softmaxRef(e *Env, log bool, a []int32) error {
+	if len(a) != 4 {
+		return fmt.Errorf("softmax: %d args, want 4", len(a))
+	}
+	x, err := e.In(a[0])
+	if err != nil {
+		return err
+	}
+	d, err := e.Int(a[1])
+	if err != nil {
+		return err
+	}
+	rank := int64(len(x.Shape))
+	r := max(rank, 1)
+	if d < -r || d >= r {
+		return fmt.Errorf("softmax: dim %d out of range for rank %d", d, rank)
+	}
+	d = (d + r) % r
+	out, err := e.NewOut(a[3], x.Shape)
+	if err != nil {
+		return err
+	}
+	n, inner := int64(1), int64(1)
+	if rank > 0 {
+		n = x.Shape[d]
+		for _, s := range x.Shape[d+1:] {
+			inner *= s
+		}
+	}
+	for start := range x.V {
+		// start is the first element of a row when its coordinate along
+		// dim is 0.
+		if (int64(start)/inner)%n != 0 {
+			continue
+		}
+		m := math.Inf(-1)
+		for k := int64(0); k < n; k++ {
+			v := x.V[int64(start)+k*inner]
+			if math.IsNaN(v) || v > m {
+				m = v
+			}
+			if math.IsNaN(m) {
+				break
+			}
+		}
+		s := 0.0
+		for k := int64(0); k < n; k++ {
+			s += math.Exp(x.V[int64(start)+k*inner] - m)
+		}
+		for k := int64(0); k < n; k++ {
+			i := int64(start) + k*inner
+			if log {
+				out.V[i] = x.V[i] - m - math.Log(s)
+			} else {
+				out.V[i] = math.Exp(x.V[i]-m) / s
+			}
+		}
+	}
+	e.Set(a[3], out)
+	return nil
+}
