@@ -7,14 +7,10 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// aten.native_layer_norm.default args:
-//	[input, normalized_shape(IntList), weight(tensor/Null), bias(tensor/Null), eps, ValueList[out, mean, rstd]]
-// et_vk.rms_norm.default args:
-//	[x, weight, eps, out]
-// aten.native_group_norm.default args:
-//	[input, weight(tensor/Null), bias(tensor/Null), N, C, HxW, group, eps, ValueList[out, mean, rstd]]
-// aten._native_batch_norm_legit_no_training.default args:
-//	[input, weight(tensor/Null), bias(tensor/Null), running_mean, running_var, momentum, eps, ValueList[out, save_mean, save_invstd]]
+// aten.native_layer_norm.default args: [input, normalized_shape(IntList), weight(tensor/Null), bias(tensor/Null), eps, ValueList[out, mean, rstd]]
+// et_vk.rms_norm.default args: [x, weight(tensor/Null), eps, out]
+// aten.native_group_norm.default args: [input, weight(tensor/Null), bias(tensor/Null), N, C, HxW, group, eps, ValueList[out, mean, rstd]]
+// aten._native_batch_norm_legit_no_training.default args: [input, weight(tensor/Null), bias(tensor/Null), running_mean, running_var, momentum, eps, ValueList[out, save_mean, save_invstd]]
 //
 // All float32. layer_norm normalizes over the trailing dims named by
 // normalized_shape (one or more; weight and bias hold that many elements);
