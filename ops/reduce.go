@@ -21,8 +21,9 @@ import (
 // or -1. Negative dims count from the end; repeats are refused.
 //
 // Dtypes: sum takes float32 or int32 (int32 wraps like int32; out may be
-// float32 for an int32 self when dtype asks for it); mean and var compute in
-// float32 (mean of int32 needs a float32 out); amax/amin keep self's dtype
+// float32 for an int32 self when dtype asks for it), and bool, uint8 and
+// int8 (read from packed words) into int32 (torch's int64) or float32; mean and var compute in
+// float32 (mean of an integer self needs a float32 out); amax/amin keep self's dtype
 // and propagate NaN; argmax/argmin write int32 indices (torch's int64,
 // downcast), the first index of the extreme, NaN counting as the extreme.
 // var divides by max(0, N - correction) and is two-pass (mean, then the sum
@@ -73,6 +74,7 @@ func reduceWG(n int64) int {
 // reduceVariant is the template data of shaders/reduce.wgsl.
 type reduceVariant struct {
 	Op      string // sum, mean, amax, amin, argmax, argmin, var
+	Packed  string // 1-byte self read from packed words: u8 (bool, uint8), i8; else ""
 	In, Out string // element types of self and out: f32 or i32
 	Acc     string // accumulator type
 	KAxes   []int  // kept runs but the last (the index split is unrolled)
@@ -264,8 +266,18 @@ func reduceOp(b Builder, op string, args []int32) error {
 		return Errorf(0, "rank %d exceeds %d", len(self.Dims), reduceMaxRank)
 	}
 	in, ok := wgslElem(self.DType)
+	packed := ""
+	switch self.DType {
+	case serialization.Bool, serialization.Uint8:
+		packed = "u8"
+	case serialization.Int8:
+		packed = "i8"
+	}
+	if packed != "" && op != "amax" && op != "amin" && op != "var.dim" && op != "var.correction" {
+		in, ok = "i32", true
+	}
 	if !ok {
-		return Errorf(0, "unsupported dtype %v (want float32 or int32)", self.DType)
+		return Errorf(0, "unsupported dtype %v (want float32 or int32; bool, uint8 and int8 for sum, mean, argmax and argmin)", self.DType)
 	}
 	red, err := reduceDims(b, 1, args[1], len(self.Dims), op == "argmax" || op == "argmin")
 	if err != nil {
@@ -368,7 +380,7 @@ func reduceOp(b Builder, op string, args []int32) error {
 	if kop == "var" {
 		passes = 2
 	}
-	v := reduceVariant{Op: kop, In: in, Out: outElem, Acc: acc, NK: len(plan.KSize), NR: len(plan.RSize),
+	v := reduceVariant{Op: kop, Packed: packed, In: in, Out: outElem, Acc: acc, NK: len(plan.KSize), NR: len(plan.RSize),
 		KAxes: permuteIota(len(plan.KSize) - 1), RAxes: permuteIota(len(plan.RSize) - 1)}
 	grid, err := reduceGrid(b, &v.Tree, &v.WG, &v.Strides, plan, passes)
 	if err != nil {

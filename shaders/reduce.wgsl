@@ -12,7 +12,12 @@
 // Tree variant: one workgroup per output (rows folded into 2-D past 65535
 // workgroups); invocation lid accumulates elements lid, lid+WG, ..., then a
 // workgroup-memory tree (unrolled) combines the WG partial states.
+{{- if .Packed}}
+// 1-byte elements, four to a word (little-endian).
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+{{- else}}
 @group(0) @binding(0) var<storage, read> x: array<{{.In}}>;
+{{- end}}
 @group(0) @binding(1) var<storage, read_write> y: array<{{.Out}}>;
 
 // Go twin: reducePlan.params in ops/reduce.go.
@@ -130,8 +135,19 @@ fn comb(a: State, b: State) -> State {
 {{- end}}
 }
 
+// load reads element i of self.
+fn load(i: u32) -> {{.In}} {
+{{- if eq .Packed "u8"}}
+  return i32((x[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu);
+{{- else if eq .Packed "i8"}}
+  return (i32(x[i >> 2u] >> ((i & 3u) * 8u)) << 24u) >> 24u;
+{{- else}}
+  return x[i];
+{{- end}}
+}
+
 fn elem(base: u32, r: u32) -> State {
-  return State({{.Acc}}(x[base + red_off(r)]), r);
+  return State({{.Acc}}(load(base + red_off(r))), r);
 }
 
 fn finish(t: State) -> {{.Out}} {
@@ -176,7 +192,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var dev = 0.0;
   if (valid) {
     for (var r = lid; r < params.extent; r += {{.WG}}u) {
-      let d = x[base + red_off(r)] - mean;
+      let d = load(base + red_off(r)) - mean;
       dev += d * d;
     }
   }
@@ -200,7 +216,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let mean = acc.v / f32(params.extent);
   var dev = 0.0;
   for (var r = 0u; r < params.extent; r++) {
-    let d = x[base + red_off(r)] - mean;
+    let d = load(base + red_off(r)) - mean;
     dev += d * d;
   }
   y[row] = dev / params.f0;

@@ -177,6 +177,17 @@ func init() {
 		reduceCase{op: "sum", dt: i32, shape: ds(3, 5, 7), dims: ds(0, 2), keep: true, lo: -1000, hi: 1000},
 		reduceCase{op: "sum", dt: i32, shape: ds(), lo: -1000, hi: 1000},
 		reduceCase{name: "dtype", op: "sum", dt: i32, outDT: f32, dtype: true, shape: ds(4, 9), dims: ds(1), lo: -1000, hi: 1000},
+		// 1-byte selves read from packed words; odd rows straddle words.
+		reduceCase{op: "sum", dt: serialization.Bool, outDT: i32, shape: ds(5, 33), dims: ds(1), lo: 0, hi: 2},
+		reduceCase{op: "sum", dt: serialization.Uint8, outDT: i32, shape: ds(7, 9), dims: ds(0), lo: 0, hi: 256},
+		reduceCase{op: "sum", dt: serialization.Int8, outDT: i32, shape: ds(3, 13, 5), dims: nil, lo: -128, hi: 128},
+		reduceCase{name: "dtype", op: "sum", dt: serialization.Int8, outDT: f32, dtype: true, shape: ds(3, 13), dims: ds(-1), lo: -128, hi: 128},
+		reduceCase{name: "dtype", op: "mean", dt: serialization.Uint8, outDT: f32, dtype: true, shape: ds(3, 40), dims: ds(-1), lo: 0, hi: 256, tol: Tolerance{Abs: 1e-5, Rel: 1e-5}},
+		// Empty tensors: a sum over an empty dim is 0, a mean NaN; empty
+		// outputs record nothing.
+		reduceCase{name: "empty", op: "sum", dt: f32, shape: ds(3, 0), dims: ds(1)},
+		reduceCase{name: "empty", op: "mean", dt: f32, shape: ds(3, 0), dims: ds(1), keep: true},
+		reduceCase{name: "empty", op: "sum", dt: f32, shape: ds(0, 4), dims: ds(1)},
 		reduceCase{name: "dtype", op: "mean", dt: i32, outDT: f32, dtype: true, shape: ds(4, 33), dims: ds(-1), lo: -1000, hi: 1000, tol: Tolerance{Abs: 1e-5, Rel: 1e-5}},
 	)
 	for _, op := range []string{"amax", "amin"} {
@@ -218,6 +229,9 @@ func init() {
 			reduceCase{name: "ties", op: op, dt: i32, shape: ds(6, 9), dims: ds(1), lo: 0, hi: 3},
 			reduceCase{name: "ties", op: op, dt: i32, shape: ds(6, 300), dims: ds(1), lo: 0, hi: 3},
 			reduceCase{name: "ties", op: op, dt: i32, shape: ds(300, 6), dims: ds(0), keep: true, lo: 0, hi: 3},
+			reduceCase{op: op, dt: serialization.Bool, shape: ds(5, 7), dims: ds(1), lo: 0, hi: 2},
+			reduceCase{op: op, dt: serialization.Uint8, shape: ds(3, 37), dims: ds(1), lo: 0, hi: 256},
+			reduceCase{op: op, dt: serialization.Int8, shape: ds(9, 5), dims: ds(0), lo: -128, hi: 128},
 		)
 		for _, n := range []int64{5, 40} {
 			fx := make([]float64, 3*n)
