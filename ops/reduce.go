@@ -168,7 +168,7 @@ func reduceSteps(sizes []int64) []uint32 {
 	return st
 }
 
-func u32s(v []int64) []uint32 {
+func reduceU32s(v []int64) []uint32 {
 	o := make([]uint32, len(v))
 	for i, x := range v {
 		o[i] = uint32(x)
@@ -181,13 +181,13 @@ func u32s(v []int64) []uint32 {
 func (p reducePlan) params(f0, f1 float32) []byte {
 	var q Params
 	q.U32(uint32(p.Rows)).U32(uint32(p.Extent)).F32(f0).F32(f1)
-	q.U32s(reduceSteps(p.KSize), 4).U32s(u32s(p.KStride), 4)
-	q.U32s(reduceSteps(p.RSize), 4).U32s(u32s(p.RStride), 4)
+	q.U32s(reduceSteps(p.KSize), 4).U32s(reduceU32s(p.KStride), 4)
+	q.U32s(reduceSteps(p.RSize), 4).U32s(reduceU32s(p.RStride), 4)
 	return q.Bytes()
 }
 
-// normDim normalizes dim for a tensor of rank (rank 0 accepts 0 and -1).
-func normDim(arg int, d int64, rank int) (int, error) {
+// reduceDim normalizes dim for a tensor of rank (rank 0 accepts 0 and -1).
+func reduceDim(arg int, d int64, rank int) (int, error) {
 	r := int64(max(rank, 1))
 	if d < -r || d >= r {
 		return 0, Errorf(arg, "dim %d is out of range for rank %d", d, rank)
@@ -230,7 +230,7 @@ func reduceDims(b Builder, arg int, id int32, rank int, single bool) ([]bool, er
 	}
 	seen := map[int]bool{}
 	for _, d := range list {
-		n, err := normDim(arg, d, rank)
+		n, err := reduceDim(arg, d, rank)
 		if err != nil {
 			return nil, err
 		}

@@ -114,68 +114,68 @@ func TestNormRejects(t *testing.T) {
 	f, i := serialization.Float32, serialization.Int32
 	cases := map[string]func(b *serialization.Builder) (Func, []int32){
 		"sum/dim out of range": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(2), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(2), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"sum/dim repeats": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1, -1), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1, -1), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"sum/float into int32": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Bool(false), b.Null(), b.Tensor(i, []uint32{3}, -1)}
+			return reduceLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Bool(false), b.Null(), b.Tensor(i, []uint32{3}, -1)}
 		},
 		"sum/out too small": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(0), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.sum.dim_IntList"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(0), b.Bool(false), b.Null(), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"mean/keepdim not bool": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.mean.dim"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Int(1), b.Null(), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.mean.dim"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Int(1), b.Null(), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"amax/empty dim": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.amax.default"), []int32{b.Tensor(f, []uint32{3, 0}, -1), b.IntList(1), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.amax.default"), []int32{b.Tensor(f, []uint32{3, 0}, -1), b.IntList(1), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"argmax/out float": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.argmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(1), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.argmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(1), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"argmax/dim list": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.argmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Bool(false), b.Tensor(i, []uint32{3}, -1)}
+			return reduceLookup("aten.argmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.IntList(1), b.Bool(false), b.Tensor(i, []uint32{3}, -1)}
 		},
 		"var/int32": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten.var.dim"), []int32{b.Tensor(i, []uint32{3, 4}, -1), b.IntList(1), b.Bool(true), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
+			return reduceLookup("aten.var.dim"), []int32{b.Tensor(i, []uint32{3, 4}, -1), b.IntList(1), b.Bool(true), b.Bool(false), b.Tensor(f, []uint32{3}, -1)}
 		},
 		"softmax/dim": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten._softmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(-3), b.Bool(false), b.Tensor(f, []uint32{3, 4}, -1)}
+			return reduceLookup("aten._softmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(-3), b.Bool(false), b.Tensor(f, []uint32{3, 4}, -1)}
 		},
 		"softmax/half_to_float": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten._softmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(1), b.Bool(true), b.Tensor(f, []uint32{3, 4}, -1)}
+			return reduceLookup("aten._softmax.default"), []int32{b.Tensor(f, []uint32{3, 4}, -1), b.Int(1), b.Bool(true), b.Tensor(f, []uint32{3, 4}, -1)}
 		},
 		"softmax/int32": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("aten._log_softmax.default"), []int32{b.Tensor(i, []uint32{3, 4}, -1), b.Int(1), b.Bool(false), b.Tensor(i, []uint32{3, 4}, -1)}
+			return reduceLookup("aten._log_softmax.default"), []int32{b.Tensor(i, []uint32{3, 4}, -1), b.Int(1), b.Bool(false), b.Tensor(i, []uint32{3, 4}, -1)}
 		},
 		"layer_norm/shape": func(b *serialization.Builder) (Func, []int32) {
 			x := b.Tensor(f, []uint32{3, 4}, -1)
 			outs := b.ValueList(b.Tensor(f, []uint32{3, 4}, -1), b.Tensor(f, []uint32{3, 1}, -1), b.Tensor(f, []uint32{3, 1}, -1))
-			return mustLookup("aten.native_layer_norm.default"), []int32{x, b.IntList(3), b.Null(), b.Null(), b.Double(1e-5), outs}
+			return reduceLookup("aten.native_layer_norm.default"), []int32{x, b.IntList(3), b.Null(), b.Null(), b.Double(1e-5), outs}
 		},
 		"layer_norm/weight size": func(b *serialization.Builder) (Func, []int32) {
 			x := b.Tensor(f, []uint32{3, 4}, -1)
 			outs := b.ValueList(b.Tensor(f, []uint32{3, 4}, -1), b.Tensor(f, []uint32{3, 1}, -1), b.Tensor(f, []uint32{3, 1}, -1))
-			return mustLookup("aten.native_layer_norm.default"), []int32{x, b.IntList(4), b.Tensor(f, []uint32{3}, -1), b.Null(), b.Double(1e-5), outs}
+			return reduceLookup("aten.native_layer_norm.default"), []int32{x, b.IntList(4), b.Tensor(f, []uint32{3}, -1), b.Null(), b.Double(1e-5), outs}
 		},
 		"group_norm/groups": func(b *serialization.Builder) (Func, []int32) {
 			x := b.Tensor(f, []uint32{2, 6, 5}, -1)
 			outs := b.ValueList(b.Tensor(f, []uint32{2, 6, 5}, -1), b.Tensor(f, []uint32{2, 4}, -1), b.Tensor(f, []uint32{2, 4}, -1))
-			return mustLookup("aten.native_group_norm.default"), []int32{x, b.Null(), b.Null(), b.Int(2), b.Int(6), b.Int(5), b.Int(4), b.Double(1e-5), outs}
+			return reduceLookup("aten.native_group_norm.default"), []int32{x, b.Null(), b.Null(), b.Int(2), b.Int(6), b.Int(5), b.Int(4), b.Double(1e-5), outs}
 		},
 		"group_norm/N": func(b *serialization.Builder) (Func, []int32) {
 			x := b.Tensor(f, []uint32{2, 6, 5}, -1)
 			outs := b.ValueList(b.Tensor(f, []uint32{2, 6, 5}, -1), b.Tensor(f, []uint32{2, 3}, -1), b.Tensor(f, []uint32{2, 3}, -1))
-			return mustLookup("aten.native_group_norm.default"), []int32{x, b.Null(), b.Null(), b.Int(3), b.Int(6), b.Int(5), b.Int(3), b.Double(1e-5), outs}
+			return reduceLookup("aten.native_group_norm.default"), []int32{x, b.Null(), b.Null(), b.Int(3), b.Int(6), b.Int(5), b.Int(3), b.Double(1e-5), outs}
 		},
 		"batch_norm/no running stats": func(b *serialization.Builder) (Func, []int32) {
 			x := b.Tensor(f, []uint32{2, 3}, -1)
 			outs := b.ValueList(b.Tensor(f, []uint32{2, 3}, -1), b.Tensor(f, []uint32{0}, -1), b.Tensor(f, []uint32{0}, -1))
-			return mustLookup("aten._native_batch_norm_legit_no_training.default"), []int32{x, b.Null(), b.Null(), b.Null(), b.Null(), b.Double(0.1), b.Double(1e-5), outs}
+			return reduceLookup("aten._native_batch_norm_legit_no_training.default"), []int32{x, b.Null(), b.Null(), b.Null(), b.Null(), b.Double(0.1), b.Double(1e-5), outs}
 		},
 		"rms_norm/rank 0": func(b *serialization.Builder) (Func, []int32) {
-			return mustLookup("et_vk.rms_norm.default"), []int32{b.Tensor(f, []uint32{}, -1), b.Null(), b.Double(1e-6), b.Tensor(f, []uint32{}, -1)}
+			return reduceLookup("et_vk.rms_norm.default"), []int32{b.Tensor(f, []uint32{}, -1), b.Null(), b.Double(1e-6), b.Tensor(f, []uint32{}, -1)}
 		},
 	}
 	for name, mk := range cases {
@@ -189,8 +189,8 @@ func TestNormRejects(t *testing.T) {
 	}
 }
 
-// mustLookup returns the op registered under name, which must exist.
-func mustLookup(name string) Func {
+// reduceLookup returns the op registered under name, which must exist.
+func reduceLookup(name string) Func {
 	fn, ok := Lookup(name)
 	if !ok {
 		panic("no op " + name)

@@ -51,7 +51,7 @@ func softmaxOp(b Builder, log bool, args []int32) error {
 	if err != nil {
 		return Errorf(1, "dim: %s", argMsg(err))
 	}
-	dim, err := normDim(1, d, len(self.Dims))
+	dim, err := reduceDim(1, d, len(self.Dims))
 	if err != nil {
 		return err
 	}

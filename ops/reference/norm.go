@@ -20,16 +20,16 @@ func init() {
 	Register("aten._native_batch_norm_legit_no_training.default", batchNormRef)
 }
 
-// optIn returns tensor id, or nil for a Null.
-func (e *Env) optIn(id int32) (*Tensor, error) {
+// normOptIn returns tensor id, or nil for a Null.
+func (e *Env) normOptIn(id int32) (*Tensor, error) {
 	if e.IsNull(id) {
 		return nil, nil
 	}
 	return e.In(id)
 }
 
-// stats returns mean and biased variance of v.
-func stats(v []float64) (mean, variance float64) {
+// normStats returns mean and biased variance of v.
+func normStats(v []float64) (mean, variance float64) {
 	for _, x := range v {
 		mean += x
 	}
@@ -40,9 +40,9 @@ func stats(v []float64) (mean, variance float64) {
 	return mean, variance / float64(len(v))
 }
 
-// setOuts stores out and, when the list's other entries are tensors, the
+// normSetOuts stores out and, when the list's other entries are tensors, the
 // two statistics tensors.
-func (e *Env) setOuts(list int32, out *Tensor, statShape []int64, a, b []float64) error {
+func (e *Env) normSetOuts(list int32, out *Tensor, statShape []int64, a, b []float64) error {
 	l, err := e.ValueList(list)
 	if err != nil {
 		return err
@@ -86,11 +86,11 @@ func layerNormRef(e *Env, a []int32) error {
 	if len(ns) == 0 || len(ns) > r || !slices.Equal(ns, x.Shape[r-len(ns):]) {
 		return fmt.Errorf("layer_norm: normalized_shape %v for %v", ns, x.Shape)
 	}
-	w, err := e.optIn(a[2])
+	w, err := e.normOptIn(a[2])
 	if err != nil {
 		return err
 	}
-	b, err := e.optIn(a[3])
+	b, err := e.normOptIn(a[3])
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func layerNormRef(e *Env, a []int32) error {
 	means, rstds := make([]float64, rows), make([]float64, rows)
 	for row := 0; row < rows; row++ {
 		v := x.V[row*n : (row+1)*n]
-		m, vr := stats(v)
+		m, vr := normStats(v)
 		rs := 1 / math.Sqrt(vr+eps)
 		means[row], rstds[row] = m, rs
 		for i, xv := range v {
@@ -125,7 +125,7 @@ func layerNormRef(e *Env, a []int32) error {
 	for i := r - len(ns); i < r; i++ {
 		statShape[i] = 1
 	}
-	return e.setOuts(a[5], out, statShape, means, rstds)
+	return e.normSetOuts(a[5], out, statShape, means, rstds)
 }
 
 func rmsNormRef(e *Env, a []int32) error {
@@ -136,7 +136,7 @@ func rmsNormRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.optIn(a[1])
+	w, err := e.normOptIn(a[1])
 	if err != nil {
 		return err
 	}
@@ -176,11 +176,11 @@ func groupNormRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.optIn(a[1])
+	w, err := e.normOptIn(a[1])
 	if err != nil {
 		return err
 	}
-	b, err := e.optIn(a[2])
+	b, err := e.normOptIn(a[2])
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func groupNormRef(e *Env, a []int32) error {
 		for gi := 0; gi < g; gi++ {
 			lo := (n*c + gi*(c/g)) * hw
 			v := x.V[lo : lo+c/g*hw]
-			m, vr := stats(v)
+			m, vr := normStats(v)
 			rs := 1 / math.Sqrt(vr+eps)
 			means[n*g+gi], rstds[n*g+gi] = m, rs
 			for i, xv := range v {
@@ -220,7 +220,7 @@ func groupNormRef(e *Env, a []int32) error {
 			}
 		}
 	}
-	return e.setOuts(a[8], out, []int64{int64(nN), int64(g)}, means, rstds)
+	return e.normSetOuts(a[8], out, []int64{int64(nN), int64(g)}, means, rstds)
 }
 
 func batchNormRef(e *Env, a []int32) error {
@@ -233,7 +233,7 @@ func batchNormRef(e *Env, a []int32) error {
 	}
 	var ts [4]*Tensor // weight, bias, running_mean, running_var
 	for i := range ts {
-		if ts[i], err = e.optIn(a[1+i]); err != nil {
+		if ts[i], err = e.normOptIn(a[1+i]); err != nil {
 			return err
 		}
 	}
@@ -281,5 +281,5 @@ func batchNormRef(e *Env, a []int32) error {
 			si = append(si, 1/math.Sqrt(rv.V[ch]+eps))
 		}
 	}
-	return e.setOuts(a[7], out, statShape, sm, si)
+	return e.normSetOuts(a[7], out, statShape, sm, si)
 }
