@@ -157,6 +157,9 @@ func init() {
 			f(op, ds(5, 7, 9), nil, false),
 			f(op, ds(2, 3, 1, 4, 5), ds(1, 3), false),
 			f(op, ds(2, 3, 1, 4, 5), ds(-4, -1, 0), true),
+			// Rank 8, alternating: four kept and four reduced runs.
+			f(op, ds(2, 3, 2, 3, 2, 3, 2, 3), ds(1, 3, 5, 7), false),
+			f(op, ds(3, 2, 3, 2, 3, 2, 3, 2), ds(0, -2, 2, 4), true),
 			f(op, ds(13, 33), ds(-1), false), // tree, WG 64
 			f(op, ds(33, 13), ds(0), true),   // tree over a strided dim
 			f(op, ds(), nil, false),          // rank 0
@@ -246,6 +249,7 @@ func init() {
 	}
 	cs = append(cs,
 		reduceCase{op: "var.dim", dt: f32, shape: ds(7, 9), dims: ds(1), extra: true, lo: -1, hi: 1},
+		reduceCase{op: "var.dim", dt: f32, shape: ds(2, 3, 2, 3, 2, 3, 2, 3), dims: ds(1, 3, 5, 7), extra: true, lo: -1, hi: 1},
 		reduceCase{op: "var.dim", dt: f32, shape: ds(3, 5, 40), dims: ds(0, 2), keep: true, extra: false, lo: -1, hi: 1},
 		reduceCase{op: "var.dim", dt: f32, shape: ds(2, 3, 1, 4, 5), dims: nil, extra: true, lo: 10, hi: 12},
 		// One element, unbiased: 0/0 is NaN as in torch.
