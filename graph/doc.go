@@ -23,4 +23,46 @@
 // Execute uploads inputs, replays every dispatch in one compute pass and one
 // submit, copies the outputs into their staging buffers in the same command
 // buffer, and reads them back.
+//
+// # Dynamic shapes
+//
+// Serialized dims are upper bounds. Every op computes its outputs' live
+// shapes from its inputs' (ops.Builder.SetDims), so when an Execute passes
+// inputs smaller than the bounds, or new SymInt input values, the chain is
+// re-recorded for them (same buffers, new uniforms and grids) and outputs
+// come back with their live shapes. Same shapes as last time: nothing is
+// re-recorded, and Execute makes no allocation beyond its outputs.
+//
+// # Rejected inputs
+//
+// Every rejection is a returned error that errors.Is/As can classify; none
+// panics, hangs, or allocates from an unchecked length. The catalogue, with
+// the test that pins each entry:
+//
+//	input                                        error                                      test
+//	blob/.pte/.ptd cut at any byte               *serialization.FormatError (ErrTruncated…) serialization.TestTruncateEveryByte
+//	bad VH00 field, offsets/sizes past the end   FormatError: ErrBadHeader, ErrTruncated    serialization.TestRejectBlob
+//	bad flatbuffer, vtable/strings out of range  FormatError: ErrBadFlatbuffer              serialization.TestRejectBlob
+//	value id out of range (args, I/O, lists)     FormatError: ErrBadValueID                 serialization.TestRejectBlob
+//	ValueList containing itself / a cycle        FormatError: ErrValueListCycle             serialization.TestRejectBlob
+//	dims/list/value counts over the caps         FormatError: ErrLimit                      serialization.TestRejectBlob
+//	unknown dtype, constant_id out of range      FormatError: ErrBadDataType, ErrBadIndex   serialization.TestRejectBlob
+//	inline constant outside the constant region  *ConstantError (ErrConstant)               serialization.TestRejectInlineConstant, TestInlineConstant
+//	.pte / .ptd structure (segments, eh00, FH01)  FormatError                               serialization.TestRejectProgram, TestRejectFlatTensor
+//	named key missing, or its data too short     *ConstantError naming the key              wgdelegate.TestMissingNamedKey, TestNamedDataTooShort
+//	dims whose product overflows                 ErrInvalidGraph                            TestRejectGraphValues
+//	tensor over maxStorageBufferBindingSize or
+//	maxBufferSize (also shared memory objects)   *LimitError (ErrDeviceLimit, ErrUnsupported) TestDeviceLimit
+//	tensors over the memory limit                ErrUnsupported                             TestMemoryLimit
+//	op missing from the registry                 *ops.UnsupportedError listing all of them  wgdelegate.TestUnsupportedOpsListedAtOnce
+//	op argument of the wrong kind or shape       *OpError wrapping *ops.ArgError (ops.ErrArg) TestRejectGraphValues, ops tests
+//	tensor read before any op writes it          *OpError: ErrReadBeforeWrite, ErrInvalidGraph TestReadBeforeWrite
+//	output nothing writes                        ErrReadBeforeWrite                         TestReadBeforeWrite
+//	prepack into an aliased or constant tensor   ErrInvalidGraph / ops.ErrArg               wgdelegate.TestPrepackOutputAliasedRejected
+//	wrong input count, dtype, byte length        *InputError (ErrInput)                     wgdelegate.TestExecuteInputErrors
+//	input larger than its bound, other rank,
+//	SymInt input not a one-element int tensor    *InputError (ErrInput)                     TestExecuteInputBounds
+//	int64 input value that overflows int32       *InputError (ErrInput)                     wgdelegate.TestExecuteInputErrors
+//	NaN / ±Inf input values                      not rejected: computed as IEEE             TestNaNInfComputed
+//	hostile bytes of any kind                    one of the above                           FuzzLoad, FuzzOpArgs, serialization.Fuzz*
 package graph

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -139,5 +140,92 @@ func TestNaNInfComputed(t *testing.T) {
 		if math.IsNaN(w) != math.IsNaN(g) || (!math.IsNaN(w) && g != w) {
 			t.Errorf("element %d: got %v, want %v", i, g, w)
 		}
+	}
+}
+
+// TestRejectGraphValues: tensor sizes that overflow, and an op argument of
+// the wrong kind, are typed errors at load.
+func TestRejectGraphValues(t *testing.T) {
+	f := serialization.Float32
+	t.Run("dims product overflows", func(t *testing.T) {
+		blob := buildBlob(t, func(b *serialization.Builder) {
+			x := b.Tensor(f, []uint32{1 << 20, 1 << 20, 1 << 20}, -1)
+			y := b.Tensor(f, []uint32{1 << 20, 1 << 20, 1 << 20}, -1)
+			b.Op("aten.relu.default", x, y)
+			b.Inputs(x)
+			b.Outputs(y)
+		})
+		_, err := Load(context.Background(), device(t), blob, Options{})
+		if !errors.Is(err, ErrInvalidGraph) || !strings.Contains(err.Error(), "overflow") {
+			t.Fatalf("got %v, want an overflow ErrInvalidGraph", err)
+		}
+	})
+	t.Run("argument of the wrong kind", func(t *testing.T) {
+		blob := buildBlob(t, func(b *serialization.Builder) {
+			x := b.Tensor(f, []uint32{4}, -1)
+			y := b.Tensor(f, []uint32{4}, -1)
+			b.Op("aten.relu.default", b.Int(3), y)
+			b.Op("aten.relu.default", x, y)
+			b.Inputs(x)
+			b.Outputs(y)
+		})
+		_, err := Load(context.Background(), device(t), blob, Options{})
+		var oe *OpError
+		if !errors.As(err, &oe) || !errors.Is(err, ops.ErrArg) || oe.Index != 0 {
+			t.Fatalf("got %v, want an ops.ErrArg in a *OpError for op 0", err)
+		}
+	})
+}
+
+// TestExecuteInputBounds: an input may be smaller than its serialized
+// (upper-bound) dims, not larger nor of another rank; a SymInt input takes a
+// one-element integer tensor.
+func TestExecuteInputBounds(t *testing.T) {
+	f := serialization.Float32
+	blob := buildBlob(t, func(b *serialization.Builder) {
+		x := b.Tensor(f, []uint32{4, 3}, -1)
+		y := b.Tensor(f, []uint32{4, 3}, -1)
+		b.Op("aten.relu.default", x, y)
+		n := b.SymInt(0)
+		m := b.SymInt(0)
+		b.Op("mul", n, n, m)
+		b.Inputs(x, n)
+		b.Outputs(y, m)
+	})
+	g, err := Load(context.Background(), device(t), blob, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	n := Int64Tensor([]int64{}, []int64{7})
+	for _, c := range []struct {
+		name string
+		in   []Tensor
+		want string
+	}{
+		{"larger than the bound", []Tensor{Float32Tensor([]int64{5, 3}, make([]float32, 15)), n}, "larger than the graph's bound"},
+		{"another rank", []Tensor{Float32Tensor([]int64{12}, make([]float32, 12)), n}, "rank"},
+		{"SymInt as a vector", []Tensor{Float32Tensor([]int64{4, 3}, make([]float32, 12)), Int64Tensor([]int64{2}, []int64{1, 2})}, "one-element"},
+		{"SymInt as a float", []Tensor{Float32Tensor([]int64{4, 3}, make([]float32, 12)), Float32Tensor([]int64{}, []float32{1})}, "int32 or int64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := g.Execute(context.Background(), c.in)
+			var ie *InputError
+			if !errors.As(err, &ie) || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an *InputError mentioning %q", err, c.want)
+			}
+		})
+	}
+	// Smaller than the bound is fine and comes back with the live shape.
+	out, err := g.Execute(context.Background(), []Tensor{Float32Tensor([]int64{2, 3}, []float32{-1, 2, -3, 4, -5, 6}), n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out[0].Float32s()
+	if len(out[0].Shape) != 2 || out[0].Shape[0] != 2 || len(got) != 6 || got[1] != 2 || got[2] != 0 {
+		t.Errorf("relu on a [2 3] input: shape %v values %v", out[0].Shape, got)
+	}
+	if v, _ := out[1].Int64s(); len(v) != 1 || v[0] != 49 {
+		t.Errorf("SymInt output %v, want 49", v)
 	}
 }

@@ -75,3 +75,15 @@ func (t Tensor) Int32s() ([]int32, error) {
 	}
 	return out, nil
 }
+
+// Int64s decodes an int64 tensor's data.
+func (t Tensor) Int64s() ([]int64, error) {
+	if t.DType != serialization.Int64 {
+		return nil, fmt.Errorf("graph: tensor is %v, not int64", t.DType)
+	}
+	out := make([]int64, len(t.Data)/8)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
+	}
+	return out, nil
+}
