@@ -81,6 +81,9 @@ func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer,
 	if d.closed {
 		return nil, ErrClosed
 	}
+	if err := d.checkLostLocked("create buffer " + label); err != nil {
+		return nil, err
+	}
 	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: size})
 	if err != nil {
 		return nil, &Error{Op: "create buffer " + label, Err: err}
@@ -143,6 +146,9 @@ func (d *Device) Write(b *Buffer, offset uint64, data []byte) error {
 	}
 	if b.released {
 		return &Error{Op: "write buffer", Err: errors.New("buffer was released")}
+	}
+	if err := d.checkLostLocked("write buffer"); err != nil {
+		return err
 	}
 	if b.kind == Staging {
 		return &Error{Op: "write buffer", Err: errors.New("cannot write a staging buffer")}
@@ -209,6 +215,9 @@ func (d *Device) NewBindGroup(p *Pipeline, entries []BindEntry, label string) (*
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
+	}
+	if err := d.checkLostLocked("create bind group " + label); err != nil {
+		return nil, err
 	}
 	g, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: label, Layout: p.bgl, Entries: es})
 	if err != nil {

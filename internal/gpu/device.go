@@ -53,17 +53,19 @@ type AdapterInfo struct {
 // Device owns a WebGPU instance, adapter, device and queue, and the caches of
 // shader modules and pipelines shared by every graph built on it.
 type Device struct {
-	log      *slog.Logger
-	inst     *wgpu.Instance
-	adapter  *wgpu.Adapter
-	dev      *wgpu.Device
-	queue    *wgpu.Queue
-	limits   wgpu.Limits
-	info     AdapterInfo
-	live     liveCounts
-	raw      rawState
-	pad      [4]byte        // Write's tail word (under mu)
-	idleCell unsafe.Pointer // C status cell for queue-idle waits
+	log        *slog.Logger
+	inst       *wgpu.Instance
+	adapter    *wgpu.Adapter
+	dev        *wgpu.Device
+	queue      *wgpu.Queue
+	limits     wgpu.Limits
+	info       AdapterInfo
+	live       liveCounts
+	raw        rawState
+	lost       bool           // the device is lost (lostReason is set)
+	lostReason atomic.Value   // string: why; set by Destroy or a device-lost error
+	pad        [4]byte        // Write's tail word (under mu)
+	idleCell   unsafe.Pointer // C status cell for queue-idle waits
 
 	// mu serialises queue use (submit, write, map) and cache access. The
 	// WebGPU objects are not documented as safe for concurrent use through
@@ -164,6 +166,27 @@ func (d *Device) Info() AdapterInfo { return d.info }
 
 // Limits returns the limits the device was created with.
 func (d *Device) Limits() wgpu.Limits { return d.limits }
+
+// ErrDeviceLost is returned by every operation once the device is lost
+// (driver reset, Destroy). The process stays alive; open a new Device.
+var ErrDeviceLost = errors.New("gpu: device lost")
+
+// checkLostLocked returns an *Error wrapping ErrDeviceLost once the device
+// is lost. Callers hold d.mu.
+func (d *Device) checkLostLocked(op string) error {
+	if d.lost {
+		msg, _ := d.lostReason.Load().(string)
+		return &Error{Op: op, Err: fmt.Errorf("%w (%s)", ErrDeviceLost, msg)}
+	}
+	if r, ok := d.lostReason.Load().(string); ok {
+		d.lost = true
+		return &Error{Op: op, Err: fmt.Errorf("%w (%s)", ErrDeviceLost, r)}
+	}
+	return nil
+}
+
+// Lost reports whether the device has been lost.
+func (d *Device) Lost() bool { return d.lostReason.Load() != nil }
 
 // liveCounts counts the GPU objects a device has handed out and not yet
 // released; soak tests compare them with a baseline.
@@ -318,6 +341,10 @@ func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
 	if d.closed {
 		d.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if err := d.checkLostLocked("create pipelines"); err != nil {
+		d.mu.Unlock()
+		return nil, err
 	}
 	for i, sp := range specs {
 		keys[i] = PipelineKey(sp.Source, sp.Entry, sp.Layout)

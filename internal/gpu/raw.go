@@ -34,6 +34,7 @@ extern void wgpuQueueWriteBuffer(wgdH queue, wgdH buf, uint64_t off, const void 
 extern uint32_t wgpuDevicePoll(wgdH device, uint32_t wait, const void *index);
 extern uint64_t wgpuBufferGetSize(wgdH buf);
 extern void wgpuQueueOnSubmittedWorkDone(wgdH queue, wgdStatusCB cb, void *ud);
+extern void wgpuDeviceDestroy(wgdH device);
 
 // wgdErr receives a popped error scope. type is WGPUErrorType (0 = none);
 // popped tells whether the callback ran.
@@ -211,7 +212,7 @@ func (d *Device) submit(p *program) error {
 		cp = &p.copies[0]
 	}
 	if C.wgd_submit(d.raw.dev, d.raw.queue, dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
-		return &Error{Op: "submit", Err: errors.New(d.rawErrMsg())}
+		return d.scopeError("submit")
 	}
 	return nil
 }
@@ -223,9 +224,40 @@ func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
 		return nil
 	}
 	if C.wgd_write(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(offset), unsafe.Pointer(&data[0]), C.size_t(len(data)), d.raw.err) != 0 {
-		return &Error{Op: "write buffer", Err: errors.New(d.rawErrMsg())}
+		return d.scopeError("write buffer")
 	}
 	return nil
 }
 
 func cUint64(v uint64) C.uint64_t { return C.uint64_t(v) }
+
+// Destroy destroys the underlying WebGPU device as a device loss would: the
+// Device stays usable as a Go object, but every later GPU operation fails
+// with an error. Tests use it to check fault handling; Close still has to
+// be called.
+func (d *Device) Destroy() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		C.wgpuDeviceDestroy(d.raw.dev)
+		C.wgpuDevicePoll(d.raw.dev, 0, nil) // deliver the lost callback
+		if d.lostReason.Load() == nil {
+			d.lostReason.Store("destroyed")
+		}
+		d.lost = true
+	}
+}
+
+// scopeError turns the popped error scope into an *Error; a device-lost
+// error marks the device lost.
+func (d *Device) scopeError(op string) error {
+	msg := d.rawErrMsg()
+	if d.rawErrType() == 5 { // WGPUErrorType_DeviceLost
+		d.lostReason.CompareAndSwap(nil, msg)
+		return d.checkLostLocked(op)
+	}
+	if msg == "" {
+		msg = "the driver reported an error without a message"
+	}
+	return &Error{Op: op, Err: errors.New(msg)}
+}

@@ -77,6 +77,9 @@ func (p *Program) Run(ctx context.Context) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if err := d.checkLostLocked("run"); err != nil {
+		return err
+	}
 	for _, r := range p.reads {
 		if r.Dst.kind != Staging || r.Dst.released || r.Src.released {
 			return &Error{Op: "run", Err: errors.New("readback between released or non-staging buffers")}
@@ -110,10 +113,13 @@ func (p *Program) Run(ctx context.Context) error {
 	for _, r := range p.reads {
 		if r.Dst.state == mapFailed {
 			r.Dst.state = unmapped
+			if err := d.checkLostLocked("run"); err != nil {
+				return err
+			}
 			return ErrMapFailed
 		}
 	}
-	return nil
+	return d.checkLostLocked("run")
 }
 
 // Mapped returns the mapped bytes of a staging buffer after a successful Run.
