@@ -38,7 +38,7 @@ func ExampleDevice_Load() {
 	defer m.Close()
 
 	in := wgdelegate.Float32Tensor([]int64{2, 3}, []float32{1, 2, 3, 4, 5, 6})
-	outs, err := m.Execute(ctx, []wgdelegate.Tensor{in})
+	outs, err := m.Execute(ctx, in)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
 		}
-		inputs[i] = t
+		inputs[i] = wgdelegate.Tensor(t)
 	}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
@@ -119,7 +119,7 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 	}
 
 	start = time.Now()
-	outs, err := m.Execute(ctx, inputs)
+	outs, err := m.Execute(ctx, inputs...)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 	tab := newTable(stdout)
 	for i, t := range outs {
 		p := filepath.Join(o.outDir, fmt.Sprintf("output_%d.npy", i))
-		if err := npy.WriteFile(p, t); err != nil {
+		if err := npy.WriteFile(p, graph.Tensor(t)); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
 		}
 		tab.row(p, t.DType, list(t.Shape))
