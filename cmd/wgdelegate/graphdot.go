@@ -175,8 +175,8 @@ func (d *dotWriter) source(id int32) string {
 		what := "inline constant"
 		if c := t.ConstantID; int(c) < len(d.g.Constants) && d.g.Constants[c].IsNamed() {
 			what = d.g.Constants[c].NamedKey
-			if len(what) > 24 {
-				what = what[:21] + "..."
+			if len(what) > 16 {
+				what = what[:12] + "..." // exporters key weights by SHA-256
 			}
 		}
 		d.node(name, fmt.Sprintf("%s (value %d)\n%s", what, id, tensorLabel(t)), `shape=cylinder, style=filled, fillcolor="#fff2cc"`)
