@@ -557,3 +557,19 @@ func TestPlanCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestChainedProgress: the relu delegate is called twice but built once.
+func TestChainedProgress(t *testing.T) {
+	requireOps(t, "aten.add.Tensor", "aten.relu.default")
+	var got []wgdelegate.Progress
+	m, err := wgdelegate.Load(context.Background(), encodePlan(t, chainSpec(t)), wgdelegate.WithDevice(device(t)),
+		wgdelegate.WithProgress(func(p wgdelegate.Progress) { got = append(got, p) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if len(got) != 4 || got[1].Phase != wgdelegate.PhaseBuild || got[1].Delegate != 0 || got[2].Delegate != 1 ||
+		got[3].Phase != wgdelegate.PhaseDone || got[3].Delegates != 2 {
+		t.Errorf("progress %+v", got)
+	}
+}

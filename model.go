@@ -108,11 +108,17 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A delegate called several times is built once.
 	var total int64
+	distinct := map[int]bool{}
 	for _, cl := range calls {
-		total += constantBytes(cl.blob.Graph)
+		if !distinct[cl.delegate] {
+			distinct[cl.delegate] = true
+			total += constantBytes(cl.blob.Graph)
+		}
 	}
-	report(Progress{Phase: PhaseParse, Delegates: len(calls), BytesTotal: total})
+	nGraphs := len(distinct)
+	report(Progress{Phase: PhaseParse, Delegates: nGraphs, BytesTotal: total})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -133,10 +139,10 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	}
 	built := map[int]*graph.WebGPUGraph{}
 	var done int64
-	for k, cl := range calls {
+	for _, cl := range calls {
 		g := built[cl.delegate]
 		if g == nil {
-			report(Progress{Phase: PhaseBuild, Delegate: k, Delegates: len(calls), BytesDone: done, BytesTotal: total})
+			report(Progress{Phase: PhaseBuild, Delegate: len(built), Delegates: nGraphs, BytesDone: done, BytesTotal: total})
 			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log,
 				OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
 			if err != nil {
@@ -154,7 +160,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	if err := m.route(calls); err != nil {
 		return nil, err
 	}
-	report(Progress{Phase: PhaseDone, Delegates: len(calls), BytesDone: total, BytesTotal: total})
+	report(Progress{Phase: PhaseDone, Delegate: nGraphs, Delegates: nGraphs, BytesDone: total, BytesTotal: total})
 	log.Debug("wgdelegate: loaded", "delegates", len(m.graphs), "calls", len(m.steps),
 		"inputs", len(m.inputs), "outputs", len(m.outputs), "elapsed", time.Since(start))
 	return m, nil

@@ -104,8 +104,9 @@ func (p Phase) String() string {
 // Progress is one progress report of a load.
 type Progress struct {
 	Phase Phase
-	// Delegate is the index of the delegate graph being built, of
-	// Delegates in all.
+	// Delegate is the index of the delegate graph being built (in build
+	// order; Delegates when done), of Delegates in all. A delegate the plan
+	// calls several times is built once.
 	Delegate, Delegates int
 	// BytesDone and BytesTotal count the constant bytes (weights) written
 	// to the GPU so far and in all.
