@@ -38,13 +38,13 @@ func BenchmarkExecuteDispatchBound(b *testing.B) {
 			defer m.Close()
 			in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{64}, make([]float32, 64))}
 			ctx := context.Background()
-			if _, err := m.Execute(ctx, in); err != nil {
+			if _, err := m.Execute(ctx, in...); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := m.Execute(ctx, in); err != nil {
+				if _, err := m.Execute(ctx, in...); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -64,13 +64,13 @@ func BenchmarkExecuteCopyBandwidth(b *testing.B) {
 	defer m.Close()
 	in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{elems}, make([]float32, elems))}
 	ctx := context.Background()
-	if _, err := m.Execute(ctx, in); err != nil {
+	if _, err := m.Execute(ctx, in...); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := m.Execute(ctx, in); err != nil {
+		if _, err := m.Execute(ctx, in...); err != nil {
 			b.Fatal(err)
 		}
 	}

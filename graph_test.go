@@ -143,7 +143,7 @@ func TestMLP(t *testing.T) {
 	m := mustLoad(t, b)
 
 	xv := randF32(r, batch*in)
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{batch, in}, xv)})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{batch, in}, xv)}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestPrepackDeferred(t *testing.T) {
 		t.Errorf("unshared bytes %d, want %d", st.UnsharedTensorBufferBytes, 3*28)
 	}
 	x := []float32{10, 20, 30, 40, 50, 60, 70}
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{7}, x)})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{7}, x)}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestPrepackSourceAlsoUsedDirectly(t *testing.T) {
 			if st := m.MemoryStats(); st.NumDeferredConstants != 0 {
 				t.Errorf("constant deferred although used directly: %+v", st)
 			}
-			outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{3}, []float32{1, 1, 1})})
+			outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{3}, []float32{1, 1, 1})}...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +272,7 @@ func TestTwoPrepacksOfOneKey(t *testing.T) {
 	if st := m.MemoryStats(); st.NumDeferredConstants != 2 {
 		t.Errorf("deferred %d, want 2", st.NumDeferredConstants)
 	}
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{4}, []float32{1, 2, 3, 4})})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{4}, []float32{1, 2, 3, 4})}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestConstantOutput(t *testing.T) {
 	if st := m.MemoryStats(); st.NumDeferredConstants != 0 {
 		t.Errorf("a constant that is an output was deferred: %+v", st)
 	}
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{5}, []float32{9, 9, 9, 9, 9})})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{5}, []float32{9, 9, 9, 9, 9})}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestSharedMemObj(t *testing.T) {
 		xv[i] = float32(i%17) - 8
 		want[i] = xv[i] * (steps + 1)
 	}
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{n}, xv)})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{n}, xv)}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestInlineConstant(t *testing.T) {
 	b.Inputs(x)
 	b.Outputs(p)
 	m := mustLoad(t, b)
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{3}, []float32{0, 0, 0})})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{3}, []float32{0, 0, 0})}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,13 +460,13 @@ func TestExecuteInputErrors(t *testing.T) {
 		{"int64 overflow", []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{2, 2}, []int64{1, 2, 1 << 40, 4})}},
 		{"short data", []wgdelegate.Tensor{{DType: serialization.Int32, Shape: []int64{2, 2}, Data: make([]byte, 12)}}},
 	} {
-		if _, err := m.Execute(ctx, c.in); !errors.Is(err, graph.ErrInput) {
+		if _, err := m.Execute(ctx, c.in...); !errors.Is(err, graph.ErrInput) {
 			t.Errorf("%s: got %v, want ErrInput", c.name, err)
 		}
 	}
 	// int64 host data narrowed into the int32 tensor, as after the
 	// exporter's default downcast.
-	outs, err := m.Execute(ctx, []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{2, 2}, []int64{-1, 2, math.MaxInt32, math.MinInt32})})
+	outs, err := m.Execute(ctx, []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{2, 2}, []int64{-1, 2, math.MaxInt32, math.MinInt32})}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestCloseReleases(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if _, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{4}, make([]float32, 4))}); !errors.Is(err, graph.ErrClosed) {
+	if _, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{4}, make([]float32, 4))}...); !errors.Is(err, graph.ErrClosed) {
 		t.Fatalf("Execute after Close: %v", err)
 	}
 }
@@ -540,7 +540,7 @@ func TestInt64OutputsWidened(t *testing.T) {
 	if dt, _ := m.OutputInfo(0); dt != serialization.Int64 {
 		t.Fatalf("output dtype %v, want int64", dt)
 	}
-	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})})
+	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})}...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +577,7 @@ func TestConcurrentExecute(t *testing.T) {
 				for j := range v {
 					v[j] = float32(w*1000 + i)
 				}
-				outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{33}, v)})
+				outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{33}, v)}...)
 				if err != nil {
 					errs <- err
 					return

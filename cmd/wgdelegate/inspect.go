@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,61 +16,136 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-func inspectCommand(args []string, stdout io.Writer) error {
-	pos, err := parseArgs("inspect", args, nil)
+// inspectOptions are the parsed arguments of "wgdelegate inspect".
+type inspectOptions struct {
+	model   string
+	json    bool
+	device  bool
+	verbose bool
+}
+
+func inspectCommand(args []string, stdout, stderr io.Writer) error {
+	var o inspectOptions
+	specs := []flagSpec{
+		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		{names: []string{"device"}, set: func(string) error { o.device = true; return nil }},
+		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
+	}
+	pos, err := parseArgs("inspect", args, specs)
 	if err != nil {
 		return err
 	}
-	path, err := oneModel("inspect", pos)
-	if err != nil {
+	if o.model, err = oneModel("inspect", pos); err != nil {
 		return err
 	}
-	mf, err := serialization.MapFile(path)
+	mf, err := serialization.MapFile(o.model)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	defer mf.Close()
-	return inspectModel(stdout, path, mf.Bytes())
+	limits, limitsFrom := wgdelegate.DefaultLimits, "WebGPU default limits"
+	if o.device {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: newLogger(stderr, o.verbose)})
+		if err != nil {
+			return err
+		}
+		limits, limitsFrom = dev.Limits(), dev.AdapterName()
+		release()
+	}
+	if o.json {
+		return inspectJSON(stdout, o.model, mf.Bytes(), limits, limitsFrom)
+	}
+	return inspectModel(stdout, o.model, mf.Bytes(), limits, limitsFrom)
+}
+
+// decodedModel is a model file decoded without a GPU: the program (nil for
+// a raw blob) and every VulkanBackend delegate graph in it.
+type decodedModel struct {
+	path    string
+	size    int
+	program *serialization.Program
+	named   *serialization.NamedDataMap
+	graphs  []decodedGraph
+}
+
+// decodedGraph is one delegate's decoded blob; delegate is its index in the
+// program's plan, -1 for a raw blob.
+type decodedGraph struct {
+	delegate int
+	blob     *serialization.Blob
+}
+
+// decodeModel decodes data. For a .pte without a VulkanBackend delegate it
+// returns the program with the error naming the delegates it has.
+func decodeModel(path string, data []byte) (*decodedModel, error) {
+	m := &decodedModel{path: path, size: len(data)}
+	switch wgdelegate.Detect(data) {
+	case wgdelegate.FormatBlob:
+		b, err := serialization.DecodeBlob(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m.graphs = []decodedGraph{{delegate: -1, blob: b}}
+		return m, nil
+	case wgdelegate.FormatProgram:
+	default:
+		return nil, fmt.Errorf("%s: %s", path, describeUnknown(data[:min(len(data), 8)]))
+	}
+	p, err := serialization.ParseProgram(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.program, m.named = p, p.NamedData
+	if _, err := p.DelegateBlob(serialization.VulkanBackendID); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	plan := max(slices.Index(p.Plans, "forward"), 0) // as wgdelegate.Open picks it
+	for _, d := range p.Delegates {
+		if d.ID != serialization.VulkanBackendID || d.Plan != plan {
+			continue
+		}
+		b, err := serialization.DecodeBlob(d.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: delegate %d: %w", path, d.Delegate, err)
+		}
+		m.graphs = append(m.graphs, decodedGraph{delegate: d.Delegate, blob: b})
+	}
+	return m, nil
 }
 
 // inspectModel prints everything inspect shows about the model in data. For
 // a .pte without a VulkanBackend delegate it prints the program and then
 // returns the error naming the delegates it does have.
-func inspectModel(w io.Writer, path string, data []byte) error {
-	var (
-		blob  []byte
-		named *serialization.NamedDataMap
-	)
+func inspectModel(w io.Writer, path string, data []byte, limits wgdelegate.Limits, limitsFrom string) error {
 	fmt.Fprintf(w, "file %s (%d bytes)\n", path, len(data))
-	switch wgdelegate.Detect(data) {
-	case wgdelegate.FormatBlob:
-		fmt.Fprintln(w, "format VH00 delegate blob")
-		blob = data
-	case wgdelegate.FormatProgram:
+	m, err := decodeModel(path, data)
+	if m != nil && m.program != nil {
 		fmt.Fprintln(w, "format ExecuTorch .pte program")
-		p, err := serialization.ParseProgram(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		printProgram(w, p)
-		if blob, err = p.DelegateBlob(serialization.VulkanBackendID); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		named = p.NamedData
-	default:
-		return fmt.Errorf("%s: %s", path, describeUnknown(data[:min(len(data), 8)]))
+		printProgram(w, m.program)
+	} else if m != nil {
+		fmt.Fprintln(w, "format VH00 delegate blob")
 	}
-	b, err := serialization.DecodeBlob(blob)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	in := newGraphInfo(b.Graph)
-	printHeader(w, b)
-	in.printValues(w)
-	in.printOps(w)
-	in.printConstants(w, named)
-	in.printIO(w)
-	return in.printPlan(w)
+	for _, dg := range m.graphs {
+		if len(m.graphs) > 1 {
+			fmt.Fprintf(w, "\n=== VulkanBackend delegate %d ===\n", dg.delegate)
+		}
+		in := newGraphInfo(dg.blob.Graph)
+		printHeader(w, dg.blob)
+		in.printValues(w)
+		in.printOps(w)
+		in.printConstants(w, m.named)
+		in.printIO(w)
+		if err := in.printPlan(w); err != nil {
+			return err
+		}
+		in.printLimits(w, limits, limitsFrom)
+	}
+	return nil
 }
 
 func printProgram(w io.Writer, p *serialization.Program) {
@@ -246,6 +325,47 @@ func (in *graphInfo) printOps(w io.Writer) {
 	t.flush()
 }
 
+// constantInfo is what inspect shows about one VkBytes entry.
+type constantInfo struct {
+	source   string // "inline", "pte" or "ptd"
+	named    bool
+	key      string
+	offset   uint64
+	size     int64 // -1 when unknown
+	users    []int32
+	deferred bool // every user is deferred (false when there are none)
+}
+
+// constant describes constant i. The runtime reads as many bytes as the
+// tensor needs; the recorded length is used when no value uses the entry.
+func (in *graphInfo) constant(i int, named *serialization.NamedDataMap) constantInfo {
+	c := in.g.Constants[i]
+	ci := constantInfo{source: "inline", offset: c.Offset, size: int64(c.Length), users: in.users[int32(i)]}
+	if len(ci.users) > 0 {
+		ci.size = -1
+		for _, id := range ci.users {
+			if n, ok := in.nbytes[id]; ok {
+				ci.size = max(ci.size, n)
+			}
+		}
+		ci.deferred = true
+		for _, id := range ci.users {
+			if !in.deferred[id] {
+				ci.deferred = false
+			}
+		}
+	}
+	if c.IsNamed() {
+		ci.named, ci.key, ci.source = true, c.NamedKey, "ptd"
+		if named != nil {
+			if _, ok := named.Get(c.NamedKey); ok {
+				ci.source = "pte"
+			}
+		}
+	}
+	return ci
+}
+
 // printConstants lists the VkBytes table. SOURCE says where a constant's
 // bytes come from: the blob's inline region, the .pte's own named data, or a
 // .ptd that must be passed with --data.
@@ -257,43 +377,24 @@ func (in *graphInfo) printConstants(w io.Writer, named *serialization.NamedDataM
 	}
 	t := newTable(w)
 	t.row("  INDEX", "SOURCE", "KEY/OFFSET", "BYTES", "VALUES", "DEFERRED")
-	for i, c := range in.g.Constants {
-		users := in.users[int32(i)]
-		// The runtime reads as many bytes as the tensor needs; fall back to
-		// the recorded length when no value uses the entry.
-		size, known := int64(c.Length), true
-		if len(users) > 0 {
-			size, known = 0, false
-			for _, id := range users {
-				if n, ok := in.nbytes[id]; ok {
-					size, known = max(size, n), true
-				}
-			}
-		}
+	for i := range in.g.Constants {
+		c := in.constant(i, named)
 		sizeStr := "?"
-		if known {
-			sizeStr = fmt.Sprint(size)
+		if c.size >= 0 {
+			sizeStr = fmt.Sprint(c.size)
 		}
-		src, loc := "inline", fmt.Sprintf("offset %d", c.Offset)
-		if c.IsNamed() {
-			loc = c.NamedKey
-			src = "ptd"
-			if named != nil {
-				if _, ok := named.Get(c.NamedKey); ok {
-					src = "pte"
-				}
-			}
+		loc := fmt.Sprintf("offset %d", c.offset)
+		if c.named {
+			loc = c.key
 		}
 		deferred := "-"
-		if len(users) > 0 {
-			deferred = "yes"
-			for _, id := range users {
-				if !in.deferred[id] {
-					deferred = "no"
-				}
+		if len(c.users) > 0 {
+			deferred = "no"
+			if c.deferred {
+				deferred = "yes"
 			}
 		}
-		t.row(fmt.Sprintf("  %d", i), src, loc, sizeStr, list(users), deferred)
+		t.row(fmt.Sprintf("  %d", i), c.source, loc, sizeStr, list(c.users), deferred)
 	}
 	t.flush()
 }
@@ -369,12 +470,7 @@ func (in *graphInfo) printPlan(w io.Writer) error {
 	t.flush()
 
 	if len(p.SharedSizes) > 0 {
-		users := map[int32][]int32{}
-		for _, id := range ids {
-			if pl := p.Placements[id]; pl.Shared {
-				users[pl.MemObjID] = append(users[pl.MemObjID], id)
-			}
-		}
+		users := in.sharedUsers(p, ids)
 		fmt.Fprintln(w)
 		t = newTable(w)
 		t.row("  MEM_OBJ_ID", "BYTES", "ALLOCATED", "USERS")
@@ -425,4 +521,71 @@ func (in *graphInfo) printPlan(w io.Writer) error {
 		fmt.Fprintf(w, "\n  not planned (size unknown): values %s: %v\n", list(bad), in.sizeErr[bad[0]])
 	}
 	return nil
+}
+
+// sharedUsers maps each shared mem_obj_id to its tensors' value ids.
+func (in *graphInfo) sharedUsers(p *memplan.Plan, ids []int32) map[int32][]int32 {
+	users := map[int32][]int32{}
+	for _, id := range ids {
+		if pl := p.Placements[id]; pl.Shared {
+			users[pl.MemObjID] = append(users[pl.MemObjID], id)
+		}
+	}
+	return users
+}
+
+// limitExceeded is one buffer the device would refuse.
+type limitExceeded struct {
+	value, memObj int32 // -1 when not applicable
+	limit         string
+	bytes         int64
+	max           uint64
+}
+
+// exceeds lists the tensors and shared objects larger than the device's
+// buffer or storage-binding limits. Every tensor is bound as a storage
+// buffer, so the binding limit applies to all of them.
+func (in *graphInfo) exceeds(l wgdelegate.Limits) []limitExceeded {
+	var out []limitExceeded
+	check := func(value, memObj int32, n int64) {
+		switch {
+		case l.MaxBufferSize > 0 && uint64(n) > l.MaxBufferSize:
+			out = append(out, limitExceeded{value, memObj, "max_buffer_size", n, l.MaxBufferSize})
+		case l.MaxStorageBufferBindingSize > 0 && uint64(n) > l.MaxStorageBufferBindingSize:
+			out = append(out, limitExceeded{value, memObj, "max_storage_buffer_binding_size", n, l.MaxStorageBufferBindingSize})
+		}
+	}
+	p, ids, err := in.plan()
+	if err != nil {
+		return nil
+	}
+	for _, id := range ids {
+		if pl := p.Placements[id]; !pl.Shared && !pl.None {
+			check(id, -1, pl.Size)
+		}
+	}
+	for _, mo := range p.SharedIDs() {
+		check(-1, mo, p.SharedSizes[mo])
+	}
+	return out
+}
+
+// printLimits prints the buffers over the device's limits, if any.
+func (in *graphInfo) printLimits(w io.Writer, l wgdelegate.Limits, from string) {
+	ex := in.exceeds(l)
+	fmt.Fprintf(w, "\ndevice limits (%s)\n", from)
+	if len(ex) == 0 {
+		fmt.Fprintf(w, "  every buffer fits (max_buffer_size %d, max_storage_buffer_binding_size %d)\n", l.MaxBufferSize, l.MaxStorageBufferBindingSize)
+		return
+	}
+	t := newTable(w)
+	t.row("  BUFFER", "BYTES", "EXCEEDS", "MAX")
+	for _, e := range ex {
+		what := fmt.Sprintf("value %d", e.value)
+		if e.value < 0 {
+			what = fmt.Sprintf("mem_obj_id %d", e.memObj)
+		}
+		t.row("  "+what, e.bytes, e.limit, e.max)
+	}
+	t.flush()
 }

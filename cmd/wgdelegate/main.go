@@ -1,24 +1,10 @@
-// Command wgdelegate runs and inspects ExecuTorch Vulkan-delegate models on
-// WebGPU.
-//
-//	wgdelegate run --input x.npy --output-dir out model.pte
-//	wgdelegate run --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
-//	wgdelegate inspect model.pte
-//
-// run loads a .pte program (its VulkanBackend delegate) or a raw VH00
-// delegate blob on the default adapter, feeds it .npy inputs in graph input
-// order and writes output_0.npy, output_1.npy, ... in output order. inspect
-// decodes a model without touching a GPU and prints its header, values, ops,
-// constants (and which are deferred), inputs, outputs and memory plan.
-//
-// Every failure exits with status 1 and exactly one line on stderr,
-// "wgdelegate: <message>"; -h and --help print usage and exit 0.
 package main
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -30,13 +16,21 @@ func main() {
 }
 
 const usage = `Usage:
-  wgdelegate run [flags] MODEL     run a model on .npy inputs
-  wgdelegate inspect MODEL         print a model's structure (no GPU needed)
-  wgdelegate version               print the version
-  wgdelegate help [COMMAND]        print this help, or a command's
+  wgdelegate run [flags] MODEL       run a model on .npy inputs
+  wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
+  wgdelegate graph [-o FILE] MODEL   draw a model's op graph (Graphviz DOT or SVG)
+  wgdelegate version                 print the version
+  wgdelegate help [COMMAND]          print this help, or a command's
 
-MODEL is an ExecuTorch .pte program holding a VulkanBackend delegate, or a
-raw VH00 delegate blob; the format is detected from the file's bytes.
+MODEL is an ExecuTorch .pte program whose execution plan calls VulkanBackend
+delegates, or a raw VH00 delegate blob; the format is detected from the
+file's bytes.
+
+Examples:
+  wgdelegate run --data weights.ptd --input x.npy --output-dir out model.pte
+  wgdelegate inspect model.pte
+  wgdelegate inspect --json model.pte | jq '.graphs[0].ops'
+  wgdelegate graph -o model.svg model.pte
 
 Every error exits with status 1 and one line on stderr.
 `
@@ -45,31 +39,82 @@ const runUsage = `Usage:
   wgdelegate run [flags] MODEL
 
 Runs MODEL once on the default WebGPU adapter and writes its outputs as
-output_0.npy, output_1.npy, ... in graph output order. Flags may come before
-or after MODEL; "--" ends the flags.
+output_0.npy, output_1.npy, ... in output order. Flags may come before or
+after MODEL; "--" ends the flags.
 
 Flags:
   --data FILE        a .ptd file holding named constants (repeatable)
-  --input FILE       a .npy file for the next graph input, in input order
-                     (repeatable; the count must match the graph's inputs)
+  --input FILE       a .npy file for the next model input, in input order
+                     (repeatable; the count must match the model's inputs)
   --output-dir DIR   where the outputs go (created if missing; required)
   -q, --quiet        print nothing on success
-  -v, --verbose      also print the adapter and memory statistics
+  -v, --verbose      also print the adapter, timings and memory statistics,
+                     and debug logs on stderr
   -h, --help         print this help
 
-Input dtypes must match the graph's, except that int64 data may feed an
+Input dtypes must match the model's, except that int64 data may feed an
 int32 input and float64 data a float32 input: it is narrowed, and an int64
-value that does not fit is an error. Shapes must match exactly.
+value that does not fit is an error. Shapes must match exactly. A load that
+takes more than a second shows its progress on stderr (a bar on a terminal,
+plain lines otherwise).
+
+Examples:
+  # a model whose weights are inside the .pte
+  wgdelegate run --input x.npy --output-dir out model.pte
+  # weights in a separate .ptd, two inputs, details on what happened
+  wgdelegate run -v --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
+  # a raw delegate blob, e.g. extracted from a .pte
+  wgdelegate run --input x.npy --output-dir out model.bin
 `
 
 const inspectUsage = `Usage:
-  wgdelegate inspect MODEL
+  wgdelegate inspect [flags] MODEL
 
 Decodes MODEL (a .pte program or a raw VH00 blob) and prints, as aligned
-text: the program and its delegates (for a .pte), the VH00 header, every
-value, op and constant, the graph inputs and outputs, and the memory plan.
-A constant is deferred when its only uses are as the source of
-et_vk.prepack.default: it then gets no buffer of its own. No GPU is used.
+text: the program and its delegates (for a .pte), then for every
+VulkanBackend delegate the VH00 header, every value, op and constant, the
+graph inputs and outputs, the memory plan and any buffer over the device
+limits. A constant is deferred when its only uses are as the source of
+et_vk.prepack.default: it then gets no buffer of its own. No GPU is used
+unless --device is given.
+
+Flags:
+  --json        print JSON instead: inputs and outputs (dtype, shape), ops
+                (name, count, supported), constants (source inline/pte/ptd,
+                bytes, deferred), the memory plan (shared objects, their
+                size and users) and exceeds_limits; one object per delegate
+                under "graphs"
+  --device      check buffers against the default adapter's limits instead
+                of WebGPU's default limits (opens the GPU)
+  -v, --verbose debug logs on stderr (with --device)
+  -h, --help    print this help
+
+Examples:
+  wgdelegate inspect model.pte
+  wgdelegate inspect --json model.pte > model.json
+  wgdelegate inspect --json model.pte | jq '.graphs[].ops[] | select(.supported | not)'
+  wgdelegate inspect --device big_model.pte
+`
+
+const graphUsage = `Usage:
+  wgdelegate graph [-o FILE] MODEL
+
+Writes the op graph of every VulkanBackend delegate in MODEL as Graphviz
+DOT: ops are rounded boxes labelled with the op name and output shape (red
+when the op is not supported), inputs and outputs are house shapes,
+constants cylinders, and every edge is a tensor labelled with its dims.
+With -o FILE.svg the graph is rendered to SVG by Graphviz's dot, which must
+be installed (apt-get install graphviz); other names get DOT. Without -o,
+or with -o -, DOT goes to stdout. No GPU is used.
+
+Flags:
+  -o, --output FILE   where to write (.svg renders with dot)
+  -h, --help          print this help
+
+Examples:
+  wgdelegate graph -o model.svg model.pte
+  wgdelegate graph -o model.dot model.pte
+  wgdelegate graph model.pte | dot -Tpng -o model.png
 `
 
 // errHelp is returned by argument parsers when -h or --help was given.
@@ -91,15 +136,21 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	var err error
 	switch cmd {
 	case "run":
-		err = runCommand(rest, stdout)
+		err = runCommand(rest, stdout, stderr)
 		if errors.Is(err, errHelp) {
 			io.WriteString(stdout, runUsage)
 			return 0
 		}
 	case "inspect":
-		err = inspectCommand(rest, stdout)
+		err = inspectCommand(rest, stdout, stderr)
 		if errors.Is(err, errHelp) {
 			io.WriteString(stdout, inspectUsage)
+			return 0
+		}
+	case "graph":
+		err = graphCommand(rest, stdout)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, graphUsage)
 			return 0
 		}
 	case "version", "-version", "--version":
@@ -136,6 +187,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, runUsage)
 	case args[0] == "inspect":
 		io.WriteString(stdout, inspectUsage)
+	case args[0] == "graph":
+		io.WriteString(stdout, graphUsage)
 	case args[0] == "version" || args[0] == "help":
 		io.WriteString(stdout, usage)
 	default:
@@ -172,4 +225,13 @@ func versionString() string {
 		s += " " + rev
 	}
 	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// newLogger returns the logger commands use: debug records as text on
+// stderr with --verbose, nothing otherwise.
+func newLogger(stderr io.Writer, verbose bool) *slog.Logger {
+	if !verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -278,7 +278,10 @@ func TestRunQuietVerbose(t *testing.T) {
 	if s := mustRun(t, "run", "-q", "--input", f.x, "--output-dir", out, f.pteInline); s != "" {
 		t.Errorf("--quiet printed %q", s)
 	}
-	s := mustRun(t, "run", "-v", "--input", f.x, "--output-dir", out, f.pteInline)
+	code, s, stderr := invoke(t, "run", "-v", "--input", f.x, "--output-dir", out, f.pteInline)
+	if code != 0 || !strings.Contains(stderr, "level=DEBUG") || !strings.Contains(stderr, "graph: built") {
+		t.Errorf("--verbose: exit %d, stderr %q (want debug logs)", code, stderr)
+	}
 	for _, want := range []string{"adapter:", "output_1.npy", "deferred constants", "1 (24 bytes)", "dispatches"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("--verbose output lacks %q:\n%s", want, s)
@@ -434,9 +437,10 @@ func TestRunNoVulkanDelegate(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "run"}, {"help", "inspect"}, {"run", "-h"}, {"run", "--output-dir", "x", "--help"}, {"inspect", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "run"}, {"help", "inspect"}, {"help", "graph"},
+		{"run", "-h"}, {"run", "--output-dir", "x", "--help"}, {"inspect", "-h"}, {"graph", "--help"}} {
 		code, stdout, stderr := invoke(t, args...)
-		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage:") {
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage:") || !hasExamples(stdout) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
@@ -585,8 +589,17 @@ func TestInspectCorrupt(t *testing.T) {
 						t.Fatalf("%s mutation %d: inspect panicked: %v", path, i, p)
 					}
 				}()
-				inspectModel(io.Discard, path, b)
+				inspectModel(io.Discard, path, b, wgdelegate.DefaultLimits, "default")
+				inspectJSON(io.Discard, path, b, wgdelegate.DefaultLimits, "default")
+				writeDOT(io.Discard, path, b)
 			}()
 		}
 	}
+}
+
+// hasExamples reports whether usage text ends with an Examples section
+// holding at least one wgdelegate command line.
+func hasExamples(usage string) bool {
+	_, ex, ok := strings.Cut(usage, "\nExamples:\n")
+	return ok && (strings.Contains(ex, "\n  wgdelegate ") || strings.HasPrefix(ex, "  wgdelegate "))
 }

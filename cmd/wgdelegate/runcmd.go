@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -60,19 +59,19 @@ func parseRunArgs(args []string) (runOptions, error) {
 	return o, nil
 }
 
-func runCommand(args []string, stdout io.Writer) error {
+func runCommand(args []string, stdout, stderr io.Writer) error {
 	o, err := parseRunArgs(args)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return runModel(ctx, o, stdout)
+	return runModel(ctx, o, stdout, stderr)
 }
 
 // runModel does the work of "wgdelegate run": everything that can be checked
 // without a GPU is checked first, so a typo costs no device start-up.
-func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
+func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error {
 	if o.quiet {
 		stdout = io.Discard
 	}
@@ -85,14 +84,15 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
 		}
-		inputs[i] = t
+		inputs[i] = wgdelegate.Tensor(t)
 	}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
 
 	start := time.Now()
-	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: slog.New(slog.DiscardHandler)})
+	log := newLogger(stderr, o.verbose)
+	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,10 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 	}
 
 	start = time.Now()
-	m, err := dev.LoadFile(ctx, o.model, o.data...)
+	pr := newProgress(stderr, filepath.Base(o.model))
+	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
+		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
+	pr.finish(err == nil)
 	if err != nil {
 		var ce *graph.ConstantError
 		if errors.As(err, &ce) && ce.Key != "" && len(o.data) == 0 {
@@ -112,14 +115,14 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 	}
 	defer m.Close()
 	if o.verbose {
-		fmt.Fprintf(stdout, "loaded %s in %v: %d inputs, %d outputs\n", o.model, time.Since(start).Round(time.Millisecond), m.NumInputs(), m.NumOutputs())
+		fmt.Fprintf(stdout, "loaded %s in %v: %d delegate(s), %d inputs, %d outputs\n", o.model, time.Since(start).Round(time.Millisecond), m.NumDelegates(), m.NumInputs(), m.NumOutputs())
 	}
 	if err := checkInputs(m, inputs, o.inputs); err != nil {
 		return err
 	}
 
 	start = time.Now()
-	outs, err := m.Execute(ctx, inputs)
+	outs, err := m.Execute(ctx, inputs...)
 	if err != nil {
 		return err
 	}
@@ -129,7 +132,7 @@ func runModel(ctx context.Context, o runOptions, stdout io.Writer) error {
 	tab := newTable(stdout)
 	for i, t := range outs {
 		p := filepath.Join(o.outDir, fmt.Sprintf("output_%d.npy", i))
-		if err := npy.WriteFile(p, t); err != nil {
+		if err := npy.WriteFile(p, graph.Tensor(t)); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
 		}
 		tab.row(p, t.DType, list(t.Shape))

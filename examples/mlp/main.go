@@ -158,7 +158,7 @@ func run(outDir string) error {
 	// Step 6: running. Execute uploads the inputs, replays all dispatches
 	// in one compute pass and one queue submit, and copies the outputs back
 	// through staging buffers that were created once, at load.
-	outs, err := m.Execute(ctx, []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{batch, inDim}, x)})
+	outs, err := m.Execute(ctx, wgdelegate.FromFloat32([]int64{batch, inDim}, x))
 	if err != nil {
 		return fmt.Errorf("executing: %w", err)
 	}

@@ -1,0 +1,23 @@
+// Command wgdelegate runs, inspects and draws ExecuTorch Vulkan-delegate
+// models on WebGPU.
+//
+//	wgdelegate run --input x.npy --output-dir out model.pte
+//	wgdelegate run --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
+//	wgdelegate inspect model.pte
+//	wgdelegate inspect --json model.pte
+//	wgdelegate graph -o model.svg model.pte
+//
+// run opens a .pte program (every VulkanBackend delegate its plan calls,
+// chained through the plan's values) or a raw VH00 delegate blob on the
+// default adapter, feeds it .npy inputs in input order and writes
+// output_0.npy, output_1.npy, ... in output order. inspect decodes a model
+// without touching a GPU and prints its header, values, ops, constants (and
+// which are deferred), inputs, outputs, memory plan and the buffers over the
+// device limits, as a table or, with --json, as JSON. graph writes the op
+// graph as Graphviz DOT, or SVG when dot is installed.
+//
+// Every failure exits with status 1 and exactly one line on stderr,
+// "wgdelegate: <message>" (a load slower than a second may have printed
+// progress lines before it, and --verbose adds debug logs); -h and --help
+// print usage and exit 0.
+package main

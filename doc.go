@@ -1,0 +1,32 @@
+// Package wgdelegate runs ExecuTorch Vulkan-delegate models on the GPU
+// through WebGPU.
+//
+// A model is a .pte program whose execution plan calls one or several
+// "VulkanBackend" delegates (or a raw VH00 delegate blob), with its weights
+// in the program's named data or in .ptd files. Open builds it: constants
+// are written from the memory-mapped files straight into their GPU buffers,
+// memory is planned from the exporter's mem_obj_ids, and every op becomes a
+// recorded WGSL compute dispatch. Execute uploads inputs, replays the
+// dispatches in one compute pass and one submit per delegate, and reads the
+// outputs back.
+//
+//	m, err := wgdelegate.Open(ctx, "model.pte", wgdelegate.WithDataFiles("weights.ptd"))
+//	if err != nil { ... }
+//	defer m.Close()
+//	outs, err := m.Execute(ctx, wgdelegate.FromFloat32([]int64{1, 4}, x))
+//	y, err := outs[0].Float32s()
+//
+// Options choose the device (WithDevice; by default a process-wide device
+// shared by all models), extra .ptd files (WithDataFiles, WithData), a
+// logger (WithLogger) and a progress callback (WithProgress). Tensors are
+// built from Go slices with FromFloat32, FromInt32, FromInt64, FromFloat64,
+// FromBool and FromUint8, and read with Float32s, Int32s, ...; both share
+// memory with the slice on little-endian hosts.
+//
+// Only execution plans made of delegate calls run here: a program that
+// also calls portable kernels (a partially delegated model) is rejected at
+// Open with a *PlanError naming the first such instruction.
+//
+// This package is a thin facade: the format lives in serialization, the
+// build and execute phases in graph, the kernels in ops and shaders.
+package wgdelegate

@@ -1,0 +1,514 @@
+package wgdelegate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Model is a loaded model: one built graph per VulkanBackend delegate the
+// program calls, and the plan that routes values between them. It is safe
+// for concurrent use; Execute calls on one graph are serialised.
+type Model struct {
+	dev     *Device
+	release func() // drops the default device reference, if any
+	graphs  []*graph.WebGPUGraph
+	steps   []step
+	inputs  []ioSlot
+	outputs []ioSlot
+	// direct: one graph whose inputs and outputs are the model's, in order.
+	direct bool
+	cache  string
+	closed atomic.Bool
+	once   sync.Once
+}
+
+// step is one DelegateCall: run g on the values in, store its outputs as out.
+type step struct {
+	g        *graph.WebGPUGraph
+	delegate int
+	in, out  []int32
+}
+
+// ioSlot is one model input or output: a plan EValue index and its type.
+type ioSlot struct {
+	value int32
+	dtype DataType
+	shape []int64
+}
+
+// Open loads the model at path: an ExecuTorch .pte program, or a raw VH00
+// delegate blob. The file (and any WithDataFiles) is memory-mapped and
+// unmapped again once the constants are on the GPU.
+//
+// A program's execution plan ("forward", or the first plan) must consist of
+// DelegateCall instructions to VulkanBackend delegates only; several are
+// chained through the plan's values, one delegate's outputs feeding
+// another's inputs. Any other instruction is an error, a *PlanError, naming
+// it. A program with no instructions at all (as written by tools that only
+// carry a delegate) runs its first VulkanBackend delegate directly.
+func Open(ctx context.Context, path string, opts ...Option) (*Model, error) {
+	mf, err := serialization.MapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer mf.Close()
+	m, err := load(ctx, mf.Bytes(), newConfig(opts))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Load is Open for a model already in memory. The bytes are only read
+// during Load.
+func Load(ctx context.Context, model []byte, opts ...Option) (*Model, error) {
+	return load(ctx, model, newConfig(opts))
+}
+
+func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
+	start := time.Now()
+	report := func(p Progress) {
+		if c.progress != nil {
+			p.Elapsed = time.Since(start)
+			c.progress(p)
+		}
+	}
+	log := c.logger
+	if log == nil && c.device != nil {
+		log = c.device.log
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	named := serialization.NewNamedDataMap()
+	for i, p := range c.dataFiles {
+		df, err := serialization.MapFile(p)
+		if err != nil {
+			return nil, err
+		}
+		defer df.Close()
+		if err := mergeData(named, df.Bytes()); err != nil {
+			return nil, fmt.Errorf("data file %d (%s): %w", i, p, err)
+		}
+	}
+	for i, d := range c.data {
+		if err := mergeData(named, d); err != nil {
+			return nil, fmt.Errorf("data file %d: %w", len(c.dataFiles)+i, err)
+		}
+	}
+	calls, err := planCalls(data, named)
+	if err != nil {
+		return nil, err
+	}
+	// A delegate called several times is built once.
+	var total int64
+	distinct := map[int]bool{}
+	for _, cl := range calls {
+		if !distinct[cl.delegate] {
+			distinct[cl.delegate] = true
+			total += constantBytes(cl.blob.Graph)
+		}
+	}
+	nGraphs := len(distinct)
+	report(Progress{Phase: PhaseParse, Delegates: nGraphs, BytesTotal: total})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	m := &Model{dev: c.device, cache: c.packedCache}
+	if m.dev == nil {
+		if m.dev, m.release, err = acquireDefaultDevice(ctx, log); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	if c.packedCache != "" {
+		log.Debug("wgdelegate: packed-weight cache directory recorded, not used yet", "dir", c.packedCache)
+	}
+	built := map[int]*graph.WebGPUGraph{}
+	var done int64
+	for _, cl := range calls {
+		g := built[cl.delegate]
+		if g == nil {
+			report(Progress{Phase: PhaseBuild, Delegate: len(built), Delegates: nGraphs, BytesDone: done, BytesTotal: total})
+			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log,
+				OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
+			if err != nil {
+				if len(calls) > 1 {
+					return nil, fmt.Errorf("delegate %d: %w", cl.delegate, err)
+				}
+				return nil, err
+			}
+			built[cl.delegate] = g
+			m.graphs = append(m.graphs, g)
+			done += constantBytes(cl.blob.Graph)
+		}
+		m.steps = append(m.steps, step{g: g, delegate: cl.delegate, in: cl.in, out: cl.out})
+	}
+	if err := m.route(calls); err != nil {
+		return nil, err
+	}
+	report(Progress{Phase: PhaseDone, Delegate: nGraphs, Delegates: nGraphs, BytesDone: total, BytesTotal: total})
+	log.Debug("wgdelegate: loaded", "delegates", len(m.graphs), "calls", len(m.steps),
+		"inputs", len(m.inputs), "outputs", len(m.outputs), "elapsed", time.Since(start))
+	return m, nil
+}
+
+func mergeData(named *serialization.NamedDataMap, ptd []byte) error {
+	fm, err := serialization.ParseFlatTensor(ptd)
+	if err != nil {
+		return err
+	}
+	return named.Merge(fm)
+}
+
+// constantBytes is the bytes of g's constants that get a buffer (deferred
+// prepack sources do not), as a progress total.
+func constantBytes(g *serialization.Graph) int64 {
+	deferred := graph.DeferredConstants(g)
+	var n int64
+	for i := range g.Values {
+		v := &g.Values[i]
+		if v.Kind != serialization.KindTensor || v.Tensor == nil || !v.Tensor.IsConstant() || deferred[int32(i)] {
+			continue
+		}
+		if b, err := serialization.TensorNBytes(v.Tensor); err == nil {
+			n += b
+		}
+	}
+	return n
+}
+
+// call is one delegate call to build: the decoded blob, the plan EValues
+// it reads and writes (nil in and out for a direct blob), and the
+// program's types for its arguments.
+type call struct {
+	delegate int
+	blob     *serialization.Blob
+	in, out  []int32
+	argInfo  []serialization.EValueInfo
+	direct   bool
+	// the plan's name, inputs and outputs (when !direct)
+	plan            string
+	planIn, planOut []int32
+}
+
+// planCalls decodes what data asks to run: a raw blob, a program's single
+// uncalled VulkanBackend delegate, or a plan of delegate calls. Named data
+// found in a program is merged into named.
+func planCalls(data []byte, named *serialization.NamedDataMap) ([]call, error) {
+	switch Detect(data) {
+	case FormatBlob:
+		b, err := serialization.DecodeBlob(data)
+		if err != nil {
+			return nil, err
+		}
+		return []call{{blob: b, direct: true}}, nil
+	case FormatProgram:
+	default:
+		return nil, ErrUnknownFormat
+	}
+	p, err := serialization.ParseProgram(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := named.Merge(p.NamedData); err != nil {
+		return nil, err
+	}
+	pi := slices.Index(p.Plans, "forward")
+	if pi < 0 {
+		pi = 0
+	}
+	var info *planInfo
+	if len(p.Plans) > 0 {
+		fb := data
+		if p.Header != nil {
+			fb = data[:p.Header.ProgramSize]
+		}
+		if info, err = readPlan(fb, pi); err != nil {
+			return nil, err
+		}
+	}
+	// A program without any VulkanBackend delegate says so, naming the
+	// delegates it has, before its plan is looked at.
+	if _, err := p.DelegateBlob(serialization.VulkanBackendID); err != nil {
+		return nil, err
+	}
+	if info == nil || len(info.instrs) == 0 {
+		// Nothing calls a delegate: run the first VulkanBackend one as is.
+		blob, err := p.DelegateBlob(serialization.VulkanBackendID)
+		if err != nil {
+			return nil, err
+		}
+		b, err := serialization.DecodeBlob(blob)
+		if err != nil {
+			return nil, err
+		}
+		return []call{{blob: b, direct: true}}, nil
+	}
+	ids := map[int]*serialization.DelegateInfo{}
+	for i := range p.Delegates {
+		if d := &p.Delegates[i]; d.Plan == pi {
+			ids[d.Delegate] = d
+		}
+	}
+	var argInfo [][]serialization.EValueInfo
+	for _, dc := range p.DelegateCalls {
+		if dc.Plan == pi {
+			argInfo = append(argInfo, dc.Args)
+		}
+	}
+	var calls []call
+	decoded := map[int]*serialization.Blob{}
+	for _, in := range info.instrs {
+		perr := func(format string, a ...any) error {
+			return &PlanError{Plan: info.name, Chain: in.chain, Instruction: in.index, Kind: instrKindName(in.kind), Operator: in.operator, Msg: fmt.Sprintf(format, a...)}
+		}
+		if in.kind != instrDelegateCall {
+			return nil, perr("not supported: only VulkanBackend delegate calls run (the rest of the program needs the ExecuTorch runtime)")
+		}
+		d := ids[int(in.delegate)]
+		if d == nil {
+			return nil, perr("delegate index %d out of range", in.delegate)
+		}
+		if d.ID != serialization.VulkanBackendID {
+			return nil, perr("delegate %d is %q: only %s delegates run", in.delegate, d.ID, serialization.VulkanBackendID)
+		}
+		b := decoded[d.Delegate]
+		if b == nil {
+			if b, err = serialization.DecodeBlob(d.Data); err != nil {
+				return nil, fmt.Errorf("delegate %d: %w", d.Delegate, err)
+			}
+			decoded[d.Delegate] = b
+		}
+		nIn, nOut := len(b.Graph.InputIDs), len(b.Graph.OutputIDs)
+		if len(in.args) != nIn+nOut {
+			return nil, perr("%d arguments, but delegate %d's graph has %d inputs and %d outputs", len(in.args), d.Delegate, nIn, nOut)
+		}
+		c := call{delegate: d.Delegate, blob: b, in: in.args[:nIn:nIn], out: in.args[nIn:], plan: info.name, planIn: info.inputs, planOut: info.outputs}
+		if k := len(calls); k < len(argInfo) && len(argInfo[k]) == len(in.args) {
+			c.argInfo = argInfo[k]
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+// route sets the model's inputs and outputs and checks that every value a
+// call reads, and every plan output, is written first.
+func (m *Model) route(calls []call) error {
+	if len(calls) == 1 && calls[0].direct {
+		g := m.graphs[0]
+		m.direct = true
+		for i := 0; i < g.NumInputs(); i++ {
+			dt, shape := g.InputInfo(i)
+			m.inputs = append(m.inputs, ioSlot{value: int32(i), dtype: dt, shape: shape})
+		}
+		for i := 0; i < g.NumOutputs(); i++ {
+			dt, shape := g.OutputInfo(i)
+			m.outputs = append(m.outputs, ioSlot{value: int32(i), dtype: dt, shape: shape})
+		}
+		return nil
+	}
+	planIn, planOut := calls[0].planIn, calls[0].planOut
+	info := map[int32]ioSlot{}
+	for _, v := range planIn {
+		info[v] = ioSlot{value: v, dtype: serialization.Unset}
+	}
+	for k, s := range m.steps {
+		for j, v := range s.in {
+			slot, ok := info[v]
+			if !ok {
+				return &PlanError{Plan: calls[0].plan, Instruction: -1, Kind: "DelegateCall",
+					Msg: fmt.Sprintf("call %d (delegate %d) reads value %d, which no plan input or earlier call provides", k, s.delegate, v)}
+			}
+			if slot.dtype == serialization.Unset {
+				// A plan input: its type is what its first reader expects.
+				slot.dtype, slot.shape = s.g.InputInfo(j)
+				info[v] = slot
+			}
+		}
+		for j, v := range s.out {
+			dt, shape := s.g.OutputInfo(j)
+			info[v] = ioSlot{value: v, dtype: dt, shape: shape}
+		}
+	}
+	for _, v := range planIn {
+		m.inputs = append(m.inputs, info[v])
+	}
+	for i, v := range planOut {
+		slot, ok := info[v]
+		if !ok {
+			return &PlanError{Plan: calls[0].plan, Instruction: -1, Msg: fmt.Sprintf("plan output %d (value %d) is never written", i, v)}
+		}
+		m.outputs = append(m.outputs, slot)
+	}
+	if len(m.steps) == 1 && slices.Equal(m.steps[0].in, planIn) && slices.Equal(m.steps[0].out, planOut) {
+		m.direct = true
+	}
+	return nil
+}
+
+// Execute runs the model on inputs, given in the program's input order,
+// and returns its outputs in output order. Inputs must have the dtype and
+// shape InputInfo reports, except that int64 data may feed an int32 input
+// and float64 data a float32 input (they are narrowed; an int64 that does
+// not fit is an error wrapping graph.ErrInput). Outputs are new tensors
+// owned by the caller.
+//
+// With several delegates, each call's outputs are handed to the calls that
+// read them in plan order (through host memory today).
+func (m *Model) Execute(ctx context.Context, inputs ...Tensor) ([]Tensor, error) {
+	if m.closed.Load() {
+		return nil, graph.ErrClosed
+	}
+	if m.direct {
+		outs, err := m.steps[0].g.Execute(ctx, toGraph(inputs))
+		return fromGraph(outs), err
+	}
+	if len(inputs) != len(m.inputs) {
+		return nil, &graph.InputError{Index: -1, Msg: fmt.Sprintf("model takes %d inputs, got %d", len(m.inputs), len(inputs))}
+	}
+	vals := make(map[int32]graph.Tensor, len(m.inputs)+len(m.outputs))
+	for i, s := range m.inputs {
+		vals[s.value] = graph.Tensor(inputs[i])
+	}
+	for k, s := range m.steps {
+		in := make([]graph.Tensor, len(s.in))
+		for j, v := range s.in {
+			in[j] = vals[v]
+		}
+		outs, err := s.g.Execute(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("wgdelegate: call %d (delegate %d): %w", k, s.delegate, err)
+		}
+		for j, v := range s.out {
+			vals[v] = outs[j]
+		}
+	}
+	outs := make([]Tensor, len(m.outputs))
+	for i, s := range m.outputs {
+		outs[i] = Tensor(vals[s.value])
+	}
+	return outs, nil
+}
+
+func fromGraph(ts []graph.Tensor) []Tensor {
+	if ts == nil {
+		return nil
+	}
+	out := make([]Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = Tensor(t)
+	}
+	return out
+}
+
+// NumInputs and NumOutputs give the model's I/O arity.
+func (m *Model) NumInputs() int { return len(m.inputs) }
+
+// NumOutputs returns the number of outputs Execute returns.
+func (m *Model) NumOutputs() int { return len(m.outputs) }
+
+// InputInfo returns the dtype and shape input i expects on the device. An
+// int32 (float32) input also accepts int64 (float64) data.
+func (m *Model) InputInfo(i int) (DataType, []int64) {
+	s := m.inputs[i]
+	return s.dtype, slices.Clone(s.shape)
+}
+
+// OutputInfo returns the dtype and (largest) shape of output i as Execute
+// returns it.
+func (m *Model) OutputInfo(i int) (DataType, []int64) {
+	s := m.outputs[i]
+	return s.dtype, slices.Clone(s.shape)
+}
+
+// NumDelegates returns how many delegate graphs the model built.
+func (m *Model) NumDelegates() int { return len(m.graphs) }
+
+// PackedCache returns the WithPackedCache directory ("" when unset).
+func (m *Model) PackedCache() string { return m.cache }
+
+// MemoryStats reports what the model allocated, summed over its delegate
+// graphs; the pipeline and shader counts are the device's.
+func (m *Model) MemoryStats() MemoryStats {
+	var s MemoryStats
+	for _, g := range m.graphs {
+		gs := g.MemoryStats()
+		s.NumTensors += gs.NumTensors
+		s.UnsharedTensorBufferBytes += gs.UnsharedTensorBufferBytes
+		s.SharedBufferBytes += gs.SharedBufferBytes
+		s.NumSharedObjects += gs.NumSharedObjects
+		s.TensorBufferBytes += gs.TensorBufferBytes
+		s.StagingBufferBytes += gs.StagingBufferBytes
+		s.UniformBufferBytes += gs.UniformBufferBytes
+		s.NumDispatches += gs.NumDispatches
+		s.NumDeferredConstants += gs.NumDeferredConstants
+		s.DeferredConstantBytes += gs.DeferredConstantBytes
+		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
+	}
+	return s
+}
+
+// Close releases the model's GPU objects (and its reference to the default
+// device, if it uses it). Further Executes return graph.ErrClosed. Close
+// is idempotent.
+func (m *Model) Close() error {
+	m.once.Do(func() {
+		m.closed.Store(true)
+		for _, g := range m.graphs {
+			g.Close()
+		}
+		if m.release != nil {
+			m.release()
+		}
+	})
+	return nil
+}
+
+// The process-wide default device, shared by models loaded without
+// WithDevice and closed when the last of them is closed.
+var defaultDevice struct {
+	sync.Mutex
+	dev  *Device
+	refs int
+}
+
+func acquireDefaultDevice(ctx context.Context, log *slog.Logger) (*Device, func(), error) {
+	defaultDevice.Lock()
+	defer defaultDevice.Unlock()
+	if defaultDevice.dev == nil {
+		d, err := OpenDevice(ctx, DeviceOptions{Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		defaultDevice.dev = d
+	}
+	defaultDevice.refs++
+	d := defaultDevice.dev
+	var once sync.Once
+	return d, func() {
+		once.Do(func() {
+			defaultDevice.Lock()
+			defer defaultDevice.Unlock()
+			defaultDevice.refs--
+			if defaultDevice.refs == 0 {
+				defaultDevice.dev.Close()
+				defaultDevice.dev = nil
+			}
+		})
+	}, nil
+}

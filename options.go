@@ -1,0 +1,116 @@
+package wgdelegate
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures Open and Load.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	dataFiles   []string
+	data        [][]byte
+	device      *Device
+	packedCache string
+	logger      *slog.Logger
+	progress    func(Progress)
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// WithDataFiles names .ptd files holding named constants (weights the
+// exporter kept out of the .pte). They are memory-mapped during the load and
+// unmapped once the constants are on the GPU. Repeatable; the entries of
+// every file are merged with the program's own named data, and a key given
+// twice with different bytes is an error.
+func WithDataFiles(paths ...string) Option {
+	return func(c *config) { c.dataFiles = append(c.dataFiles, paths...) }
+}
+
+// WithData is WithDataFiles for .ptd files already in memory. The bytes are
+// only read during the load.
+func WithData(ptds ...[]byte) Option {
+	return func(c *config) { c.data = append(c.data, ptds...) }
+}
+
+// WithDevice loads the model on d; the caller closes d after every model
+// loaded on it. Without it, models share a process-wide default device
+// (the default adapter, Vulkan first), opened by the first Open or Load
+// that needs it and closed when the last model using it is closed; its
+// pipeline cache lives as long as it does, so a program that loads models
+// one after another should open a Device itself to keep the cache warm.
+func WithDevice(d *Device) Option {
+	return func(c *config) { c.device = d }
+}
+
+// WithPackedCache sets the directory of the packed-weight cache: a place to
+// keep constants in the layout the kernels want, so a second load of the
+// same model skips repacking. The value is recorded and passed on to the
+// loader; nothing consumes it yet (the cache is being built), so today it
+// has no effect. "" (the default) disables the cache.
+func WithPackedCache(dir string) Option {
+	return func(c *config) { c.packedCache = dir }
+}
+
+// WithLogger sends the load's and the graphs' log records (debug-level
+// build summaries, warnings) to l. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithProgress calls fn as the load advances (see Progress). fn runs on the
+// loading goroutine, between phases: keep it cheap and do not call back
+// into the Model being loaded.
+func WithProgress(fn func(Progress)) Option {
+	return func(c *config) { c.progress = fn }
+}
+
+// Phase is a stage of a load, reported through WithProgress.
+type Phase int
+
+// Load phases, in the order they are reported. PhaseBuild is reported once
+// before each delegate graph is built (constants written, memory planned,
+// pipelines compiled and dispatches recorded): BytesDone counts the
+// constant bytes of the graphs already built, so it advances one delegate
+// at a time.
+const (
+	PhaseParse Phase = iota // the file is parsed and checked
+	PhaseBuild              // delegate graph Delegate of Delegates is being built
+	PhaseDone               // the model is ready
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseParse:
+		return "parse"
+	case PhaseBuild:
+		return "build"
+	case PhaseDone:
+		return "done"
+	}
+	return "Phase(?)"
+}
+
+// Progress is one progress report of a load.
+type Progress struct {
+	Phase Phase
+	// Delegate is the index of the delegate graph being built (in build
+	// order; Delegates when done), of Delegates in all. A delegate the plan
+	// calls several times is built once.
+	Delegate, Delegates int
+	// BytesDone and BytesTotal count the constant bytes (weights) written
+	// to the GPU so far and in all.
+	BytesDone, BytesTotal int64
+	// Elapsed is the time since the load started.
+	Elapsed time.Duration
+}
