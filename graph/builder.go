@@ -18,13 +18,15 @@ type pendingDispatch struct {
 	paramOffset uint64
 	paramSize   uint64
 	groups      [3]uint32
+	op          int // chain index of the op that recorded it
 }
 
 // opBuilder is the ops.Builder handed to one op function.
 type opBuilder struct {
 	ops.Values
-	g  *WebGPUGraph
-	op string
+	g     *WebGPUGraph
+	op    string
+	index int // position in the chain
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
@@ -123,7 +125,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
 	// others) once every op has been recorded.
-	pd := pendingDispatch{kernel: k, tensors: ids, groups: groups}
+	pd := pendingDispatch{kernel: k, tensors: ids, groups: groups, op: b.index}
 	if params != nil {
 		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
 		if align == 0 {
@@ -219,6 +221,8 @@ func (g *WebGPUGraph) finishDispatches() error {
 			return fmt.Errorf("graph: dispatch %d: %w", i, err)
 		}
 		g.groups = append(g.groups, bg)
+		g.dispatchOps = append(g.dispatchOps, pd.op)
+		g.dispatchKernels = append(g.dispatchKernels, pd.kernel.Name)
 		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
 	}
 	return nil

@@ -123,8 +123,11 @@ type WebGPUGraph struct {
 	outputs []outputSlot
 	reads   []gpu.Readback
 	prog    *gpu.Program // records and reads, prepared for replay
-	scratch [][]byte     // per input, for int64/float64 narrowing
-	stats   MemoryStats
+	// per record: the chain index of its op and its kernel's name
+	dispatchOps     []int
+	dispatchKernels []string
+	scratch         [][]byte // per input, for int64/float64 narrowing
+	stats           MemoryStats
 
 	// build-time only
 	blob  *serialization.Blob
@@ -512,7 +515,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 			return err
 		}
 		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name}
+		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name, index: i}
 		if err := safeCall(fn, b, op.Args); err != nil {
 			var ae *ops.ArgError
 			if errors.As(err, &ae) && ae.Op == "" {
@@ -629,6 +632,7 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 		bg.Release()
 	}
 	g.groups, g.records = g.groups[:0], g.records[:0]
+	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
 	if err := g.finishDispatches(); err != nil {
 		return err
 	}
@@ -641,6 +645,25 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	g.prog.Set(g.records, g.reads)
 	g.rerecords++
 	return nil
+}
+
+// DispatchInfo describes one recorded dispatch.
+type DispatchInfo struct {
+	Op     int    // chain index of the op that recorded it
+	OpName string // that op's name
+	Kernel string // the kernel variant
+	Groups [3]uint32
+}
+
+// Dispatches lists the recorded dispatches in execution order.
+func (g *WebGPUGraph) Dispatches() []DispatchInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]DispatchInfo, len(g.records))
+	for i, r := range g.records {
+		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}}
+	}
+	return out
 }
 
 // Rerecords counts how many times Execute re-recorded the graph because its
