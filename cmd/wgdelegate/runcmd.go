@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -205,11 +204,18 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 	}
 	for i, in := range inputs {
 		dt, shape := m.InputInfo(i)
-		if !slices.Equal(in.Shape, shape) {
-			return fmt.Errorf("input %d (%s): shape %v, model expects %v", i, paths[i], in.Shape, shape)
+		// Serialized dims are upper bounds (dynamic shapes): an input may
+		// be smaller in any dim, not larger, and has the same rank.
+		fits := len(in.Shape) == len(shape)
+		for j := 0; fits && j < len(shape); j++ {
+			fits = in.Shape[j] >= 0 && in.Shape[j] <= shape[j]
+		}
+		if !fits {
+			return fmt.Errorf("input %d (%s): shape %v, model expects %v (or smaller in any dim)", i, paths[i], in.Shape, shape)
 		}
 		narrowable := in.DType == serialization.Int64 && dt == serialization.Int32 ||
-			in.DType == serialization.Float64 && dt == serialization.Float32
+			in.DType == serialization.Float64 && dt == serialization.Float32 ||
+			in.DType == serialization.Int32 && dt == serialization.Int64 && len(shape) == 0 // a SymInt
 		if in.DType != dt && !narrowable {
 			return fmt.Errorf("input %d (%s): dtype %v, model expects %v", i, paths[i], in.DType, dt)
 		}
