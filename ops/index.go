@@ -39,8 +39,12 @@ func indexTensorArg(b Builder, id int32, arg int, what string) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, Errorf(arg, "%s: %s", what, argMsg(err))
 	}
-	if t.DType != serialization.Int32 {
-		return Tensor{}, Errorf(arg, "%s is %v; index tensors must be int32 (boolean masks are not supported)", what, t.DType)
+	switch t.DType {
+	case serialization.Int32:
+	case serialization.Bool, serialization.Uint8:
+		return Tensor{}, Errorf(arg, "%s is a %v mask; only int32 index tensors are supported", what, t.DType)
+	default:
+		return Tensor{}, Errorf(arg, "%s is %v; index tensors must be int32", what, t.DType)
 	}
 	return t, nil
 }

@@ -45,7 +45,9 @@ func init() {
 	gCase := func(dt serialization.DataType, shape []int64, dim int64, ix shapeIn) Case {
 		return shapeCase("gather/"+shapeDT(dt)+"/"+shapeName(shape)+"/"+itoa(dim)+"/"+shapeName(ix.shape), "aten.gather.default",
 			[]shapeIn{{dt: dt, shape: shape}, ix},
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.Int(dim), x[1], b.Bool(false)} }, ix.shape)
+			func(b *serialization.Builder, x []int32) []int32 {
+				return []int32{x[0], b.Int(dim), x[1], b.Bool(false)}
+			}, ix.shape)
 	}
 	for _, dt := range shapeDTypes {
 		Cases = append(Cases,

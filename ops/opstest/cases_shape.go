@@ -220,7 +220,9 @@ func init() {
 	expandCase := func(dt serialization.DataType, shape, size, out []int64) Case {
 		return shapeCase("expand/"+shapeDT(dt)+"/"+shapeName(shape)+"/"+shapeName(size), "aten.expand_copy.default",
 			[]shapeIn{{dt: dt, shape: shape}},
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(size...), b.Bool(false)} }, out)
+			func(b *serialization.Builder, x []int32) []int32 {
+				return []int32{x[0], b.IntList(size...), b.Bool(false)}
+			}, out)
 	}
 	for _, dt := range allT {
 		Cases = append(Cases,
@@ -276,7 +278,9 @@ func init() {
 		riCase(f32, shp(), 4, nil, shp(4)),
 		riCase(i32, shp(2, 3), 0, p(1), shp(2, 0)),
 		shapeCase("repeat_interleave/float32/output_size", "aten.repeat_interleave.self_int", []shapeIn{{dt: f32, shape: shp(4, 3)}},
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.SymInt(2), b.Int(0), b.Int(8)} }, shp(8, 3)),
+			func(b *serialization.Builder, x []int32) []int32 {
+				return []int32{x[0], b.SymInt(2), b.Int(0), b.Int(8)}
+			}, shp(8, 3)),
 	)
 
 	// flip: negative and several dims, rank 0 and 6.
