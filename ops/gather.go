@@ -120,11 +120,11 @@ func (p *gatherPlan) split(f int64) {
 	p.stride = append(p.stride, 1)
 }
 
-// widen turns a plan over es-byte elements (es < 4) into one over u32
-// words when the innermost dim moves whole words: stride 1, a multiple of
-// 4/es long, and every other offset word-aligned. It reports success.
-func (p *gatherPlan) widen(es int) bool {
-	f := int64(4 / es)
+// widen turns a plan over elements into one over groups of f elements
+// (sub-word elements into u32 words, words into vec4s) when the innermost
+// dim moves whole groups: stride 1, a multiple of f long, and every other
+// offset a multiple of f. It reports success.
+func (p *gatherPlan) widen(f int64) bool {
 	n := len(p.dims) - 1
 	if n < 0 || n == p.region || p.stride[n] != 1 || p.dims[n]%f != 0 || p.base%f != 0 {
 		return false
@@ -161,6 +161,7 @@ type gatherIdxBind struct{ J, B int }
 // gatherVariant is the template data of shaders/gather.wgsl.
 type gatherVariant struct {
 	WG, ES, OutB, ParB, IStrVecs int
+	T                            string // the unit moved at ES 4: u32 or vec4<u32>
 	Per, Shift, SubMask, Bits    int
 	Mask                         uint32
 	HasRegion                    bool
@@ -194,9 +195,12 @@ func recordGather(b Builder, p gatherPlan, in Tensor, outID int32) error {
 		es = 4
 	}
 	p.coalesce()
-	if es < 4 && p.widen(es) {
+	if es < 4 && p.widen(int64(4/es)) {
 		es = 4
 	}
+	// Whole vec4s when possible (buffers are padded to 16 bytes); es then
+	// stays 4 with a vec4<u32> as the unit.
+	vec4 := es == 4 && p.widen(4)
 	if len(p.dims) > gatherMaxRank {
 		return Errorf(-1, "the gather needs %d dims after merging, the kernel holds %d", len(p.dims), gatherMaxRank)
 	}
@@ -213,7 +217,10 @@ func recordGather(b Builder, p gatherPlan, in Tensor, outID int32) error {
 	w0, w1 := first/per, last/per+1
 
 	v := gatherVariant{WG: gatherWG, ES: es, OutB: 1 + len(p.idx), ParB: 2 + len(p.idx),
-		IStrVecs: 4 * len(p.idx), HasRegion: p.region >= 0}
+		IStrVecs: 4 * len(p.idx), HasRegion: p.region >= 0, T: "u32"}
+	if vec4 {
+		v.T = "vec4<u32>"
+	}
 	if es < 4 {
 		v.Per, v.Bits = int(per), 8*es
 		v.Shift = map[int]int{1: 2, 2: 1}[es]

@@ -106,15 +106,25 @@ func TestGatherVariants(t *testing.T) {
 	}
 
 	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, []uint32{1000, 300}, -1)
-	y := b.Tensor(serialization.Float32, []uint32{1000, 300}, -1)
-	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 100}
-	if err := flipOp(r, []int32{x, b.IntList(0), y}); err != nil {
-		t.Fatal(err)
-	}
-	g := r.dispatches[0].groups
-	if g[1] < 2 || uint64(g[0])*uint64(g[1])*gatherWG < 300000 || g[0] > 100 || g[1] > 100 {
-		t.Errorf("grid %v does not fold 300000 invocations under 100 groups per dim", g)
+	// Rows of 300 float32 flip as vec4s, rows of 301 as words; the
+	// grids fold under 100 groups per dim.
+	for _, c := range []struct {
+		cols, units uint32
+		t           string
+	}{{300, 75000, "T:vec4<u32>"}, {301, 301000, "T:u32"}} {
+		x := b.Tensor(serialization.Float32, []uint32{1000, c.cols}, -1)
+		y := b.Tensor(serialization.Float32, []uint32{1000, c.cols}, -1)
+		r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 100}
+		if err := flipOp(r, []int32{x, b.IntList(0), y}); err != nil {
+			t.Fatal(err)
+		}
+		g := r.dispatches[0].groups
+		if g[1] < 2 || uint64(g[0])*uint64(g[1])*gatherWG < uint64(c.units) || g[0] > 100 || g[1] > 100 {
+			t.Errorf("grid %v does not fold %d invocations under 100 groups per dim", g, c.units)
+		}
+		if name := r.dispatches[0].k.Name; !strings.Contains(name, c.t) {
+			t.Errorf("kernel %s, want %s", name, c.t)
+		}
 	}
 }
 

@@ -68,9 +68,13 @@ func TestShapeRejects(t *testing.T) {
 		"cat not a list": op("aten.cat.default", []uint32{24}, one, nil,
 			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.Int(0)} }),
 		"expand": op("aten.expand_copy.default", []uint32{24}, one, nil,
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(3, 5), b.Bool(false)} }),
+			func(b *serialization.Builder, x []int32) []int32 {
+				return []int32{x[0], b.IntList(3, 5), b.Bool(false)}
+			}),
 		"expand new -1": op("aten.expand_copy.default", []uint32{24}, one, nil,
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(-1, 3, 4), b.Bool(false)} }),
+			func(b *serialization.Builder, x []int32) []int32 {
+				return []int32{x[0], b.IntList(-1, 3, 4), b.Bool(false)}
+			}),
 		"repeat too few": op("aten.repeat.default", []uint32{24}, one, nil,
 			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(2)} }),
 		"repeat_interleave output_size": op("aten.repeat_interleave.self_int", []uint32{24}, one, nil,

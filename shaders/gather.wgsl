@@ -14,13 +14,23 @@
 //
 // Each invocation writes one whole u32 output word: one element for ES 4,
 // and for ES 2 / ES 1 the 2 / 4 elements packed in it, each read from its
-// own source word, so no two invocations ever share a word. Invocation i
-// handles word w0 + i. The per-axis steps are unrolled by the template.
+// own source word, so no two invocations ever share a word. At ES 4 the
+// unit T may be a vec4<u32> (Go widened the plan: the innermost dim moves
+// whole, aligned vec4s). Invocation i handles unit w0 + i. The per-axis
+// steps are unrolled by the template.
+{{- if eq .ES 4}}
+@group(0) @binding(0) var<storage, read> src: array<{{.T}}>;
+{{- else}}
 @group(0) @binding(0) var<storage, read> src: array<u32>;
+{{- end}}
 {{- range .Idx}}
 @group(0) @binding({{.B}}) var<storage, read> idx{{.J}}: array<i32>;
 {{- end}}
+{{- if eq .ES 4}}
+@group(0) @binding({{.OutB}}) var<storage, read_write> dst: array<{{.T}}>;
+{{- else}}
 @group(0) @binding({{.OutB}}) var<storage, read_write> dst: array<u32>;
+{{- end}}
 
 struct Params {
   words: u32,   // invocations with work
@@ -89,7 +99,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- if .HasRegion}}
   if (s == -2) { return; }
 {{- end}}
-  var v = 0u;
+  var v = {{.T}}();
   if (s >= 0) { v = src[u32(s)]; }
   dst[w] = v;
 {{- else}}

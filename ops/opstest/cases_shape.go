@@ -125,6 +125,9 @@ func init() {
 		catCase(f32, 0, shp(0), shp(0), shp(0)),
 		catCase(i32, 0, shp(0, 4), shp(0, 4), shp(0, 4)),
 		catCase(f64, 0, shp(5, 3), shp(2, 3), shp(3, 3)),
+		// Rows of whole vec4s (the kernel's vec4<u32> variant).
+		catCase(f32, 0, shp(3, 8), shp(1, 8), shp(2, 8)),
+		catCase(u8, 1, shp(2, 48), shp(2, 16), shp(2, 32)),
 	)
 
 	// slice_copy: negative, clamped and Null bounds, steps.
@@ -157,6 +160,8 @@ func init() {
 		sliceCase(u8, shp(3, 8), 1, p(4), nil, 1, shp(3, 4)),
 		sliceCase(i8, shp(3, 9), 1, p(1), nil, 2, shp(3, 4)),
 		sliceCase(i64, shp(4, 5), 1, p(1), p(4), 1, shp(4, 3)),
+		sliceCase(f32, shp(5, 16), 1, p(4), p(12), 1, shp(5, 8)),
+		sliceCase(bl, shp(3, 64), -1, p(16), p(48), 1, shp(3, 32)),
 		// A SymInt end, as the exporter writes for dynamic bounds.
 		shapeCase("slice/float32/symint_end", "aten.slice_copy.Tensor", []shapeIn{{dt: f32, shape: shp(9, 4)}},
 			func(b *serialization.Builder, x []int32) []int32 {
@@ -251,6 +256,7 @@ func init() {
 	}
 	Cases = append(Cases,
 		repeatCase(f32, shp(), shp(3), shp(3)),
+		repeatCase(i32, shp(2, 4), shp(3, 1), shp(6, 4)),
 		repeatCase(i32, shp(2, 3), shp(0, 2), shp(0, 6)),
 		repeatCase(bl, shp(1, 2, 1, 3, 1, 1), shp(2, 1, 3, 1, 2, 5), shp(2, 2, 3, 3, 2, 5)),
 	)
@@ -306,9 +312,10 @@ func init() {
 		flipCase(i32, shp(3, 0, 2), 1),
 		flipCase(f32, shp(4, 8), 0),
 		flipCase(u8, shp(4, 8), 0),
-		// > 65535 workgroups: 4097·4096 int32 words in 256-wide groups.
-		shapeDirect(Case{Name: "flip/int32/4097x4096/big"}, "aten.flip.default", []shapeIn{{dt: i32, shape: shp(4097, 4096)}},
-			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(0)} }, shp(4097, 4096)),
+		// > 65535 workgroups: 4099·4095 int32 words (rows too odd for
+		// vec4s) in 256-wide groups.
+		shapeDirect(Case{Name: "flip/int32/4099x4095/big"}, "aten.flip.default", []shapeIn{{dt: i32, shape: shp(4099, 4095)}},
+			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(0)} }, shp(4099, 4095)),
 	)
 }
 
