@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"slices"
 )
 
@@ -96,6 +97,9 @@ func repeatOp(b Builder, args []int32) error {
 		if r < 0 {
 			return Errorf(1, "repeats %v has a negative entry", reps)
 		}
+		if src[k] > 0 && r > math.MaxInt64/src[k] {
+			return Errorf(1, "repeats %v overflow self %v", reps, in.Dims)
+		}
 		dims[k] = r * src[k]
 		p.dims = append(p.dims, r, src[k])
 		p.stride = append(p.stride, 0, st[k])
@@ -137,6 +141,9 @@ func repeatInterleave(b Builder, args []int32) error {
 		}
 	}
 	dims := slices.Clone(src)
+	if dims[dim] > 0 && r > math.MaxInt64/dims[dim] {
+		return Errorf(1, "repeats %d overflows dim %d of size %d", r, dim, dims[dim])
+	}
 	dims[dim] *= r
 	if !b.IsNull(args[3]) {
 		n, err := gatherInt(b, args, 3, "output_size")

@@ -81,7 +81,10 @@ func sliceCopy(b Builder, args []int32) error {
 // records the copy.
 func recordSlice(b Builder, in Tensor, dim int, start, end, step int64, outArg int, outID int32) error {
 	dims := append([]int64(nil), in.Dims...)
-	dims[dim] = (end - start + step - 1) / step
+	dims[dim] = 0
+	if end > start {
+		dims[dim] = (end-start-1)/step + 1
+	}
 	if _, err := Output(b, outArg, outID, in.DType, dims); err != nil {
 		return err
 	}
@@ -186,6 +189,9 @@ func splitCopy(b Builder, args []int32, withSizes bool) error {
 		}
 		sizes = []int64{size} // size 0: one empty piece
 		if n > 0 && size > 0 {
+			if pieces := (size-1)/n + 1; pieces != int64(len(outs)) {
+				return Errorf(3, "%d outputs for %d pieces of %d", len(outs), pieces, n)
+			}
 			sizes = sizes[:0]
 			for at := int64(0); at < size; at += n {
 				sizes = append(sizes, min(n, size-at))
