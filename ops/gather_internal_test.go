@@ -138,3 +138,76 @@ func TestGatherEmpty(t *testing.T) {
 		t.Errorf("flip of [4 0 3]: %v, %d dispatches, dims %v", err, len(r.dispatches), dims)
 	}
 }
+
+// TestShapeOpsNoPanic calls every shape and index op on random argument
+// lists drawn from a pool of odd values; each call must return (an error
+// or nil), never panic.
+func TestShapeOpsNoPanic(t *testing.T) {
+	b := serialization.NewBuilder()
+	var tensors, outs []int32
+	dts := []serialization.DataType{serialization.Float32, serialization.Int32, serialization.Bool, serialization.Int64, serialization.Float16}
+	for _, dt := range dts {
+		for _, d := range [][]uint32{{}, {0}, {1}, {7}, {3, 5}, {2, 0, 3}, {1, 2, 1, 3, 1, 2}, {4, 4}} {
+			tensors = append(tensors, b.Tensor(dt, d, -1))
+		}
+		outs = append(outs, b.Tensor(dt, []uint32{4096}, -1))
+	}
+	idx := []int32{b.Tensor(serialization.Int32, []uint32{3}, -1), b.Tensor(serialization.Int32, []uint32{}, -1),
+		b.Tensor(serialization.Int32, []uint32{2, 1}, -1), b.Tensor(serialization.Int32, []uint32{3, 5}, -1)}
+	tensors = append(tensors, idx...)
+	var pool []int32
+	for _, v := range []int64{0, 1, -1, 2, -3, 7, 1 << 40, -(1 << 62), 1<<63 - 1} {
+		pool = append(pool, b.Int(v), b.SymInt(int32(v)))
+	}
+	pool = append(pool, b.Null(), b.Double(0.5), b.Bool(true), b.String("x"),
+		b.IntList(), b.IntList(0), b.IntList(-1), b.IntList(1, 0), b.IntList(-1, -1), b.IntList(2, 3, 1<<40),
+		b.IntList(1, 2, 1), b.IntList(2, 1, 3, 1), b.IntList(1<<62, 1<<62),
+		b.IntList(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+	pool = append(pool, b.ValueList(tensors[3], tensors[11]), b.ValueList(), b.ValueList(b.Null(), idx[0]),
+		b.ValueList(idx[2], idx[0]), b.ValueList(idx[0], idx[1], idx[2]), b.ValueList(tensors[4], tensors[4]),
+		b.ValueList(b.Int(3), b.SymInt(-1)), b.ValueList(outs[0], outs[0]))
+	type op struct {
+		fn    Func
+		nargs int
+	}
+	ops := []op{{viewCopy, 3}, {squeezeCopy, 3}, {unsqueezeCopy, 3}, {sameShapeCopy(3), 3}, {permuteCopy, 3},
+		{catOp, 3}, {sliceCopy, 6}, {selectCopy, 4},
+		{func(b Builder, a []int32) error { return splitCopy(b, a, true) }, 4},
+		{func(b Builder, a []int32) error { return splitCopy(b, a, false) }, 4},
+		{expandCopy, 4}, {repeatOp, 3}, {repeatInterleave, 5}, {flipOp, 3}, {indexSelect, 4}, {gatherOp, 5},
+		{indexTensor, 3}, {embeddingOp, 6}}
+	rng := uint64(1)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int(rng>>33) % n
+	}
+	ok := 0
+	for i := 0; i < 30000; i++ {
+		o := ops[i%len(ops)]
+		args := make([]int32, o.nargs)
+		args[0] = tensors[next(len(tensors))]
+		for k := 1; k < len(args)-1; k++ {
+			if next(3) == 0 {
+				args[k] = tensors[next(len(tensors))]
+			} else {
+				args[k] = pool[next(len(pool))]
+			}
+		}
+		args[len(args)-1] = outs[next(len(outs))]
+		if next(8) == 0 {
+			args[next(len(args))] = pool[next(len(pool))]
+		}
+		r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("op %d panicked on args %v: %v", i%len(ops), args, p)
+				}
+			}()
+			if o.fn(r, args) == nil {
+				ok++
+			}
+		}()
+	}
+	t.Logf("%d of 30000 calls succeeded", ok)
+}
