@@ -8,9 +8,10 @@
 // where p_j = sum_k c[k]*istr_j[k] is the position read in index tensor j
 // (int32), wrap adds isz[j].x (the indexed dim's size) to a negative index,
 // and an index still outside [0, isz[j].x) makes the element zero.
-// With REGION >= 0 (cat) only elements whose coordinate along plan dim
-// REGION lies in [lo, hi) are written; the others keep what the output word
-// already holds (an earlier dispatch of the same op wrote them).
+// When the plan has a region dim (cat: one dispatch per input), only
+// elements whose coordinate along it lies in [lo, hi) are written; the
+// others keep what the output word already holds (another dispatch of the
+// same op writes them; dispatches run in order).
 //
 // Each invocation writes one whole u32 output word: one element for ES 4,
 // and for ES 2 / ES 1 the 2 / 4 elements packed in it, each read from its
