@@ -4,76 +4,166 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// aten.view_copy.default args:               [self, size, out]
-// aten.clone.default args:                   [self, memory_format, out]
-// aten.squeeze_copy.dims args:               [self, dims, out]
-// aten.unsqueeze_copy.default args:          [self, dim, out]
-// aten.alias_copy.default args:              [self, out]
+// aten.view_copy.default args:                 [self, size (IntList or ValueList of Int/SymInt), out]
+// aten.clone.default args:                     [self, memory_format, out]
+// aten.squeeze_copy.dims args:                 [self, dims (IntList), out]
+// aten.unsqueeze_copy.default args:            [self, dim, out]
+// aten.alias_copy.default args:                [self, out]
 // dim_order_ops._clone_dim_order.default args: [self, non_blocking, dim_order, out]
 //
 // Tensors are flat and contiguous, so every one of these is the same
-// whole-tensor copy; the output shape was fixed by the exporter (size may
-// hold -1 or SymInts, which only matter for dynamic shapes).
+// whole-tensor copy (shaders/copy.wgsl, vec4<u32> units; any dtype); they
+// differ in the output shape, computed from self's live shape as torch
+// does. view_copy: size, where one -1 is inferred from self's element
+// count, which must match. squeeze_copy.dims: the listed dims of size 1
+// are removed (negative dims count from the end; listed dims of another
+// size stay). unsqueeze_copy: a size-1 dim inserted at dim (negative: dim
+// + rank + 1). The others keep self's shape (memory_format and dim_order
+// only describe the layout, which is always contiguous here).
 func init() {
 	Register("aten.view_copy.default", viewCopy)
-	Register("aten.clone.default", cloneOp)
-	Register("aten.squeeze_copy.dims", lastArgCopy(3))
-	Register("aten.unsqueeze_copy.default", lastArgCopy(3))
-	Register("aten.alias_copy.default", lastArgCopy(2))
-	Register("dim_order_ops._clone_dim_order.default", lastArgCopy(4))
+	Register("aten.clone.default", sameShapeCopy(3))
+	Register("aten.squeeze_copy.dims", squeezeCopy)
+	Register("aten.unsqueeze_copy.default", unsqueezeCopy)
+	Register("aten.alias_copy.default", sameShapeCopy(2))
+	Register("dim_order_ops._clone_dim_order.default", sameShapeCopy(4))
 }
 
-// lastArgCopy copies args[0] into the last arg of an op with n args.
-func lastArgCopy(n int) Func {
+const copyWG = 256
+
+// sameShapeCopy copies args[0] into the last of n args, keeping its shape.
+func sameShapeCopy(n int) Func {
 	return func(b Builder, args []int32) error {
 		if len(args) != n {
 			return Errorf(-1, "want %d args, have %d", n, len(args))
 		}
-		return copyTensor(b, args[0], args[n-1])
+		in, err := b.Tensor(args[0])
+		if err != nil {
+			return argErr(0, err)
+		}
+		return copyTensor(b, in, n-1, args[n-1], in.Dims)
 	}
 }
-
-const copyWG = 256
 
 func viewCopy(b Builder, args []int32) error {
 	if len(args) != 3 {
 		return Errorf(-1, "want 3 args [self, size, out], have %d", len(args))
 	}
-	if k := b.Kind(args[1]); k != 0 && !b.IsNull(args[1]) {
-		if _, err := b.IntList(args[1]); err != nil {
-			return Errorf(1, "size: %v", err)
+	in, err := b.Tensor(args[0])
+	if err != nil {
+		return argErr(0, err)
+	}
+	size, err := b.IntList(args[1])
+	if err != nil {
+		return Errorf(1, "size: %s", argMsg(err))
+	}
+	dims, err := viewShape(in.Numel, size)
+	if err != nil {
+		return Errorf(1, "view of %v as %v: %s", in.Dims, size, argMsg(err))
+	}
+	return copyTensor(b, in, 2, args[2], dims)
+}
+
+// viewShape resolves a view size against numel elements: at most one -1,
+// inferred, and the product must equal numel.
+func viewShape(numel int64, size []int64) ([]int64, error) {
+	dims := append([]int64(nil), size...)
+	infer := -1
+	known := int64(1)
+	for i, d := range size {
+		switch {
+		case d == -1 && infer < 0:
+			infer = i
+		case d == -1:
+			return nil, Errorf(-1, "more than one -1")
+		case d < 0:
+			return nil, Errorf(-1, "negative size %d", d)
+		default:
+			if n := NumelOf([]int64{known, d}); n >= 0 {
+				known = n
+			} else {
+				return nil, Errorf(-1, "size overflows")
+			}
 		}
 	}
-	return copyTensor(b, args[0], args[2])
+	if infer >= 0 {
+		if known == 0 || numel%known != 0 {
+			return nil, Errorf(-1, "cannot infer the -1 for %d elements", numel)
+		}
+		dims[infer] = numel / known
+		known = numel
+	}
+	if known != numel {
+		return nil, Errorf(-1, "%d elements, not %d", known, numel)
+	}
+	return dims, nil
 }
 
-func cloneOp(b Builder, args []int32) error {
+func squeezeCopy(b Builder, args []int32) error {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, memory_format, out], have %d", len(args))
+		return Errorf(-1, "want 3 args [self, dims, out], have %d", len(args))
 	}
-	return copyTensor(b, args[0], args[2])
+	in, err := b.Tensor(args[0])
+	if err != nil {
+		return argErr(0, err)
+	}
+	sq, err := b.IntList(args[1])
+	if err != nil {
+		return argErr(1, err)
+	}
+	drop := make([]bool, len(in.Dims))
+	for _, d := range sq {
+		k, err := gatherDim(1, d, len(in.Dims))
+		if err != nil {
+			return err
+		}
+		if len(in.Dims) > 0 && in.Dims[k] == 1 {
+			drop[k] = true
+		}
+	}
+	dims := []int64{}
+	for k, d := range in.Dims {
+		if !drop[k] {
+			dims = append(dims, d)
+		}
+	}
+	return copyTensor(b, in, 2, args[2], dims)
 }
 
-// copyTensor records a whole-tensor copy of in into out.
-func copyTensor(b Builder, inID, outID int32) error {
-	in, err := b.Tensor(inID)
+func unsqueezeCopy(b Builder, args []int32) error {
+	if len(args) != 3 {
+		return Errorf(-1, "want 3 args [self, dim, out], have %d", len(args))
+	}
+	in, err := b.Tensor(args[0])
 	if err != nil {
+		return argErr(0, err)
+	}
+	d, err := b.Int(args[1])
+	if err != nil {
+		return Errorf(1, "dim: %s", argMsg(err))
+	}
+	r := int64(len(in.Dims))
+	k := d
+	if k < 0 {
+		k += r + 1
+	}
+	if k < 0 || k > r {
+		return Errorf(1, "dim %d is out of range for unsqueezing a rank-%d tensor", d, r)
+	}
+	dims := append(append(append([]int64{}, in.Dims[:k]...), 1), in.Dims[k:]...)
+	return copyTensor(b, in, 2, args[2], dims)
+}
+
+// copyTensor sets out (args[outArg]) to dims and records a whole-tensor
+// copy of in into it.
+func copyTensor(b Builder, in Tensor, outArg int, outID int32, dims []int64) error {
+	if _, err := Output(b, outArg, outID, in.DType, dims); err != nil {
 		return err
 	}
-	out, err := b.Tensor(outID)
-	if err != nil {
-		return err
-	}
-	if in.DType != out.DType {
-		return Errorf(-1, "input is %v, output %v", in.DType, out.DType)
-	}
-	if in.Numel != out.Numel {
-		return Errorf(-1, "input has %d elements (%v), output %d (%v)", in.Numel, in.Dims, out.Numel, out.Dims)
-	}
-	vec4s := uint32((in.NBytes + 15) / 16)
 	if in.NBytes == 0 {
 		return nil
 	}
+	vec4s := uint32((in.NBytes + 15) / 16)
 	k, err := shaders.Render("copy.wgsl", struct{ WG int }{copyWG}, "main", shaders.Layout(1, 1, true), copyWG)
 	if err != nil {
 		return err
@@ -84,5 +174,5 @@ func copyTensor(b Builder, inID, outID int32) error {
 	}
 	var p Params
 	p.U32(vec4s)
-	return b.Dispatch(k, []int32{inID}, []int32{outID}, p.Bytes(), grid)
+	return b.Dispatch(k, []int32{in.ID}, []int32{outID}, p.Bytes(), grid)
 }

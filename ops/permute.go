@@ -2,19 +2,22 @@ package ops
 
 import (
 	"math"
-	"slices"
 
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // aten.permute_copy.default args: [self, dims (IntList), out]
+// aten.permute.default args:      [self, dims (IntList), out]
 //
 // out is self with its axes reordered: out.shape[i] = self.shape[dims[i]].
 // dims may be negative (counted from the end) and must be a permutation of
 // the axes; ranks up to 8. Any dtype: 4-byte elements move as u32 words,
 // 8-byte ones as two words, and 1- and 2-byte ones are gathered and packed
 // so each invocation writes one whole output word (shaders/permute.wgsl).
-func init() { Register("aten.permute_copy.default", permuteCopy) }
+func init() {
+	Register("aten.permute_copy.default", permuteCopy)
+	Register("aten.permute.default", permuteCopy)
+}
 
 const (
 	permuteWG      = 256
@@ -33,10 +36,6 @@ func permuteCopy(b Builder, args []int32) error {
 	if err != nil {
 		return Errorf(1, "dims: value %d (%v) is not a list of ints", args[1], b.Kind(args[1]))
 	}
-	out, err := b.Tensor(args[2])
-	if err != nil {
-		return Errorf(2, "out: value %d is %v, want a tensor", args[2], b.Kind(args[2]))
-	}
 	if len(in.Dims) > permuteMaxRank {
 		return Errorf(0, "rank %d exceeds %d", len(in.Dims), permuteMaxRank)
 	}
@@ -44,15 +43,12 @@ func permuteCopy(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	if out.DType != in.DType {
-		return Errorf(2, "out dtype %v differs from self's %v", out.DType, in.DType)
-	}
 	want := make([]int64, len(perm))
 	for i, p := range perm {
 		want[i] = in.Dims[p]
 	}
-	if !slices.Equal(out.Dims, want) {
-		return Errorf(2, "out dims %v, want %v (self %v permuted by %v)", out.Dims, want, in.Dims, dims)
+	if _, err := Output(b, 2, args[2], in.DType, want); err != nil {
+		return err
 	}
 	if in.Numel == 0 {
 		return nil

@@ -74,5 +74,15 @@ func init() {
 		// 8-byte elements as two words each.
 		permuteCase(serialization.Int64, []int64{3, 5, 7}, 2, 0, 1),
 		permuteCase(serialization.Float64, []int64{4, 3}, -1, -2),
+		permuteCase(f32, []int64{}),
+		permuteCase(i32, []int64{3, 0, 5}, 2, 0, 1),
+		permuteCase(serialization.Bool, []int64{2, 3, 1, 5, 2, 3}, 5, 3, 1, 0, 4, 2),
 	)
+	// aten.permute.default, writing an intermediate declared flat so the
+	// op must compute the permuted shape itself.
+	for _, dt := range shapeDTypes {
+		Cases = append(Cases, shapeCase("permute.default/"+shapeDT(dt)+"/3x5x7/-1,0,1", "aten.permute.default",
+			[]shapeIn{{dt: dt, shape: []int64{3, 5, 7}}},
+			func(b *serialization.Builder, x []int32) []int32 { return []int32{x[0], b.IntList(-1, 0, 1)} }, []int64{7, 3, 5}))
+	}
 }

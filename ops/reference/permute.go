@@ -5,7 +5,10 @@ import "fmt"
 // aten.permute_copy.default [self, dims, out]: out[i0..in] = self at the
 // coordinates the output axes map back to (output axis i is input axis
 // dims[i], negative dims counted from the end).
-func init() { Register("aten.permute_copy.default", permuteRef) }
+func init() {
+	Register("aten.permute_copy.default", permuteRef)
+	Register("aten.permute.default", permuteRef)
+}
 
 func permuteRef(e *Env, a []int32) error {
 	if len(a) != 3 {
@@ -19,14 +22,11 @@ func permuteRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	out, err := e.Out(a[2])
-	if err != nil {
-		return err
-	}
 	rank := len(x.Shape)
-	if len(dims) != rank || len(out.Shape) != rank {
-		return fmt.Errorf("permute: dims %v for shape %v -> %v", dims, x.Shape, out.Shape)
+	if len(dims) != rank {
+		return fmt.Errorf("permute: dims %v for shape %v", dims, x.Shape)
 	}
+	shape := make([]int64, rank)
 	perm := make([]int, rank)
 	used := map[int]bool{}
 	for i, d := range dims {
@@ -38,9 +38,11 @@ func permuteRef(e *Env, a []int32) error {
 		}
 		used[int(d)] = true
 		perm[i] = int(d)
-		if out.Shape[i] != x.Shape[d] {
-			return fmt.Errorf("permute: out shape %v for %v permuted by %v", out.Shape, x.Shape, dims)
-		}
+		shape[i] = x.Shape[d]
+	}
+	out, err := e.NewOut(a[2], shape)
+	if err != nil {
+		return err
 	}
 	coord := make([]int64, rank) // output coordinates
 	for o := range out.V {
