@@ -67,19 +67,19 @@ func TestCoalesceBroadcast(t *testing.T) {
 
 // TestElementwiseParamsLayout pins the Go twins to their WGSL structs.
 func TestElementwiseParamsLayout(t *testing.T) {
-	if n := binary.Size(binaryParams{}); n != 112 {
-		t.Errorf("binaryParams is %d bytes, want 112", n)
+	if n := binary.Size(ewParams{}); n != 160 {
+		t.Errorf("ewParams is %d bytes, want 160", n)
 	}
-	p := binaryParams{N: 1, Rank: 2, AlphaF: 0.5, AlphaI: -3}
-	p.Dims[0], p.Dims[7], p.SA[1], p.SB[7] = 10, 11, 12, 13
+	p := ewParams{N: 1, Numel: 2, AlphaF: 0.5, AlphaI: -3, SF: 2, SI: -4, Rank: 7}
+	p.Dims[0], p.Dims[7], p.S[0][1], p.S[1][7], p.S[2][2] = 10, 11, 12, 13, 14
 	b := p.bytes()
-	if len(b) != 112 {
-		t.Fatalf("binaryParams.bytes() is %d bytes, want 112", len(b))
+	if len(b) != 160 {
+		t.Fatalf("ewParams.bytes() is %d bytes, want 160", len(b))
 	}
 	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
-	if u(0) != 1 || u(4) != 2 || u(8) != 0x3f000000 || int32(u(12)) != -3 ||
-		u(16) != 10 || u(16+28) != 11 || u(48+4) != 12 || u(80+28) != 13 {
-		t.Errorf("binaryParams.bytes() = %x", b)
+	if u(0) != 1 || u(4) != 2 || u(8) != 0x3f000000 || int32(u(12)) != -3 || u(16) != 0x40000000 || int32(u(20)) != -4 ||
+		u(24) != 7 || u(32) != 10 || u(32+28) != 11 || u(64+4) != 12 || u(96+28) != 13 || u(128+8) != 14 {
+		t.Errorf("ewParams.bytes() = %x", b)
 	}
 	if n := binary.Size(unaryParams{}); n != 16 {
 		t.Errorf("unaryParams is %d bytes, want 16", n)
@@ -116,11 +116,12 @@ func TestBinaryVariants(t *testing.T) {
 		out, _ := BroadcastShape(ewI64(c.as), ewI64(c.bs))
 		z := sb.Tensor(c.ot, ewU32(out), -1)
 		args := []int32{x, y, z}
+		layout := layoutPlain
 		if c.op == "add" || c.op == "sub" {
-			args = []int32{x, y, sb.Int(1), z}
+			args, layout = []int32{x, y, sb.Int(1), z}, layoutAlpha
 		}
 		r := &recorder{Values: Values{G: sb.Graph()}, maxPerDim: 65535}
-		if err := binaryOp(r, c.op, args); err != nil {
+		if err := binaryOp(r, c.op, layout, args); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
