@@ -97,10 +97,63 @@ fn sign_bit(x: f32) -> bool {
 {{- if eq .Op "floordiv"}}
 {{- if eq .CS "f32"}}
 
+// limbs returns (hi*2^24 + lo) * 2^n as three 24-bit limbs, low first;
+// hi and lo are below 2^24, and the result must be below 2^72.
+fn limbs(hi: u32, lo: u32, n: u32) -> vec3<u32> {
+  let b = n % 24u;
+  var l = vec3<u32>((lo << b) & 0xffffffu, ((lo >> (24u - b)) | (hi << b)) & 0xffffffu, hi >> (24u - b));
+  if (n >= 48u) {
+    l = vec3<u32>(0u, 0u, l.x);
+  } else if (n >= 24u) {
+    l = vec3<u32>(0u, l.x, l.y);
+  }
+  return l;
+}
+
+// cmp_prod returns the sign of ax - aq*ay, exactly, for finite positive
+// ax and ay and an integer 1 <= aq < 2^24. It works on the integer
+// significands: float arithmetic would round aq*ay (lavapipe's fma is not
+// fused), and compilers may rewrite float error-free transforms.
+fn cmp_prod(ax: f32, aq: f32, ay: f32) -> i32 {
+  let bx = bitcast<u32>(ax);
+  let by = bitcast<u32>(ay);
+  // value = m * 2^(e - 150); a denormal has e = 1 and no implicit bit.
+  let ex = i32(max(bx >> 23u, 1u));
+  let ey = i32(max(by >> 23u, 1u));
+  let mx = (bx & 0x7fffffu) | select(0u, 0x800000u, (bx >> 23u) != 0u);
+  let my = (by & 0x7fffffu) | select(0u, 0x800000u, (by >> 23u) != 0u);
+  // p = aq * my < 2^48, as hi*2^24 + lo from 12-bit partial products.
+  let q = u32(aq);
+  let ql = q & 0xfffu;
+  let qh = q >> 12u;
+  let yl = my & 0xfffu;
+  let yh = my >> 12u;
+  let mid = qh * yl + ql * yh;
+  var lo = ql * yl + ((mid & 0xfffu) << 12u);
+  let hi = qh * yh + (mid >> 12u) + (lo >> 24u);
+  lo &= 0xffffffu;
+  // Compare mx * 2^ex with p * 2^ey, scaling the smaller exponent to 0.
+  let d = ex - ey;
+  if (d > 48) {
+    return 1;   // mx * 2^d >= 2^49 > p
+  }
+  if (d < -24) {
+    return -1;  // p * 2^-d >= 2^25 > mx
+  }
+  let lx = limbs(0u, mx, u32(max(d, 0)));
+  let lp = limbs(hi, lo, u32(max(-d, 0)));
+  for (var k = 2; k >= 0; k--) {
+    if (lx[k] != lp[k]) {
+      return select(-1, 1, lx[k] > lp[k]);
+    }
+  }
+  return 0;
+}
+
 // op1 is Python's floor division, as torch's div_floor_floating. floor(x/y)
-// can be one too big when x/y rounds up onto an integer (1 // 0.1 is 9, but
-// 1/0.1 rounds to 10), so the remainder x - q*y, exact with one rounding
-// in fma, is checked: for the true floor it has y's sign (or is zero).
+// is one too big when x/y rounds up onto an integer (1 // 0.1 is 9, but
+// 1/0.1 rounds to 10); then the remainder x - q*y, whose sign cmp_prod
+// finds exactly, has the sign opposite to y's.
 fn op1(x: f32, y: f32) -> f32 {
   if (y == 0.0) {
     return x / y;
@@ -108,7 +161,7 @@ fn op1(x: f32, y: f32) -> f32 {
   if (is_nan(x) || is_nan(y) || is_inf(x)) {
     return bitcast<f32>(0x7fc00000u);
   }
-  if (is_inf(y)) {
+  if (is_inf(y) || x == 0.0) {
     // x/y is ±0; it floors to -1 when x and y have opposite signs.
     if (x == 0.0 || sign_bit(x) == sign_bit(y)) {
       return x / y;
@@ -116,9 +169,16 @@ fn op1(x: f32, y: f32) -> f32 {
     return -1.0;
   }
   var q = floor(x / y);
-  let r = fma(-q, y, x);
-  if (r != 0.0 && ((r < 0.0) != (y < 0.0))) {
-    q -= 1.0;
+  if (q == 0.0) {
+    // x/y may have underflowed to -0: the true quotient is negative.
+    return select(q, -1.0, sign_bit(x) != sign_bit(y));
+  }
+  if (abs(q) < 16777216.0) {
+    // q*y has x's sign, so the remainder's sign is x's times c.
+    let c = cmp_prod(abs(x), abs(q), abs(y));
+    if (c != 0 && ((sign_bit(x) != (c < 0)) != sign_bit(y))) {
+      q -= 1.0;
+    }
   }
   return q;
 }
