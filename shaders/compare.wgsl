@@ -51,11 +51,31 @@ fn load_b(e: u32) -> {{.CS}} {
 {{- end}}
 }
 
+{{- if eq .CS "f32"}}
+// The float tests look at the bits: on lavapipe x != y is false when
+// either is NaN (an ordered compare), and x != 0 is false for NaN.
+fn is_nan(x: f32) -> bool {
+  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn nonzero(x: f32) -> bool {
+  return (bitcast<u32>(x) & 0x7fffffffu) != 0u;
+}
+{{- else}}
+fn nonzero(x: i32) -> bool {
+  return x != 0;
+}
+{{- end}}
+
 fn apply(x: {{.CS}}, y: {{.CS}}) -> bool {
 {{- if eq .Op "eq"}}
   return x == y;
 {{- else if eq .Op "ne"}}
+{{- if eq .CS "f32"}}
+  return is_nan(x) || is_nan(y) || !(x == y);
+{{- else}}
   return x != y;
+{{- end}}
 {{- else if eq .Op "lt"}}
   return x < y;
 {{- else if eq .Op "le"}}
@@ -65,11 +85,11 @@ fn apply(x: {{.CS}}, y: {{.CS}}) -> bool {
 {{- else if eq .Op "ge"}}
   return x >= y;
 {{- else if eq .Op "and"}}
-  return x != {{.CS}}() && y != {{.CS}}();
+  return nonzero(x) && nonzero(y);
 {{- else if eq .Op "or"}}
-  return x != {{.CS}}() || y != {{.CS}}();
+  return nonzero(x) || nonzero(y);
 {{- else if eq .Op "xor"}}
-  return (x != {{.CS}}()) != (y != {{.CS}}());
+  return nonzero(x) != nonzero(y);
 {{- end}}
 }
 
