@@ -461,7 +461,7 @@ func binaryMoreCases() []Case {
 		cs = append(cs,
 			binaryCase{op: "mul", at: b, bt: f, ot: f, as: p[0], bs: p[1]},
 			binaryCase{op: "add", at: f, bt: b, ot: f, as: p[0], bs: p[1]},
-			binaryCase{op: "sub", at: b, bt: i, ot: i, as: p[0], bs: p[1]},
+			binaryCase{op: "mul", at: b, bt: i, ot: i, as: p[0], bs: p[1]},
 		)
 	}
 
