@@ -45,10 +45,13 @@ struct Params {
 }
 @group(0) @binding({{.PBind}}) var<uniform> params: Params;
 
+{{- if or (eq .AT "u8") (eq .BT "u8")}}
+
 // byte_of returns byte k (0..3) of word w.
 fn byte_of(w: u32, k: u32) -> u32 {
   return (w >> (k * 8u)) & 0xffu;
 }
+{{- end}}
 
 fn load_a(i: u32) -> {{.CT}} {
 {{- if and .AVec (eq .AT "u8") (eq .W 4)}}
@@ -78,7 +81,7 @@ fn load_b(i: u32) -> {{.CT}} {
 {{- end}}
 }
 
-{{- if eq .CS "f32"}}
+{{- if and (eq .CS "f32") (or (eq .Op "floordiv") (eq .Op "minimum") (eq .Op "maximum") (eq .Op "pow"))}}
 
 // NaN and infinity tests on the bits: x != x may be folded away.
 fn is_nan(x: f32) -> bool {
