@@ -501,12 +501,16 @@ func binaryMoreCases() []Case {
 				a: []float64{minI, maxI, -1, 0}, b: []float64{maxI, minI, 0, -1}},
 		)
 	}
+	nba := make([]float64, 35)
+	for k := range nba {
+		nba[k] = float64(float32(8*nr.Float64() - 4))
+	}
 	pa := []float64{0, 0, negz, negz, 2, -2, -2, -2, 1, nan, nan, inf, -inf, -inf, 0.5, 2, -1, -1, 3, 4, -8, 10, inf, 0, -3, 2}
 	pb := []float64{0, -1, -3, 3, 0.5, 3, 2, 0.5, nan, 0, 1, -2, 3, 2, inf, -inf, inf, -inf, -2, 0.5, 1.0 / 3, 30, 0.5, 2.5, 5, -20}
 	cs = append(cs,
 		binaryCase{name: "edges", op: "pow", at: f, bt: f, ot: f, as: n(pa), bs: n(pb), a: pa, b: pb},
-		// Negative bases to integral powers, random.
-		binaryCase{name: "negative_base", op: "pow", at: f, bt: i, ot: f, as: []int64{7, 5}, bs: []int64{5}},
+		// Bases of either sign to integral int32 powers.
+		binaryCase{name: "negative_base", op: "pow", at: f, bt: i, ot: f, as: []int64{7, 5}, bs: []int64{5}, a: nba, b: []float64{-5, -2, 3, 6, 7}},
 		// int32 pow: wrap-around (2^31, 3^40), negative exponents, 0^0.
 		binaryCase{name: "edges", op: "pow", at: i, bt: i, ot: i, as: []int64{13}, bs: []int64{13},
 			a: []float64{2, 2, 3, -3, 1, -1, -1, 0, 0, 2, 5, -2, 7},
