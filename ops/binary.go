@@ -15,7 +15,7 @@ import (
 // aten.div.Tensor_mode args: [self, other, rounding_mode, out]
 // aten.minimum.default args: [self, other, out]
 // aten.maximum.default args: [self, other, out]
-// aten.pow.Tensor_Tensor:    [self, other, out]
+// aten.pow.Tensor_Tensor args: [self, other, out]
 // aten.bitwise_{and,or,xor}.Tensor args: [self, other, out]
 // aten.add.Scalar / aten.sub.Scalar / aten.rsub.Scalar args: [self, other, alpha, out]
 // aten.mul.Scalar / aten.div.Scalar args: [self, other, out]
