@@ -67,19 +67,19 @@ func TestCoalesceBroadcast(t *testing.T) {
 
 // TestElementwiseParamsLayout pins the Go twins to their WGSL structs.
 func TestElementwiseParamsLayout(t *testing.T) {
-	if n := binary.Size(binaryParams{}); n != 112 {
-		t.Errorf("binaryParams is %d bytes, want 112", n)
+	if n := binary.Size(ewParams{}); n != 160 {
+		t.Errorf("ewParams is %d bytes, want 160", n)
 	}
-	p := binaryParams{N: 1, Rank: 2, AlphaF: 0.5, AlphaI: -3}
-	p.Dims[0], p.Dims[7], p.SA[1], p.SB[7] = 10, 11, 12, 13
+	p := ewParams{N: 1, Numel: 2, AlphaF: 0.5, AlphaI: -3, SF: 2, SI: -4, Rank: 7}
+	p.Dims[0], p.Dims[7], p.S[0][1], p.S[1][7], p.S[2][2] = 10, 11, 12, 13, 14
 	b := p.bytes()
-	if len(b) != 112 {
-		t.Fatalf("binaryParams.bytes() is %d bytes, want 112", len(b))
+	if len(b) != 160 {
+		t.Fatalf("ewParams.bytes() is %d bytes, want 160", len(b))
 	}
 	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
-	if u(0) != 1 || u(4) != 2 || u(8) != 0x3f000000 || int32(u(12)) != -3 ||
-		u(16) != 10 || u(16+28) != 11 || u(48+4) != 12 || u(80+28) != 13 {
-		t.Errorf("binaryParams.bytes() = %x", b)
+	if u(0) != 1 || u(4) != 2 || u(8) != 0x3f000000 || int32(u(12)) != -3 || u(16) != 0x40000000 || int32(u(20)) != -4 ||
+		u(24) != 7 || u(32) != 10 || u(32+28) != 11 || u(64+4) != 12 || u(96+28) != 13 || u(128+8) != 14 {
+		t.Errorf("ewParams.bytes() = %x", b)
 	}
 	if n := binary.Size(unaryParams{}); n != 16 {
 		t.Errorf("unaryParams is %d bytes, want 16", n)
@@ -116,11 +116,12 @@ func TestBinaryVariants(t *testing.T) {
 		out, _ := BroadcastShape(ewI64(c.as), ewI64(c.bs))
 		z := sb.Tensor(c.ot, ewU32(out), -1)
 		args := []int32{x, y, z}
+		layout := layoutPlain
 		if c.op == "add" || c.op == "sub" {
-			args = []int32{x, y, sb.Int(1), z}
+			args, layout = []int32{x, y, sb.Int(1), z}, layoutAlpha
 		}
 		r := &recorder{Values: Values{G: sb.Graph()}, maxPerDim: 65535}
-		if err := binaryOp(r, c.op, args); err != nil {
+		if err := binaryOp(r, c.op, layout, args); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
@@ -154,4 +155,94 @@ func ewU32(d []int64) []uint32 {
 		out[i] = uint32(v)
 	}
 	return out
+}
+
+// TestElementwiseLiveShapes: outputs take the broadcast of the inputs'
+// live shapes, whatever out's serialized dims (only its capacity counts),
+// and params and grids follow the live shapes.
+func TestElementwiseLiveShapes(t *testing.T) {
+	f, i, bo := serialization.Float32, serialization.Int32, serialization.Bool
+	for _, c := range []struct {
+		name     string
+		op       string
+		dts      []serialization.DataType // inputs then out
+		decl     [][]uint32               // serialized dims, inputs then out
+		live     [][]int64                // live input dims (nil: serialized)
+		scalar   bool                     // a .Scalar op: other is Int 2
+		want     []int64
+		n, numel uint32
+	}{
+		{"flat out", "aten.add.Tensor", []serialization.DataType{f, f, f}, [][]uint32{{3, 5}, {5}, {15}}, nil, false, []int64{3, 5}, 15, 15},
+		{"bigger out", "aten.mul.Tensor", []serialization.DataType{f, f, f}, [][]uint32{{3, 1}, {1, 5}, {4, 4}}, nil, false, []int64{3, 5}, 15, 15},
+		{"live inputs", "aten.sub.Tensor", []serialization.DataType{i, i, i}, [][]uint32{{8, 6}, {6}, {8, 6}}, [][]int64{{2, 4}, {4}}, false, []int64{2, 4}, 2, 8},
+		{"live rank 0", "aten.div.Tensor", []serialization.DataType{f, f, f}, [][]uint32{{4}, {4}, {4}}, [][]int64{{}, {}}, false, []int64{}, 1, 1},
+		{"scalar", "aten.mul.Scalar", []serialization.DataType{f, f}, [][]uint32{{7, 2}, {14}}, [][]int64{{3, 2}}, true, []int64{3, 2}, 6, 6},
+		{"compare", "aten.lt.Tensor", []serialization.DataType{f, i, bo}, [][]uint32{{3, 1}, {1, 5}, {16}}, nil, false, []int64{3, 5}, 4, 15},
+		{"compare scalar", "aten.ge.Scalar", []serialization.DataType{i, bo}, [][]uint32{{9}, {9}}, [][]int64{{5}}, true, []int64{5}, 2, 5},
+		{"where", "aten.where.self", []serialization.DataType{bo, f, f, f}, [][]uint32{{3, 1, 1}, {1, 4, 1}, {5}, {60}}, nil, false, []int64{3, 4, 5}, 60, 60},
+		{"where bool", "aten.where.self", []serialization.DataType{bo, bo, bo, bo}, [][]uint32{{3, 1, 1}, {1, 4, 1}, {5}, {60}}, nil, false, []int64{3, 4, 5}, 15, 60},
+	} {
+		sb := serialization.NewBuilder()
+		var args []int32
+		for k, dt := range c.dts {
+			if c.scalar && k == 1 {
+				args = append(args, sb.Int(2))
+			}
+			args = append(args, sb.Tensor(dt, c.decl[k], -1))
+		}
+		if c.op == "aten.add.Tensor" || c.op == "aten.sub.Tensor" {
+			args = append(args[:2], sb.Int(1), args[2])
+		}
+		r := &recorder{Values: Values{G: sb.Graph()}, maxPerDim: 65535, live: map[int32][]int64{}}
+		for k, d := range c.live {
+			r.live[args[k]] = d
+		}
+		fn, _ := Lookup(c.op)
+		if err := fn(r, args); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		out := args[len(args)-1]
+		if got, ok := r.live[out]; !ok || !slices.Equal(got, c.want) {
+			t.Errorf("%s: out dims %v, want %v", c.name, got, c.want)
+		}
+		if len(r.dispatches) != 1 {
+			t.Fatalf("%s: %d dispatches", c.name, len(r.dispatches))
+		}
+		p := r.dispatches[0].params
+		if n, numel := binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:]); n != c.n || numel != c.numel {
+			t.Errorf("%s: params n=%d numel=%d, want %d %d", c.name, n, numel, c.n, c.numel)
+		}
+	}
+}
+
+// TestElementwiseGridFolds: on a device allowing few workgroups per
+// dimension, every elementwise kernel folds its grid into 2-D and still
+// covers all invocations.
+func TestElementwiseGridFolds(t *testing.T) {
+	f, bo := serialization.Float32, serialization.Bool
+	sb := serialization.NewBuilder()
+	x, y := sb.Tensor(f, []uint32{300, 1}, -1), sb.Tensor(f, []uint32{1, 301}, -1)
+	c := sb.Tensor(bo, []uint32{300, 301}, -1)
+	zf, zb := sb.Tensor(f, []uint32{300, 301}, -1), sb.Tensor(bo, []uint32{300, 301}, -1)
+	r := &recorder{Values: Values{G: sb.Graph()}, maxPerDim: 32}
+	for _, call := range []struct {
+		op   string
+		args []int32
+		n    uint64 // invocations
+	}{
+		{"aten.add.Tensor", []int32{x, y, sb.Int(1), zf}, 300 * 301},
+		{"aten.eq.Tensor", []int32{x, y, zb}, (300*301 + 3) / 4},
+		{"aten.where.self", []int32{c, x, y, zf}, 300 * 301},
+	} {
+		fn, _ := Lookup(call.op)
+		r.dispatches = nil
+		if err := fn(r, call.args); err != nil {
+			t.Fatalf("%s: %v", call.op, err)
+		}
+		g := r.dispatches[0].groups
+		if g[0] > 32 || g[1] > 32 || uint64(g[0])*uint64(g[1])*256 < call.n || g[1] < 2 {
+			t.Errorf("%s: grid %v for %d invocations", call.op, g, call.n)
+		}
+	}
 }

@@ -11,10 +11,11 @@ import (
 // The device and graph helpers (openTestDevice, buildGraph, wantArgError)
 // live in matmul_test.go.
 
-// TestElementwiseRejects: every bad argument of add/sub/mul/div/relu/sigmoid
+// TestElementwiseRejects: every bad argument of the binary, comparison,
+// where and unary ops
 // fails the graph load with an ops.ErrArg inside a *graph.OpError.
 func TestElementwiseRejects(t *testing.T) {
-	f, i := serialization.Float32, serialization.Int32
+	f, i, bo := serialization.Float32, serialization.Int32, serialization.Bool
 	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
 		return b.Tensor(dt, dims, -1)
 	}
@@ -29,6 +30,11 @@ func TestElementwiseRejects(t *testing.T) {
 		b.Inputs(x)
 		b.Outputs(out)
 	}
+	where := func(b *serialization.Builder, c, x, y, out int32) {
+		b.Op("aten.where.self", c, x, y, out)
+		b.Inputs(c)
+		b.Outputs(out)
+	}
 	one := func(b *serialization.Builder, op string, x, out int32) {
 		b.Op(op, x, out)
 		b.Inputs(x)
@@ -41,12 +47,9 @@ func TestElementwiseRejects(t *testing.T) {
 		"add/out dims": func(b *serialization.Builder) {
 			add(b, ten(b, f, 3, 5), ten(b, f, 5), b.Int(1), ten(b, f, 3, 4))
 		},
-		"mul/out rank": func(b *serialization.Builder) {
-			two(b, "aten.mul.Tensor", ten(b, f, 3, 5), ten(b, f, 5), ten(b, f, 15))
-		},
-		"mul/out not broadcast to": func(b *serialization.Builder) {
-			// out {4,3,5} is a valid broadcast target but not THE broadcast.
-			two(b, "aten.mul.Tensor", ten(b, f, 3, 5), ten(b, f, 5), ten(b, f, 4, 3, 5))
+		"mul/out capacity": func(b *serialization.Builder) {
+			// The broadcast {3,5} has 15 elements; out holds 14.
+			two(b, "aten.mul.Tensor", ten(b, f, 3, 5), ten(b, f, 5), ten(b, f, 14))
 		},
 		"add/alpha String": func(b *serialization.Builder) {
 			add(b, ten(b, f, 4), ten(b, f, 4), b.String("2"), ten(b, f, 4))
@@ -99,6 +102,97 @@ func TestElementwiseRejects(t *testing.T) {
 		"add/nine unmergeable dims": func(b *serialization.Builder) {
 			add(b, ten(b, f, 2, 1, 2, 1, 2, 1, 2, 1, 4), ten(b, f, 1, 3, 1, 3, 1, 3, 1, 3, 4), b.Int(1),
 				ten(b, f, 2, 3, 2, 3, 2, 3, 2, 3, 4))
+		},
+		"div_mode/bad mode": func(b *serialization.Builder) {
+			b.Op("aten.div.Tensor_mode", ten(b, f, 4), ten(b, f, 4), b.String("round"), ten(b, f, 4))
+		},
+		"div_mode/mode Int": func(b *serialization.Builder) {
+			b.Op("aten.div.Tensor_mode", ten(b, f, 4), ten(b, f, 4), b.Int(1), ten(b, f, 4))
+		},
+		"div_mode/floor of int32 into float32": func(b *serialization.Builder) {
+			b.Op("aten.div.Tensor_mode", ten(b, i, 4), ten(b, i, 4), b.String("floor"), ten(b, f, 4))
+		},
+		"div_mode/true division into int32": func(b *serialization.Builder) {
+			b.Op("aten.div.Tensor_mode", ten(b, i, 4), ten(b, i, 4), b.Null(), ten(b, i, 4))
+		},
+		"div_mode/arg count": func(b *serialization.Builder) {
+			two(b, "aten.div.Tensor_mode", ten(b, f, 4), ten(b, f, 4), ten(b, f, 4))
+		},
+		"pow/float input into int32": func(b *serialization.Builder) {
+			two(b, "aten.pow.Tensor_Tensor", ten(b, i, 4), ten(b, f, 4), ten(b, i, 4))
+		},
+		"minimum/int32 inputs into float32": func(b *serialization.Builder) {
+			two(b, "aten.minimum.default", ten(b, i, 4), ten(b, i, 4), ten(b, f, 4))
+		},
+		"maximum/bools": func(b *serialization.Builder) {
+			two(b, "aten.maximum.default", ten(b, bo, 4), ten(b, bo, 4), ten(b, bo, 4))
+		},
+		"bitwise_and/float32": func(b *serialization.Builder) {
+			two(b, "aten.bitwise_and.Tensor", ten(b, f, 4), ten(b, i, 4), ten(b, f, 4))
+		},
+		"bitwise_or/int32 into bool": func(b *serialization.Builder) {
+			two(b, "aten.bitwise_or.Tensor", ten(b, i, 4), ten(b, bo, 4), ten(b, bo, 4))
+		},
+		"add_scalar/other a tensor": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), ten(b, f, 4), b.Int(1), ten(b, f, 4))
+			b.Graph().Chain[0].Name = "aten.add.Scalar"
+		},
+		"add_scalar/other String": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), b.String("1"), b.Int(1), ten(b, f, 4))
+			b.Graph().Chain[0].Name = "aten.add.Scalar"
+		},
+		"add_scalar/fractional other into int32": func(b *serialization.Builder) {
+			add(b, ten(b, i, 4), b.Double(2.5), b.Int(1), ten(b, i, 4))
+			b.Graph().Chain[0].Name = "aten.add.Scalar"
+		},
+		"mul_scalar/other overflows int32": func(b *serialization.Builder) {
+			two(b, "aten.mul.Scalar", ten(b, i, 4), b.Int(1<<33), ten(b, i, 4))
+		},
+		"div_scalar/int32 out": func(b *serialization.Builder) {
+			two(b, "aten.div.Scalar", ten(b, i, 4), b.Int(2), ten(b, i, 4))
+		},
+		"rsub_scalar/arg count": func(b *serialization.Builder) {
+			two(b, "aten.rsub.Scalar", ten(b, f, 4), b.Int(2), ten(b, f, 4))
+		},
+		"eq/float32 out": func(b *serialization.Builder) {
+			two(b, "aten.eq.Tensor", ten(b, f, 4), ten(b, f, 4), ten(b, f, 4))
+		},
+		"lt/shape mismatch": func(b *serialization.Builder) {
+			two(b, "aten.lt.Tensor", ten(b, f, 3, 5), ten(b, f, 4), ten(b, bo, 3, 5))
+		},
+		"gt/uint8": func(b *serialization.Builder) {
+			two(b, "aten.gt.Tensor", ten(b, serialization.Uint8, 4), ten(b, f, 4), ten(b, bo, 4))
+		},
+		"ge/out capacity": func(b *serialization.Builder) {
+			two(b, "aten.ge.Tensor", ten(b, f, 3, 1), ten(b, f, 5), ten(b, bo, 14))
+		},
+		"eq_scalar/other a tensor": func(b *serialization.Builder) {
+			two(b, "aten.eq.Scalar", ten(b, f, 4), ten(b, f, 4), ten(b, bo, 4))
+		},
+		"ne_scalar/int32 other out of range": func(b *serialization.Builder) {
+			two(b, "aten.ne.Scalar", ten(b, i, 4), b.Int(1<<31), ten(b, bo, 4))
+		},
+		"le_scalar/arg count": func(b *serialization.Builder) {
+			add(b, ten(b, f, 4), b.Int(1), b.Int(1), ten(b, bo, 4))
+			b.Graph().Chain[0].Name = "aten.le.Scalar"
+		},
+		"logical_and/int32 out": func(b *serialization.Builder) {
+			two(b, "aten.logical_and.default", ten(b, bo, 4), ten(b, bo, 4), ten(b, i, 4))
+		},
+		"where/float condition": func(b *serialization.Builder) {
+			where(b, ten(b, f, 4), ten(b, f, 4), ten(b, f, 4), ten(b, f, 4))
+		},
+		"where/out dtype": func(b *serialization.Builder) {
+			where(b, ten(b, bo, 4), ten(b, f, 4), ten(b, i, 4), ten(b, i, 4))
+		},
+		"where/shape mismatch": func(b *serialization.Builder) {
+			where(b, ten(b, bo, 3), ten(b, f, 4), ten(b, f, 4), ten(b, f, 4))
+		},
+		"where/other a scalar": func(b *serialization.Builder) {
+			where(b, ten(b, bo, 4), ten(b, f, 4), b.Double(1), ten(b, f, 4))
+		},
+		"where/arg count": func(b *serialization.Builder) {
+			two(b, "aten.where.self", ten(b, bo, 4), ten(b, f, 4), ten(b, f, 4))
 		},
 		"relu/float16": func(b *serialization.Builder) {
 			h := serialization.Float16
@@ -194,6 +288,113 @@ func TestBinaryFoldedGrid(t *testing.T) {
 		if v != int32(i) {
 			if bad++; bad <= 5 {
 				t.Errorf("out[%d] = %d, want %d", i, v, i)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, len(got))
+	}
+}
+
+// TestCompareFoldedGrid: lt of {8193,1} and {1,8193} int32 is 67,125,249
+// bool outputs, four per invocation, so 65,552 workgroups of 256: past the
+// 65,535 one grid dimension allows. out[i][j] = i < j shows a skipped or
+// misplaced word.
+func TestCompareFoldedGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB output")
+	}
+	const n = 8193
+	i32 := serialization.Int32
+	b := serialization.NewBuilder()
+	x := b.Tensor(i32, []uint32{n, 1}, -1)
+	y := b.Tensor(i32, []uint32{1, n}, -1)
+	z := b.Tensor(serialization.Bool, []uint32{n, n}, -1)
+	b.Op("aten.lt.Tensor", x, y, z)
+	b.Inputs(x, y)
+	b.Outputs(z)
+	g, err := buildGraph(t, openTestDevice(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := make([]int32, n)
+	for i := range xs {
+		xs[i] = int32(i)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{
+		graph.Int32Tensor([]int64{n, 1}, xs), graph.Int32Tensor([]int64{1, n}, xs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := outs[0].Data
+	if len(got) != n*n {
+		t.Fatalf("%d bytes, want %d", len(got), n*n)
+	}
+	bad := 0
+	for k, v := range got {
+		want := byte(0)
+		if k/n < k%n {
+			want = 1
+		}
+		if v != want {
+			if bad++; bad <= 5 {
+				t.Errorf("out[%d][%d] = %d, want %d", k/n, k%n, v, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, len(got))
+	}
+}
+
+// TestWhereFoldedGrid: where({4097,1}, {1,4097}, {4097,1}) in int32 is
+// 16,785,409 outputs, one per invocation: 65,569 workgroups, folded into
+// 2-D. out[i][j] is j where i is even and -i where it is odd.
+func TestWhereFoldedGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB output")
+	}
+	const n = 4097
+	i32 := serialization.Int32
+	b := serialization.NewBuilder()
+	c := b.Tensor(serialization.Bool, []uint32{n, 1}, -1)
+	x := b.Tensor(i32, []uint32{1, n}, -1)
+	y := b.Tensor(i32, []uint32{n, 1}, -1)
+	z := b.Tensor(i32, []uint32{n, n}, -1)
+	b.Op("aten.where.self", c, x, y, z)
+	b.Inputs(c, x, y)
+	b.Outputs(z)
+	g, err := buildGraph(t, openTestDevice(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, xs, ys := make([]byte, n), make([]int32, n), make([]int32, n)
+	for i := range xs {
+		cs[i] = byte(1 - i%2)
+		xs[i], ys[i] = int32(i), int32(-i)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{
+		{DType: serialization.Bool, Shape: []int64{n, 1}, Data: cs},
+		graph.Int32Tensor([]int64{1, n}, xs), graph.Int32Tensor([]int64{n, 1}, ys),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := outs[0].Int32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for k, v := range got {
+		i, j := k/n, k%n
+		want := int32(j)
+		if i%2 == 1 {
+			want = int32(-i)
+		}
+		if v != want {
+			if bad++; bad <= 5 {
+				t.Errorf("out[%d][%d] = %d, want %d", i, j, v, want)
 			}
 		}
 	}

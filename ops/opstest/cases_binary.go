@@ -18,14 +18,19 @@ const (
 // below one float32 ulp (2^-23).
 var binaryExact = Tolerance{Rel: 0x1p-30}
 
-// binaryCase is one aten.{add,sub,mul,div}.Tensor graph: out = op(a, b).
+// binaryCase is one elementwise arithmetic graph: out = op(a, b).
 type binaryCase struct {
-	name       string
-	op         string // add, sub, mul, div
+	name string
+	// op: add, sub, mul, div (the .Tensor ops); floor, trunc, true
+	// (div.Tensor_mode); minimum, maximum, pow, bitwise_and, bitwise_or,
+	// bitwise_xor; or, with scalar set, add, sub, rsub, mul, div (.Scalar).
+	op         string
 	at, bt, ot serialization.DataType
 	as, bs     []int64
-	// alpha adds the alpha value of add/sub; nil means Int 1.
+	// alpha adds the alpha value of add/sub/rsub; nil means Int 1.
 	alpha func(b *serialization.Builder) int32
+	// scalar, when set, makes other this Scalar value (bt and bs unused).
+	scalar func(b *serialization.Builder) int32
 	// a and b, when set, give fixed input values (flat, row-major) instead
 	// of random ones.
 	a, b []float64
@@ -33,6 +38,18 @@ type binaryCase struct {
 }
 
 func (c binaryCase) build(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+	if c.scalar != nil {
+		x := b.Tensor(c.at, Dims(c.as), -1)
+		z := b.Tensor(c.ot, Dims(c.as), -1)
+		args := []int32{x, c.scalar(b)}
+		if c.op == "add" || c.op == "sub" || c.op == "rsub" {
+			args = append(args, binaryAlpha(b, c.alpha))
+		}
+		b.Op("aten."+c.op+".Scalar", append(args, z)...)
+		b.Inputs(x)
+		b.Outputs(z)
+		return []*reference.Tensor{binaryInput(r, c.op, 0, c.at, c.as, c.a)}
+	}
 	os := binaryBroadcast(c.as, c.bs)
 	x := b.Tensor(c.at, Dims(c.as), -1)
 	y := b.Tensor(c.bt, Dims(c.bs), -1)
@@ -41,38 +58,65 @@ func (c binaryCase) build(b *serialization.Builder, r *rand.Rand) []*reference.T
 	b.Inputs(x, y)
 	b.Outputs(z)
 	return []*reference.Tensor{
-		binaryInput(r, c.op, c.at, c.as, c.a),
-		binaryInput(r, c.op, c.bt, c.bs, c.b),
+		binaryInput(r, c.op, 0, c.at, c.as, c.a),
+		binaryInput(r, c.op, 1, c.bt, c.bs, c.b),
 	}
+}
+
+func binaryAlpha(b *serialization.Builder, alpha func(*serialization.Builder) int32) int32 {
+	if alpha == nil {
+		return b.Int(1)
+	}
+	return alpha(b)
 }
 
 func binaryOpCall(b *serialization.Builder, op string, x, y, z int32, alpha func(*serialization.Builder) int32) {
-	name := "aten." + op + ".Tensor"
-	if op == "add" || op == "sub" {
-		al := alpha
-		if al == nil {
-			al = func(b *serialization.Builder) int32 { return b.Int(1) }
-		}
-		b.Op(name, x, y, al(b), z)
-		return
+	switch op {
+	case "add", "sub":
+		b.Op("aten."+op+".Tensor", x, y, binaryAlpha(b, alpha), z)
+	case "floor", "trunc":
+		b.Op("aten.div.Tensor_mode", x, y, b.String(op), z)
+	case "true":
+		b.Op("aten.div.Tensor_mode", x, y, b.Null(), z)
+	case "minimum", "maximum":
+		b.Op("aten."+op+".default", x, y, z)
+	case "pow":
+		b.Op("aten.pow.Tensor_Tensor", x, y, z)
+	case "bitwise_and", "bitwise_or", "bitwise_xor":
+		b.Op("aten."+op+".Tensor", x, y, z)
+	default:
+		b.Op("aten."+op+".Tensor", x, y, z)
 	}
-	b.Op(name, x, y, z)
 }
 
-// binaryInput returns fixed values when given, else random ones: floats in
-// [-10, 10); int32 over the whole range for add/sub/mul (so results wrap)
-// and in [-8, 8) for div (so 0/0 and x/0 occur).
-func binaryInput(r *rand.Rand, op string, dt serialization.DataType, shape []int64, fixed []float64) *reference.Tensor {
+// binaryInput returns fixed values when given (rounded to dt), else random
+// ones (operand 0 is self, 1 other): bools 0/1; floats in [-10, 10) (pow:
+// a base in [0.1, 4) and an exponent in [-3, 3)); int32 over the whole
+// range where results may wrap, and in [-8, 8) for division (so x/0
+// occurs) and small ranges for pow.
+func binaryInput(r *rand.Rand, op string, operand int, dt serialization.DataType, shape []int64, fixed []float64) *reference.Tensor {
 	if fixed != nil {
 		t := reference.New(dt, shape)
-		copy(t.V, fixed)
+		for i := range t.V {
+			t.V[i] = reference.Round(dt, fixed[i])
+		}
 		return t
 	}
 	switch {
+	case dt == serialization.Bool:
+		return RandTensor(r, dt, shape, 0, 2)
+	case dt == binF32 && op == "pow" && operand == 0:
+		return RandTensor(r, dt, shape, 0.1, 4)
+	case dt == binF32 && op == "pow":
+		return RandTensor(r, dt, shape, -3, 3)
 	case dt == binF32:
 		return RandTensor(r, dt, shape, -10, 10)
-	case op == "div":
+	case op == "div" || op == "floor" || op == "trunc" || op == "true":
 		return RandTensor(r, dt, shape, -8, 8)
+	case op == "pow" && operand == 0:
+		return RandTensor(r, dt, shape, -5, 6)
+	case op == "pow":
+		return RandTensor(r, dt, shape, -2, 12)
 	}
 	return RandTensor(r, dt, shape, math.MinInt32, math.MaxInt32+1)
 }
@@ -120,6 +164,8 @@ func init() {
 		{{2, 3, 7}, {1}},
 		{{1}, {2, 3, 8}},
 		{{4, 5}, {}},
+		{{}, {3, 5}},
+		{{}, {}},
 		{{3, 5}, {5}},
 		{{6, 8}, {8}},
 		{{6, 8}, {6, 1}},
@@ -132,6 +178,12 @@ func init() {
 		{{1, 2, 1, 3, 1, 2, 1, 3, 2}, {2, 1, 3, 1, 2, 1, 3, 1}},
 		{{2, 1, 2, 1, 2, 1, 2, 1}, {1, 3, 1, 3, 1, 3, 1, 3}},
 		{{2, 1, 2, 1, 2, 1, 2, 4}, {1, 3, 1, 3, 1, 3, 1, 4}},
+		// Rank 6 broadcast in every position, and a row over rank 6.
+		{{2, 1, 3, 1, 5, 1}, {1, 4, 1, 3, 1, 2}},
+		{{2, 3, 4, 5, 6, 7}, {7}},
+		// Size 0, also from a size-1 dim broadcast against 0.
+		{{0, 3}, {3}},
+		{{6, 1}, {1, 0}},
 		// Many workgroups on each path.
 		{{1000, 257}, {1000, 257}},
 		{{300, 1001}, {1001}},
@@ -214,6 +266,7 @@ func init() {
 		Cases = append(Cases, Case{Name: binaryCaseName(c), Build: c.build, Tol: c.tol})
 	}
 
+	Cases = append(Cases, binaryMoreCases()...)
 	Cases = append(Cases,
 		Case{Name: "mul/same_id", Build: binarySquare},
 		Case{Name: "add/same_id_int32", Build: binarySameIDInt},
@@ -225,9 +278,19 @@ func init() {
 }
 
 func binaryCaseName(c binaryCase) string {
-	n := c.op + "/"
+	op := c.op
+	switch {
+	case c.scalar != nil:
+		op += "_scalar"
+	case op == "floor" || op == "trunc" || op == "true":
+		op = "div_" + op
+	}
+	n := op + "/"
 	if c.name != "" {
 		n += c.name + "/"
+	}
+	if c.scalar != nil {
+		return n + c.at.String() + "_" + c.ot.String() + "/" + binaryShapeName(c.as)
 	}
 	n += c.at.String() + "_" + c.bt.String() + "_" + c.ot.String() + "/" + binaryShapeName(c.as) + "+" + binaryShapeName(c.bs)
 	return n
@@ -338,4 +401,188 @@ func binaryChain(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 	b.Inputs(x, y)
 	b.Outputs(out)
 	return []*reference.Tensor{RandTensor(r, binF32, []int64{4, 6}, -5, 5), RandTensor(r, binF32, []int64{6}, 0.5, 3)}
+}
+
+// binaryPowTol: pow is exp2(y*log2|x|) in float32, whose error grows with
+// |y*log2|x|| (about 2^-24 of it, relative, before exp2's own error); the
+// cases keep that product below about 100.
+var binaryPowTol = Tolerance{Abs: 1e-6, Rel: 3e-5}
+
+// binaryMoreCases covers div.Tensor_mode, minimum, maximum, pow, the
+// bitwise ops, the .Scalar ops and bool operands.
+func binaryMoreCases() []Case {
+	const maxI, minI = math.MaxInt32, math.MinInt32
+	inf, nan, negz := math.Inf(1), math.NaN(), math.Copysign(0, -1)
+	b, i, f := serialization.Bool, binI32, binF32
+	// Shapes with broadcasting in every position, rank 0 and 6, and size 0.
+	pairs := [][2][]int64{
+		{{13}, {13}},
+		{{2, 3, 8}, {2, 3, 8}},
+		{{}, {}},
+		{{5, 7}, {}},
+		{{}, {3, 4}},
+		{{3, 1, 5}, {1, 4, 1}},
+		{{1, 4, 1}, {3, 1, 8}},
+		{{2, 1, 3, 1, 5, 2}, {1, 4, 1, 3, 1, 2}},
+		{{0, 3}, {3}},
+	}
+	var cs []binaryCase
+	for _, op := range []string{"floor", "trunc", "true", "minimum", "maximum", "pow"} {
+		for _, p := range pairs {
+			cs = append(cs, binaryCase{op: op, at: f, bt: f, ot: f, as: p[0], bs: p[1]})
+		}
+		intOut := i
+		if op == "true" {
+			intOut = f
+		}
+		for _, p := range pairs[:7] {
+			cs = append(cs, binaryCase{op: op, at: i, bt: i, ot: intOut, as: p[0], bs: p[1]})
+		}
+		cs = append(cs,
+			binaryCase{op: op, at: i, bt: f, ot: f, as: []int64{4, 1, 5}, bs: []int64{3, 1}},
+			binaryCase{op: op, at: f, bt: i, ot: f, as: []int64{6, 8}, bs: []int64{8}},
+		)
+	}
+	for _, op := range []string{"bitwise_and", "bitwise_or", "bitwise_xor"} {
+		for _, p := range pairs {
+			cs = append(cs,
+				binaryCase{op: op, at: i, bt: i, ot: i, as: p[0], bs: p[1]},
+				binaryCase{op: op, at: b, bt: b, ot: b, as: p[0], bs: p[1]},
+			)
+		}
+		cs = append(cs,
+			binaryCase{op: op, at: b, bt: i, ot: i, as: []int64{3, 1, 5}, bs: []int64{1, 4, 1}},
+			binaryCase{op: op, at: i, bt: b, ot: i, as: []int64{2, 3, 8}, bs: []int64{8}},
+		)
+	}
+	// bool operands of arithmetic (a mask times a float), on the W=4 word
+	// read, the splatted element and the strided element paths.
+	for _, p := range [][2][]int64{{{2, 3, 8}, {2, 3, 8}}, {{4, 1, 8}, {3, 1}}, {{2, 3, 7}, {2, 3, 7}}, {{4, 1, 5}, {3, 1}}} {
+		cs = append(cs,
+			binaryCase{op: "mul", at: b, bt: f, ot: f, as: p[0], bs: p[1]},
+			binaryCase{op: "add", at: f, bt: b, ot: f, as: p[0], bs: p[1]},
+			binaryCase{op: "mul", at: b, bt: i, ot: i, as: p[0], bs: p[1]},
+		)
+	}
+
+	// Edges of floor and trunc division: 1 // 0.1 is 9 (1/0.1 rounds to
+	// 10), inf // 2 is nan, -5 // inf is -1, signed zeros, x // 0.
+	fa := []float64{1, inf, -5, 5, negz, 0, 3, -3, 0, nan, 7, -7, 7.5, -7.5, 1e-30, -1, 5, 2.5, 1, -1}
+	fb := []float64{0.1, 2, inf, inf, 3, -3, 0, 0, 0, 1, -2, 2, 2.5, 2.5, 1e30, 3, -inf, -0.5, 0.3, 0.3}
+	// int32: exact division, signs, by zero (0), INT_MIN // -1 (wraps).
+	ia := []float64{7, -7, 7, -7, 0, 5, -5, minI, minI, maxI, 1, -1, 6, -6}
+	ib := []float64{2, 2, -2, -2, 3, 0, 0, -1, 1, -1, minI, minI, 3, 3}
+	n := func(v []float64) []int64 { return []int64{int64(len(v))} }
+	for _, op := range []string{"floor", "trunc"} {
+		cs = append(cs,
+			binaryCase{name: "edges", op: op, at: f, bt: f, ot: f, as: n(fa), bs: n(fb), a: fa, b: fb},
+			binaryCase{name: "edges", op: op, at: i, bt: i, ot: i, as: n(ia), bs: n(ib), a: ia, b: ib},
+		)
+	}
+	// Quotients within a rounding of an integer, from either side: x is
+	// n*y rounded to float32, so floor(x/y) in float32 is often off by one
+	// and the kernel's exact remainder test must catch it.
+	nr := rand.New(rand.NewPCG(7, 7))
+	na, nb := make([]float64, 999), make([]float64, 999)
+	for k := range na {
+		y := float64(float32((0.01 + 3*nr.Float64()) * float64(1-2*nr.IntN(2))))
+		nb[k], na[k] = y, float64(float32(float64(nr.IntN(1001)-500)*y))
+	}
+	cs = append(cs,
+		binaryCase{name: "near_integer", op: "floor", at: f, bt: f, ot: f, as: n(na), bs: n(nb), a: na, b: nb},
+		binaryCase{name: "near_integer", op: "trunc", at: f, bt: f, ot: f, as: n(na), bs: n(nb), a: na, b: nb},
+	)
+	ma := []float64{nan, 1, nan, inf, -inf, 0, negz, 3, 1e38, -1e-38}
+	mb := []float64{1, nan, nan, -inf, 5, 5, -5, 3, -1e38, 1e-38}
+	for _, op := range []string{"minimum", "maximum"} {
+		cs = append(cs,
+			binaryCase{name: "edges", op: op, at: f, bt: f, ot: f, as: n(ma), bs: n(mb), a: ma, b: mb},
+			binaryCase{name: "edges", op: op, at: i, bt: i, ot: i, as: []int64{4}, bs: []int64{4},
+				a: []float64{minI, maxI, -1, 0}, b: []float64{maxI, minI, 0, -1}},
+		)
+	}
+	nba := make([]float64, 35)
+	for k := range nba {
+		nba[k] = float64(float32(8*nr.Float64() - 4))
+	}
+	pa := []float64{0, 0, negz, negz, 2, -2, -2, -2, 1, nan, nan, inf, -inf, -inf, 0.5, 2, -1, -1, 3, 4, -8, 10, inf, 0, -3, 2}
+	pb := []float64{0, -1, -3, 3, 0.5, 3, 2, 0.5, nan, 0, 1, -2, 3, 2, inf, -inf, inf, -inf, -2, 0.5, 1.0 / 3, 30, 0.5, 2.5, 5, -20}
+	cs = append(cs,
+		binaryCase{name: "edges", op: "pow", at: f, bt: f, ot: f, as: n(pa), bs: n(pb), a: pa, b: pb},
+		// Bases of either sign to integral int32 powers.
+		binaryCase{name: "negative_base", op: "pow", at: f, bt: i, ot: f, as: []int64{7, 5}, bs: []int64{5}, a: nba, b: []float64{-5, -2, 3, 6, 7}},
+		// int32 pow: wrap-around (2^31, 3^40), negative exponents, 0^0.
+		binaryCase{name: "edges", op: "pow", at: i, bt: i, ot: i, as: []int64{13}, bs: []int64{13},
+			a: []float64{2, 2, 3, -3, 1, -1, -1, 0, 0, 2, 5, -2, 7},
+			b: []float64{10, 31, 40, 3, -5, -3, -4, 0, -1, -1, 0, 31, 2}},
+		binaryCase{name: "edges", op: "bitwise_xor", at: i, bt: i, ot: i, as: []int64{4}, bs: []int64{4},
+			a: []float64{minI, maxI, -1, 0}, b: []float64{-1, minI, 1, 0}},
+	)
+
+	// The .Scalar ops: Int, Double (integral or not), Bool scalars; alpha.
+	sInt := func(v int64) func(*serialization.Builder) int32 {
+		return func(b *serialization.Builder) int32 { return b.Int(v) }
+	}
+	sDbl := func(v float64) func(*serialization.Builder) int32 {
+		return func(b *serialization.Builder) int32 { return b.Double(v) }
+	}
+	sBool := func(b *serialization.Builder) int32 { return b.Bool(true) }
+	type sc struct {
+		op     string
+		at, ot serialization.DataType
+		scalar func(*serialization.Builder) int32
+		alpha  func(*serialization.Builder) int32
+		exact  bool
+	}
+	for _, c := range []sc{
+		{"add", f, f, sDbl(2.5), nil, true},
+		{"add", f, f, sInt(3), binaryAlphaDouble(-2), true},
+		{"add", i, i, sInt(3), binaryAlphaInt(-2), false},
+		{"add", i, f, sDbl(2.5), nil, false},
+		{"add", b, i, sInt(3), nil, false},
+		{"add", i, i, sBool, binaryAlphaNull, false},
+		{"sub", f, f, sDbl(0.75), binaryAlphaDouble(4), true},
+		{"sub", i, i, sInt(-7), binaryAlphaInt(3), false},
+		{"rsub", f, f, sDbl(1), binaryAlphaDouble(0.5), true},
+		{"rsub", i, i, sInt(1), nil, false},
+		{"rsub", f, f, sInt(2), binaryAlphaNull, true},
+		{"mul", f, f, sDbl(-1.5), nil, true},
+		{"mul", i, i, sInt(7), nil, false},
+		{"mul", i, f, sDbl(0.5), nil, false},
+		{"div", f, f, sDbl(3), nil, true},
+		{"div", f, f, sDbl(0), nil, true},
+		{"div", i, f, sInt(2), nil, false},
+		{"div", i, f, sInt(0), nil, false},
+	} {
+		for _, sh := range [][]int64{{}, {13}, {2, 3, 8}, {2, 1, 3, 1, 5, 2}, {0, 4}} {
+			bc := binaryCase{op: c.op, at: c.at, ot: c.ot, as: sh, scalar: c.scalar, alpha: c.alpha, tol: DefaultTolerance[f]}
+			if c.exact {
+				bc.tol = binaryExact
+			}
+			cs = append(cs, bc)
+		}
+	}
+	// Scalar edges: NaN, inf and the wrap of int32 alpha*other.
+	cs = append(cs,
+		binaryCase{name: "edges", op: "mul", at: f, ot: f, as: n(ma), a: ma, scalar: sDbl(inf), tol: binaryExact},
+		binaryCase{name: "edges", op: "add", at: i, ot: i, as: []int64{4}, a: []float64{maxI, minI, 0, -1},
+			scalar: sInt(maxI), alpha: binaryAlphaInt(2)},
+	)
+
+	var out []Case
+	for _, c := range cs {
+		// Division with a rounding mode, minimum, maximum and the bitwise
+		// ops are exact; float32 pow goes through exp2 and log2.
+		if c.tol == (Tolerance{}) && c.at == f && c.bt == f {
+			c.tol = binaryExact
+			if c.op == "pow" {
+				c.tol = binaryPowTol
+			}
+		}
+		if c.op == "pow" && c.ot == f && c.tol == (Tolerance{}) {
+			c.tol = binaryPowTol
+		}
+		out = append(out, Case{Name: binaryCaseName(c), Build: c.build, Tol: c.tol})
+	}
+	return out
 }
