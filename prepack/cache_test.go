@@ -545,11 +545,16 @@ func TestTornAppend(t *testing.T) {
 		if k < len(one) {
 			torn = append(torn, one[k:]...)
 		}
-		c, _ := openBytes(t, dir, torn, false)
-		if n := c.Stats().Entries; n != 0 {
-			t.Errorf("torn at %d: %d entries", k, n)
+		if _, err := parse(bytes.NewReader(torn), int64(len(torn))); err == nil {
+			t.Errorf("torn at %d: accepted", k)
 		}
-		c.Close()
+		if k%61 == 0 { // and through OpenCache now and then
+			c, _ := openBytes(t, dir, torn, false)
+			if n := c.Stats().Entries; n != 0 {
+				t.Errorf("torn at %d: %d entries", k, n)
+			}
+			c.Close()
+		}
 	}
 	c, _ = openBytes(t, dir, two, false)
 	defer c.Close()
