@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,7 +32,10 @@ const (
 	// MaxKeyLen caps a key's length in bytes.
 	MaxKeyLen = 1024
 	// MaxEntries caps the number of entries in one cache file.
-	MaxEntries = 1 << 20
+	MaxEntries = 1 << 18
+	// MaxIndexBytes caps the index's size, checked before it is read into
+	// memory.
+	MaxIndexBytes = 32 << 20
 )
 
 // magic ends every valid cache file.
@@ -431,6 +435,9 @@ func (c *Cache) Save() error {
 // write brings the file up to date under the exclusive lock and returns a
 // fresh source for it with its index.
 func (c *Cache) write(pending, all map[string]*entry) (*source, *index, error) {
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
+		return nil, nil, err
+	}
 	unlock, err := lockPathErr(c.path+lockSuffix, true)
 	if err != nil {
 		return nil, nil, err
@@ -460,8 +467,15 @@ func (c *Cache) write(pending, all map[string]*entry) (*source, *index, error) {
 		}
 	}
 	slices.Sort(keys)
-	if len(idx.entries)+len(keys) > MaxEntries {
-		return nil, nil, fmt.Errorf("more than %d entries", MaxEntries)
+	grown := &index{entries: maps.Clone(idx.entries)}
+	for _, k := range keys {
+		grown.entries[k] = diskEntry{}
+	}
+	if n := len(grown.entries); n > MaxEntries {
+		return nil, nil, fmt.Errorf("%d entries, more than %d", n, MaxEntries)
+	}
+	if n := len(encodeIndex(grown)); n > MaxIndexBytes {
+		return nil, nil, fmt.Errorf("index of %d bytes, more than %d", n, MaxIndexBytes)
 	}
 	if len(keys) > 0 {
 		if perr == nil {
@@ -720,6 +734,8 @@ func parse(r io.ReaderAt, size int64) (*index, error) {
 		return nil, bad(fo, "index offset %d not aligned to %d", ioff, Align)
 	case n > MaxEntries:
 		return nil, bad(fo+16, "%d entries, more than %d", n, MaxEntries)
+	case ilen > MaxIndexBytes:
+		return nil, bad(fo+8, "index of %d bytes, more than %d", ilen, MaxIndexBytes)
 	case n*entryFixed > ilen:
 		return nil, bad(fo+16, "%d entries cannot fit in %d index bytes", n, ilen)
 	}

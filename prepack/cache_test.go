@@ -999,3 +999,56 @@ func BenchmarkCacheGet(b *testing.B) {
 		gbs(b)
 	})
 }
+
+// TestSaveCreatesDir checks that Save creates a missing directory.
+func TestSaveCreatesDir(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "c.wgdpack")
+	l, opts := newLog()
+	c := OpenCache(path, opts)
+	c.Put("k", seedOf("v1"), []byte{1, 2, 3})
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c = OpenCache(path, opts)
+	defer c.Close()
+	if b, ok := c.Get("k", seedOf("v1")); !ok || !bytes.Equal(b, []byte{1, 2, 3}) {
+		t.Error("entry lost")
+	}
+	if m := l.all(); len(m) != 0 {
+		t.Errorf("warnings %q", m)
+	}
+}
+
+// footerOnly is a ReaderAt for a huge file of which only the footer can be
+// read: parse must reject the index's size before reading or allocating it.
+type footerOnly struct {
+	t    *testing.T
+	size int64
+	ft   []byte
+}
+
+func (r footerOnly) ReadAt(p []byte, off int64) (int, error) {
+	if off != r.size-FooterSize || len(p) != FooterSize {
+		r.t.Fatalf("read of %d bytes at %d: the index was read", len(p), off)
+	}
+	return copy(p, r.ft), nil
+}
+
+// TestIndexOverCap checks that an index longer than MaxIndexBytes is
+// refused from the footer alone.
+func TestIndexOverCap(t *testing.T) {
+	const ilen = MaxIndexBytes + Align
+	size := int64(ilen + FooterSize)
+	var ft [FooterSize]byte
+	binary.LittleEndian.PutUint64(ft[0:], 0)
+	binary.LittleEndian.PutUint64(ft[8:], ilen)
+	binary.LittleEndian.PutUint64(ft[16:], 1)
+	binary.LittleEndian.PutUint32(ft[56:], FormatVersion)
+	copy(ft[64:], magic[:])
+	_, err := parse(footerOnly{t, size, ft[:]}, size)
+	var fe *formatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("error %v, want the index cap", err)
+	}
+}

@@ -43,6 +43,7 @@
 //	           0  u64 indexOffset
 //	           8  u64 indexLen     index bytes; indexOffset+indexLen+72 == file size
 //	           16 u64 entryCount   at most MaxEntries
+//	                               (and indexLen at most MaxIndexBytes)
 //	           24 [32]byte sum     SHA-256 of footer[0:24] || footer[56:72] || index
 //	           56 u32 version      FormatVersion
 //	           60 u32 reserved     zero
@@ -88,7 +89,10 @@
 // CacheOptions.NoMmap is set) the file is read with ordinary reads, each
 // entry on its first hit.
 //
-// Shared returns one Cache per cleaned absolute path for the whole process,
-// so the index is read once per process and hit slices stay valid across a
-// graph's Close and rebuild; a shared Cache is never unmapped.
+// Save creates the file's directory if it is missing.
+//
+// Shared returns one Cache per cleaned absolute path (symbolic links are
+// not resolved) for the whole process, so the index is read once per
+// process and hit slices stay valid across a graph's Close and rebuild; a
+// shared Cache is never unmapped.
 package prepack
