@@ -282,8 +282,10 @@ func (c *Cache) load() {
 }
 
 // Get returns the bytes stored under key if they were packed with seed.
-// On a mapped file the slice points into the mapping: it is read-only and
-// valid until Close. A key present under another seed is a stale miss.
+// The slice must not be modified: on a mapped file it points into the
+// read-only mapping (valid until Close), otherwise it is shared by every
+// Get of the key. A key present under another seed is a stale miss; Put
+// the new packing to replace it.
 func (c *Cache) Get(key string, seed [32]byte) ([]byte, bool) {
 	// The read lock is held through e.bytes so Close cannot release the
 	// file under a first read.
