@@ -1,5 +1,7 @@
 // Package prepack decides which constants are prepacked and how their bytes
-// reach the GPU.
+// reach the GPU, and keeps packed weights in a file cache across runs.
+//
+// # Deferred constants
 //
 // The exporter inserts et_vk.prepack.default(constant) -> out before every
 // consumer of a constant that does not pack its own weights (section 3.9 of
@@ -10,4 +12,87 @@
 // the device queue, in chunks of at most 16 MiB). Ops that pack their own
 // weights (linear, mm, ...) receive the constant directly, so it keeps a
 // buffer.
+//
+// # Packed-weight cache
+//
+// A Cache maps a key (for example the SHA-256 hex of a weight's bytes plus
+// the name of the packing variant) to the packed bytes, tagged with a
+// 32-byte seed: the content ID of the packing kernel and its parameters. A
+// Get with a different seed is a miss (counted as stale) and the next Put
+// and Save replace the entry. Hits are sub-slices of a read-only memory
+// mapping of the cache file, so a hit costs no copy and can be handed
+// straight to a GPU queue write. The slices must not be written to (the
+// pages are mapped PROT_READ; a write faults) and must not be used after
+// Close.
+//
+// One file holds one cache. All integers are little-endian:
+//
+//	[packed regions][index][footer]
+//
+//	region   the packed bytes of one entry, starting at a multiple of
+//	         Align (256) bytes; the gaps between regions are zero padding
+//	         (or dead regions of replaced entries, which nothing points to)
+//	index    starts at a multiple of Align, right after the last region;
+//	         entryCount entries, back to back, sorted by key:
+//	           u64 offset   file offset of the region (a multiple of Align)
+//	           u64 size     region length in bytes
+//	           [32]byte     seed
+//	           u16 keyLen   1..MaxKeyLen
+//	           keyLen bytes the key
+//	footer   FooterSize (72) bytes, the last bytes of the file:
+//	           0  u64 indexOffset
+//	           8  u64 indexLen     index bytes; indexOffset+indexLen+72 == file size
+//	           16 u64 entryCount   at most MaxEntries
+//	                               (and indexLen at most MaxIndexBytes)
+//	           24 [32]byte sum     SHA-256 of footer[0:24] || footer[56:72] || index
+//	           56 u32 version      FormatVersion
+//	           60 u32 reserved     zero
+//	           64 [8]byte magic    "WGDPACK\n"
+//
+// A file is trusted only if every check passes: the magic, the version, the
+// sizes adding up, the checksum, every region aligned and inside
+// [0, indexOffset), no two regions overlapping, no key twice, no bytes left
+// over in the index. Anything else (truncation at any byte, a flipped bit, a
+// file of another format version) makes the whole file count as empty: the
+// problem is logged once and the next Save writes a fresh file. Region bytes
+// themselves carry no checksum; the write order below is what keeps them
+// whole.
+//
+// # Writing
+//
+// Save appends. Under an exclusive flock on the sibling file path+".lock"
+// it re-reads the current index (another process may have appended since
+// Open), writes only the entries whose keys are new or whose seeds changed,
+// starting at the old indexOffset (over the old index and footer: the old
+// regions stay where they are), fsyncs, then writes the new full index and
+// footer and fsyncs again. A crash part-way leaves a file whose last bytes
+// are not a valid footer, or whose checksum fails, so it reads as empty,
+// never as wrong bytes. When the current file is not valid (missing,
+// corrupt, another version) Save writes a complete new file next to it and
+// renames it into place, so a process that still maps the old file keeps
+// valid pages. Regions are never rewritten in place, so the pages a Get
+// handed out never change under the caller. Replaced entries leave dead
+// regions behind; there is no compaction (delete the file to reclaim the
+// space).
+//
+// Readers take a shared lock on the same lock file while they read the
+// index, so they never see an index half written. Where flock is not
+// available, or the lock file cannot be created, reads proceed unlocked
+// (a torn read fails the checksum and counts as empty).
+//
+// # Degrading
+//
+// OpenCache never fails: an unreadable, corrupt or foreign file, or a
+// directory that cannot be written, is logged once and the Cache carries on
+// with what it has (in the worst case an in-memory cache that Save cannot
+// persist; Save then returns the error). Where mmap is not available (or
+// CacheOptions.NoMmap is set) the file is read with ordinary reads, each
+// entry on its first hit.
+//
+// Save creates the file's directory if it is missing.
+//
+// Shared returns one Cache per cleaned absolute path (symbolic links are
+// not resolved) for the whole process, so the index is read once per
+// process and hit slices stay valid across a graph's Close and rebuild; a
+// shared Cache is never unmapped.
 package prepack
