@@ -2,7 +2,12 @@ package opstest
 
 import (
 	"context"
+	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/serialization"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -29,5 +34,71 @@ func TestEveryOpHasReference(t *testing.T) {
 		if !have[n] {
 			t.Errorf("op %s has no reference implementation", n)
 		}
+	}
+}
+
+// TestDynamicReexecute runs each dynamic case's graph once per seed on ONE
+// loaded graph, so every Execute sees other live shapes than the previous
+// one and must re-record, and compares each against the reference.
+func TestDynamicReexecute(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, c := range Cases {
+		if !strings.HasPrefix(c.Name, "dynamic/") {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			b := serialization.NewBuilder()
+			c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+			raw, err := b.Blob()
+			if err != nil {
+				t.Fatal(err)
+			}
+			blob, err := serialization.DecodeBlob(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := graph.Build(context.Background(), dev, blob, graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			for seed := uint64(1); seed <= 8; seed++ {
+				inputs := c.Build(serialization.NewBuilder(), rand.New(rand.NewPCG(seed, 0x5eed)))
+				want, err := reference.Run(blob, nil, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				host := make([]graph.Tensor, len(inputs))
+				for i, in := range inputs {
+					host[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
+				}
+				got, err := g.Execute(context.Background(), host)
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				tol := c.Tol
+				if tol == (Tolerance{}) {
+					tol = DefaultTolerance[serialization.Float32]
+				}
+				for i := range want {
+					gt, err := reference.Decode(got[i].DType, got[i].Shape, got[i].Data)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wt := tol
+					if want[i].DType != serialization.Float32 {
+						wt = DefaultTolerance[want[i].DType]
+					}
+					if err := Compare(gt, want[i], wt); err != nil {
+						t.Fatalf("seed %d output %d: %v", seed, i, err)
+					}
+				}
+			}
+			t.Logf("%d re-recordings over 8 executes", g.Rerecords())
+		})
 	}
 }
