@@ -5,9 +5,12 @@ import (
 )
 
 // aten._to_copy.default args:
-//   [self, dtype, layout, device, pin_memory, non_blocking, memory_format, out]
+//
+//	[self, dtype, layout, device, pin_memory, non_blocking, memory_format, out]
+//
 // dim_order_ops._to_dim_order_copy.default args:
-//   [self, dtype, layout, device, pin_memory, non_blocking, dim_order, out]
+//
+//	[self, dtype, layout, device, pin_memory, non_blocking, dim_order, out]
 //
 // out = self converted to out's dtype (float32, int32, bool, uint8, int8):
 // the exporter turns dtype into Null, so out's dtype is the target. Float

@@ -8,8 +8,10 @@ import (
 )
 
 // aten.{abs,neg,exp,sqrt,rsqrt,sin,cos,tan,tanh,sigmoid,relu,relu6,round,
-//       log10,hardswish,hardsigmoid,bitwise_not,logical_not}.default
-//                                    args: [self, out]
+//
+//	log10,hardswish,hardsigmoid,bitwise_not,logical_not}.default
+//	                             args: [self, out]
+//
 // aten.gelu.default args:           [self, approximate(String "none"|"tanh"), out]
 // aten.hardtanh.default args:       [self, min_val, max_val, out]
 // aten.hardshrink.default args:     [self, lambd, out]

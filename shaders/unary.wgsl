@@ -52,7 +52,9 @@ fn load(i: u32) -> {{.T}} {
 fn store(i: u32, r: {{.T}}) {
 {{- if eq .YB "u32"}}
 {{- if eq .Y "bool"}}
-  let b = select(vec4<u32>(0u), vec4<u32>(1u), r != {{.T}}());
+  // !(r == 0), not r != 0: naga's != is an ordered compare, false for
+  // NaN, but NaN converts to true.
+  let b = select(vec4<u32>(1u), vec4<u32>(0u), r == {{.T}}());
 {{- else}}
   let b = bitcast<vec4<u32>>(vec4<i32>(r)) & vec4<u32>(255u);
 {{- end}}

@@ -308,7 +308,7 @@ func init() {
 
 	// 16,777,217 elements, one per invocation: 65,537 workgroups, past the
 	// 65,535 of one grid dimension, so the dispatch folds into 2-D.
-	add(unaryCase{name: "folded", op: "aten.neg.default", xt: uI32, yt: uI32, shape: []int64{1 << 24 + 1}, lo: -1000, hi: 1000})
+	add(unaryCase{name: "folded", op: "aten.neg.default", xt: uI32, yt: uI32, shape: []int64{1<<24 + 1}, lo: -1000, hi: 1000})
 
 	for _, c := range cs {
 		Cases = append(Cases, Case{Name: c.caseName(), Build: c.build, Tol: c.tol})

@@ -40,7 +40,7 @@ func init() {
 			}
 			return v
 		},
-		"relu6":       func(v float64) float64 { return clampNaN(v, 0, 6) },
+		"relu6": func(v float64) float64 { return clampNaN(v, 0, 6) },
 		// torch forms x*relu6(x+3) in float32 before dividing by 6, so
 		// it overflows for x near the float32 maximum.
 		"hardswish":   func(v float64) float64 { return float64(float32(v*clampNaN(v+3, 0, 6))) / 6 },
