@@ -123,9 +123,6 @@ var (
 	// uSpecial are float edge values: signed zeros, infinities, NaN,
 	// tiny and huge magnitudes.
 	uSpecial = []float64{0, uNegZ, 1, -1, 0.5, -0.5, 1e-30, -1e-30, 1e30, -1e30, 3e38, -3e38, uInf, -uInf, uNaN, 100, -100, 7.25, -7.25}
-	// uSpecialTrig leaves out the magnitudes past llvmpipe's accurate
-	// trigonometric range reduction (see "medium" below).
-	uSpecialTrig = []float64{0, uNegZ, 1, -1, 0.5, -0.5, 1e-30, -1e-30, 1e6, -1e6, uInf, -uInf, uNaN, 100, -100, 7.25, -7.25}
 )
 
 func init() {
@@ -168,13 +165,9 @@ func init() {
 		}
 		// Edge values, through the scalar (19 elements) and vec4 (76)
 		// kernels.
-		special := uSpecial
-		if f.op == "sin" || f.op == "cos" || f.op == "tan" {
-			special = uSpecialTrig
-		}
-		for _, n := range []int64{int64(len(special)), 76} {
+		for _, n := range []int64{int64(len(uSpecial)), 76} {
 			add(unaryCase{name: "special", op: "aten." + f.op + ".default", scalars: f.sc, xt: uF32, yt: uF32,
-				shape: []int64{n}, fixed: special, tol: f.tol})
+				shape: []int64{n}, fixed: uSpecial, tol: f.tol})
 		}
 	}
 	// Per-op edge values beyond uSpecial.
@@ -188,11 +181,18 @@ func init() {
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}, tol: unaryTranscendental})
 	add(unaryCase{name: "tails", op: "aten.gelu.default", scalars: uStr("tanh"), xt: uF32, yt: uF32, shape: []int64{10},
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}, tol: unaryTranscendental})
-	// llvmpipe's sin/cos/tan reduce the argument accurately up to about
-	// 1e7 (1e8 is off by 1e-3): beyond, the results are not torch's.
+	// Large arguments: llvmpipe's sin/cos/tan hold up to about 1e7, the
+	// kernel's own reduction takes over from 2^20 (both sides of it here),
+	// through the largest float32 and at float32s close to multiples of
+	// pi/2 (the hardest to reduce), on the scalar and vec4 kernels.
+	large := []float64{30, -60, 100, 1000, 1e4, 1e5, 1e6, 3.14159265, 1.5707963, 1e-20, 1e7, -1e7,
+		1048575.9, 1048576, -1048577, 1e8, -1e9, 1e12, 1e20, -1e30, 3.4e38, -3.4028235e38,
+		16331239353195370, 102940.4, 5.2e8, 1.1e10, 0.5 * math.MaxFloat32, 8.6e37}
 	for _, op := range []string{"sin", "cos", "tan"} {
-		add(unaryCase{name: "medium", op: "aten." + op + ".default", xt: uF32, yt: uF32, shape: []int64{12},
-			fixed: []float64{30, -60, 100, 1000, 1e4, 1e5, 1e6, 3.14159265, 1.5707963, 1e-20, 1e7, -1e7}, tol: unaryTranscendental})
+		for _, n := range []int64{int64(len(large)), 4 * int64(len(large))} {
+			add(unaryCase{name: "large", op: "aten." + op + ".default", xt: uF32, yt: uF32, shape: []int64{n},
+				fixed: large, tol: unaryTranscendental})
+		}
 	}
 	add(unaryCase{name: "small", op: "aten.tanh.default", xt: uF32, yt: uF32, shape: []int64{12},
 		fixed: []float64{1e-3, -1e-3, 0.1, -0.3, 0.6, 0.62, 0.63, -0.7, 9, 10, 20, -50}, tol: unaryTranscendental})
