@@ -1,6 +1,7 @@
 package opstest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -105,7 +106,7 @@ func init() {
 	// full's float specials and a size given as a ValueList with a SymInt
 	// (its serialized value).
 	for _, v := range []float64{math.Inf(1), math.Inf(-1), math.NaN(), math.Copysign(0, -1), 3e38, 1e-30} {
-		cs = append(cs, fillCase{name: "full/special", dt: uF32, outShape: []int64{9}, op: func(b *serialization.Builder, _, out int32) {
+		cs = append(cs, fillCase{name: "full/special/" + fmt.Sprint(v), dt: uF32, outShape: []int64{9}, op: func(b *serialization.Builder, _, out int32) {
 			opCall(b, "aten.full.default", cat([]int32{b.IntList(9), b.Double(v)}, nulls(b, 4), []int32{out})...)
 		}})
 	}

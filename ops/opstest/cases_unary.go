@@ -131,6 +131,7 @@ func init() {
 	// float ops over the shapes, on random values in a sensible range.
 	type fop struct {
 		op     string
+		name   string
 		lo, hi float64
 		tol    Tolerance
 		sc     func(*serialization.Builder) []int32
@@ -152,8 +153,8 @@ func init() {
 		{op: "log10", lo: 1e-3, hi: 1e4, tol: unaryTranscendental},
 		{op: "hardswish", lo: -6, hi: 6},
 		{op: "hardsigmoid", lo: -6, hi: 6},
-		{op: "gelu", lo: -8, hi: 8, tol: unaryTranscendental, sc: uStr("none")},
-		{op: "gelu", lo: -8, hi: 8, tol: unaryTranscendental, sc: uStr("tanh")},
+		{op: "gelu", name: "none", lo: -8, hi: 8, tol: unaryTranscendental, sc: uStr("none")},
+		{op: "gelu", name: "tanh", lo: -8, hi: 8, tol: unaryTranscendental, sc: uStr("tanh")},
 		{op: "hardtanh", lo: -3, hi: 3, sc: uDouble(-1, 1)},
 		{op: "hardshrink", lo: -2, hi: 2, sc: uDouble(0.5)},
 		{op: "leaky_relu", lo: -10, hi: 10, sc: uDouble(0.01)},
@@ -161,12 +162,12 @@ func init() {
 	}
 	for _, f := range fops {
 		for _, sh := range unaryShapes {
-			add(unaryCase{op: "aten." + f.op + ".default", scalars: f.sc, xt: uF32, yt: uF32, shape: sh, lo: f.lo, hi: f.hi, tol: f.tol})
+			add(unaryCase{name: f.name, op: "aten." + f.op + ".default", scalars: f.sc, xt: uF32, yt: uF32, shape: sh, lo: f.lo, hi: f.hi, tol: f.tol})
 		}
 		// Edge values, through the scalar (19 elements) and vec4 (76)
 		// kernels.
 		for _, n := range []int64{int64(len(uSpecial)), 76} {
-			add(unaryCase{name: "special", op: "aten." + f.op + ".default", scalars: f.sc, xt: uF32, yt: uF32,
+			add(unaryCase{name: join(f.name, "special"), op: "aten." + f.op + ".default", scalars: f.sc, xt: uF32, yt: uF32,
 				shape: []int64{n}, fixed: uSpecial, tol: f.tol})
 		}
 	}
@@ -177,9 +178,9 @@ func init() {
 		fixed: []float64{1, 1.0000001, 0.9999999, 10, 100, 0.1, 1.2e-38, 1e38}, tol: unaryTranscendental})
 	add(unaryCase{name: "wide", op: "aten.exp.default", xt: uF32, yt: uF32, shape: []int64{12},
 		fixed: []float64{88, 88.7, 89, -87, -103, -104, -110, 1e-7, -1e-7, 10.5, -10.5, 0.69314718}, tol: unaryTranscendental})
-	add(unaryCase{name: "tails", op: "aten.gelu.default", scalars: uStr("none"), xt: uF32, yt: uF32, shape: []int64{10},
+	add(unaryCase{name: "none/tails", op: "aten.gelu.default", scalars: uStr("none"), xt: uF32, yt: uF32, shape: []int64{10},
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}, tol: unaryTranscendental})
-	add(unaryCase{name: "tails", op: "aten.gelu.default", scalars: uStr("tanh"), xt: uF32, yt: uF32, shape: []int64{10},
+	add(unaryCase{name: "tanh/tails", op: "aten.gelu.default", scalars: uStr("tanh"), xt: uF32, yt: uF32, shape: []int64{10},
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}, tol: unaryTranscendental})
 	// Large arguments: llvmpipe's sin/cos/tan hold up to about 1e7, the
 	// kernel's own reduction takes over from 2^20 (both sides of it here),
@@ -245,7 +246,7 @@ func init() {
 			add(unaryCase{name: c.name, op: "aten.clamp.default", scalars: c.sc, xt: c.xt, yt: c.yt, shape: sh, lo: -10, hi: 10})
 		}
 	}
-	add(unaryCase{name: "special", op: "aten.clamp.default", scalars: uArgs(uDbl(-2), uNull), xt: uF32, yt: uF32,
+	add(unaryCase{name: "min_only/special", op: "aten.clamp.default", scalars: uArgs(uDbl(-2), uNull), xt: uF32, yt: uF32,
 		shape: []int64{19}, fixed: uSpecial})
 
 	// pow: the exponent classes (integers incl. 0 and negatives, ±0.5,
@@ -313,4 +314,19 @@ func init() {
 	for _, c := range cs {
 		Cases = append(Cases, Case{Name: c.caseName(), Build: c.build, Tol: c.tol})
 	}
+}
+
+// join joins non-empty name parts with "/".
+func join(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += "/"
+		}
+		out += p
+	}
+	return out
 }
