@@ -142,7 +142,9 @@ func geluRef(e *Env, a []int32) error {
 }
 
 // clampRef: hardtanh [self, min_val, max_val, out] and clamp [self, min,
-// max, out] (Null bounds are open). Bounds are cast to out's dtype.
+// max, out] (Null bounds are open). Bounds are cast to float32 for a
+// float32 out, as torch casts the scalars; int32 bounds are integral and
+// compared as they are (a bound past the int32 range clamps nothing).
 func clampRef(e *Env, a []int32) error {
 	if len(a) != 4 {
 		return fmt.Errorf("%d args, want 4", len(a))
