@@ -18,8 +18,8 @@ import (
 //
 // out's dtype is the result dtype (the exporter turns dtype into Null). size
 // is an IntList or a ValueList of Int/SymInt; a *_like op takes self's dims
-// (not its values); scalar_tensor is rank 0. fill values are Int, Double or
-// Bool, converted as torch does: to an integer type by truncation toward
+// (not its values); scalar_tensor is rank 0. fill values (and arange's
+// bounds) are Int, Double, Bool or SymInt, converted as torch does: to an integer type by truncation toward
 // zero, refused when out of range; to bool as != 0. full and friends take
 // every device dtype; arange takes float32 or int32 and has
 // ceil((end-start)/step) elements, start + i*step (computed in float32
@@ -128,20 +128,11 @@ func fillOp(b Builder, args []int32, n, shape int, def float64) error {
 func fillWord(b Builder, valArg int, args []int32, dt serialization.DataType, def float64) (uint32, error) {
 	v := def
 	if valArg >= 0 {
-		id := args[valArg]
-		if b.Kind(id) == serialization.KindBool {
-			t, _ := b.Bool(id)
-			v = 0
-			if t {
-				v = 1
-			}
-		} else {
-			f, err := b.Float(id)
-			if err != nil {
-				return 0, argErr(valArg, err)
-			}
-			v = f
+		f, err := scalarArg(b, args[valArg])
+		if err != nil {
+			return 0, argErr(valArg, err)
 		}
+		v = f
 	}
 	intRange := func(lo, hi float64) (int64, error) {
 		t := math.Trunc(v)
@@ -177,7 +168,7 @@ func arangeOp(b Builder, args []int32) error {
 	}
 	var s [3]float64
 	for k := range s {
-		f, err := b.Float(args[k])
+		f, err := scalarArg(b, args[k])
 		if err != nil {
 			return argErr(k, err)
 		}
@@ -250,4 +241,21 @@ func fillDispatch(b Builder, v fillVariant, p fillParams, out int32) error {
 		return err
 	}
 	return b.Dispatch(k, nil, []int32{out}, p.bytes(), grid)
+}
+
+// scalarArg reads a Scalar argument: Double, Int, Bool (0 or 1) or SymInt
+// (its live value; arange's end is often a symbolic size).
+func scalarArg(b Builder, id int32) (float64, error) {
+	switch b.Kind(id) {
+	case serialization.KindBool:
+		t, err := b.Bool(id)
+		if t {
+			return 1, err
+		}
+		return 0, err
+	case serialization.KindSymInt:
+		i, err := b.Int(id)
+		return float64(i), err
+	}
+	return b.Float(id)
 }

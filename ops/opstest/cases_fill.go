@@ -152,6 +152,14 @@ func init() {
 			opCall(b, "aten.arange.start_step", cat([]int32{num(a.start, a.intStart), b.Double(a.end), num(a.step, a.intStep)}, nulls(b, 4), []int32{out})...)
 		}})
 	}
+	// A symbolic end (arange(0, sym_size)), at its serialized value, and
+	// a SymInt fill value.
+	cs = append(cs, fillCase{name: "arange/symint_end", dt: uI32, outShape: []int64{11}, op: func(b *serialization.Builder, _, out int32) {
+		opCall(b, "aten.arange.start_step", cat([]int32{b.Int(0), b.SymInt(11), b.Int(1)}, nulls(b, 4), []int32{out})...)
+	}})
+	cs = append(cs, fillCase{name: "full/symint_value", dt: uF32, outShape: []int64{2, 3}, op: func(b *serialization.Builder, _, out int32) {
+		opCall(b, "aten.full.default", cat([]int32{b.IntList(2, 3), b.SymInt(-9)}, nulls(b, 4), []int32{out})...)
+	}})
 	// 16,777,217 int32 values, one per invocation: 65,537 workgroups, so
 	// the dispatch folds into 2-D; each value is its own index.
 	cs = append(cs, fillCase{name: "arange/folded", dt: uI32, outShape: []int64{1<<24 + 1}, op: func(b *serialization.Builder, _, out int32) {

@@ -48,19 +48,11 @@ func fillRef(e *Env, a []int32, n, sizeFrom, val int, def float64) error {
 	}
 	v := def
 	if val >= 0 {
-		if e.Kind(a[val]) == serialization.KindBool {
-			b, _ := e.Bool(a[val])
-			v = 0
-			if b {
-				v = 1
-			}
-		} else {
-			f, err := e.Float(a[val])
-			if err != nil {
-				return err
-			}
-			v = f
+		f, err := scalar(e, a[val])
+		if err != nil {
+			return err
 		}
+		v = f
 	}
 	y, err := e.NewOut(a[n-1], shape)
 	if err != nil {
@@ -81,7 +73,7 @@ func arangeRef(e *Env, a []int32) error {
 	}
 	var s [3]float64
 	for k := range s {
-		f, err := e.Float(a[k])
+		f, err := scalar(e, a[k])
 		if err != nil {
 			return err
 		}
@@ -100,4 +92,20 @@ func arangeRef(e *Env, a []int32) error {
 	}
 	e.Set(a[7], y)
 	return nil
+}
+
+// scalar reads a Scalar: Bool as 0/1, a SymInt's live value, else a number.
+func scalar(e *Env, id int32) (float64, error) {
+	switch e.Kind(id) {
+	case serialization.KindBool:
+		b, err := e.Bool(id)
+		if b {
+			return 1, err
+		}
+		return 0, err
+	case serialization.KindSymInt:
+		i, err := e.Int(id)
+		return float64(i), err
+	}
+	return e.Float(id)
 }
