@@ -81,11 +81,11 @@ func TestElementwiseParamsLayout(t *testing.T) {
 		u(24) != 7 || u(32) != 10 || u(32+28) != 11 || u(64+4) != 12 || u(96+28) != 13 || u(128+8) != 14 {
 		t.Errorf("ewParams.bytes() = %x", b)
 	}
-	if n := binary.Size(unaryParams{}); n != 16 {
-		t.Errorf("unaryParams is %d bytes, want 16", n)
+	if n := binary.Size(unaryParams{}); n != 32 {
+		t.Errorf("unaryParams is %d bytes, want 32", n)
 	}
-	if n := len((&unaryParams{N: 1}).bytes()); n != 16 {
-		t.Errorf("unaryParams.bytes() is %d bytes, want 16", n)
+	if n := len((&unaryParams{N: 1}).bytes()); n != 32 {
+		t.Errorf("unaryParams.bytes() is %d bytes, want 32", n)
 	}
 }
 
