@@ -128,7 +128,7 @@ func fillOp(b Builder, args []int32, n, shape int, def float64) error {
 func fillWord(b Builder, valArg int, args []int32, dt serialization.DataType, def float64) (uint32, error) {
 	v := def
 	if valArg >= 0 {
-		f, err := scalarArg(b, args[valArg])
+		f, err := scalarValue(b, args[valArg])
 		if err != nil {
 			return 0, argErr(valArg, err)
 		}
@@ -168,7 +168,7 @@ func arangeOp(b Builder, args []int32) error {
 	}
 	var s [3]float64
 	for k := range s {
-		f, err := scalarArg(b, args[k])
+		f, err := scalarValue(b, args[k])
 		if err != nil {
 			return argErr(k, err)
 		}
@@ -243,9 +243,9 @@ func fillDispatch(b Builder, v fillVariant, p fillParams, out int32) error {
 	return b.Dispatch(k, nil, []int32{out}, p.bytes(), grid)
 }
 
-// scalarArg reads a Scalar argument: Double, Int, Bool (0 or 1) or SymInt
+// scalarValue reads a Scalar argument: Double, Int, Bool (0 or 1) or SymInt
 // (its live value; arange's end is often a symbolic size).
-func scalarArg(b Builder, id int32) (float64, error) {
+func scalarValue(b Builder, id int32) (float64, error) {
 	switch b.Kind(id) {
 	case serialization.KindBool:
 		t, err := b.Bool(id)

@@ -62,7 +62,7 @@ func toCopy(b Builder, args []int32, last string) error {
 		return err
 	}
 	if in.DType == out.DType {
-		return copyTensor(b, args[0], args[7])
+		return copyTensor(b, in, 7, args[7], in.Dims)
 	}
 	v := unaryVariant{Op: "copy", X: x, Y: y, S: "i32"}
 	if in.DType == serialization.Float32 {
