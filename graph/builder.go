@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -27,6 +28,7 @@ type opBuilder struct {
 	g     *WebGPUGraph
 	op    string
 	index int // position in the chain
+	ctx   context.Context
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
@@ -162,6 +164,7 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	if d.buf == nil {
 		return ops.Errorf(1, "prepack output %d has no buffer", dst)
 	}
+	g.prepackSrc[dst] = src
 	if g.replay {
 		return nil // written when the graph was loaded
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	// every dispatch on zeroed inputs, so that the first Execute pays no
 	// driver first-use costs).
 	SkipWarmup bool
+	// PackedCache is the path of a packed-weight cache file (see package
+	// prepack), shared by every graph of the process; "" for none.
+	PackedCache string
 }
 
 // DefaultMemoryLimit is the tensor memory a graph may use unless
@@ -145,7 +148,15 @@ type WebGPUGraph struct {
 	// mutatesState: some op writes into a prepacked buffer (a KV cache),
 	// so the graph has state across Execute calls.
 	mutatesState bool
-	rerecords    int
+
+	// packed weights (ops.Packer)
+	packCache   *prepack.Cache
+	packed      map[string]int32 // cache key -> packed tensor id
+	prepackSrc  map[int32]int32  // prepack output -> its constant
+	weightKeys  map[int32]string // constant id -> content ID
+	packStaging []*gpu.Buffer    // mapped readbacks the cache holds until Save
+	packStats   PackedCacheStats
+	rerecords   int
 
 	mu     sync.Mutex
 	closed bool
@@ -164,11 +175,14 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{}}
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
+		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}}
+	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()
 	}
 	defer func() {
+		g.finishPacking()
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
 		g.blob, g.named, g.plan, g.pend, g.arena = nil, nil, nil, nil, nil
@@ -515,7 +529,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 			return err
 		}
 		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name, index: i}
+		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name, index: i, ctx: ctx}
 		if err := safeCall(fn, b, op.Args); err != nil {
 			var ae *ops.ArgError
 			if errors.As(err, &ae) && ae.Op == "" {

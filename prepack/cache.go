@@ -343,6 +343,19 @@ func (c *Cache) Put(key string, seed [32]byte, data []byte) {
 	c.pending[key] = e
 }
 
+// DiscardPending drops every entry Put since the last Save, for callers
+// whose Put data is about to become invalid after a failed Save.
+func (c *Cache) DiscardPending() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.pending {
+		if c.entries[k] == e {
+			delete(c.entries, k)
+		}
+		delete(c.pending, k)
+	}
+}
+
 // Stats returns the cache's counters.
 func (c *Cache) Stats() CacheStats {
 	c.mu.RLock()
@@ -510,7 +523,7 @@ func appendEntries(f *os.File, idx *index, keys []string, all map[string]*entry)
 	if _, err := f.Seek(idx.off, io.SeekStart); err != nil {
 		return err
 	}
-	w := &fileWriter{w: bufio.NewWriterSize(f, 1<<20), off: idx.off}
+	w := &fileWriter{w: bufio.NewWriterSize(f, 64<<10), off: idx.off}
 	if err := writeRegions(w, idx, keys, all); err != nil {
 		return err
 	}
@@ -543,7 +556,7 @@ func (c *Cache) rewrite(idx *index, keys []string, all map[string]*entry) error 
 			os.Remove(tmp.Name())
 		}
 	}()
-	w := &fileWriter{w: bufio.NewWriterSize(tmp, 1<<20)}
+	w := &fileWriter{w: bufio.NewWriterSize(tmp, 64<<10)}
 	if err := writeRegions(w, idx, keys, all); err != nil {
 		return err
 	}

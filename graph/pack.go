@@ -1,0 +1,242 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/prepack"
+)
+
+// PackedCacheStats counts a graph's packed weights: Hits came from the
+// packed-weight cache, Misses were packed on the device at load; Bytes is
+// the size of all packed weights.
+type PackedCacheStats struct {
+	Hits, Misses int
+	Bytes        int64
+}
+
+// PackedCacheStats reports how the graph's packed weights were obtained.
+func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.packStats
+}
+
+var _ ops.Packer = (*opBuilder)(nil)
+
+// PackWeight implements ops.Packer. The packed tensor is a new read-only
+// value (an id past the serialized values) with its own buffer. On a cache
+// hit its bytes go from the cache file's mapping straight into that buffer;
+// on a miss the pack kernel runs on the device right away (on lavapipe a
+// GPU transpose is several times faster than Go) and, with a cache, the
+// result is read back into a staging buffer whose mapping the cache writes
+// to disk when the load ends — no Go heap copy either way.
+func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) {
+	g := b.g
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a tensor", id)
+	}
+	src := g.tensors[id]
+	weight, ok := g.weightSource(id)
+	if !ok {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a weight (a constant or a prepacked constant)", id)
+	}
+	wkey, err := g.weightKey(weight)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	seed := packSeed(spec)
+	// The key names the weight and the transform, not the kernel: a
+	// changed kernel finds its old entry under another seed and replaces it.
+	key := wkey + "|" + spec.Name
+	if vid, ok := g.packed[key]; ok {
+		return b.Tensor(vid)
+	}
+	numel := ops.NumelOf(spec.Dims)
+	if numel < 0 || spec.DType.Size() == 0 {
+		return ops.Tensor{}, ops.Errorf(-1, "bad packed shape %v %v", spec.DType, spec.Dims)
+	}
+	nbytes := numel * int64(spec.DType.Size())
+	buf, err := g.newBuffer(gpu.Storage, uint64(nbytes), "packed "+spec.Name)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	ts := &tensorState{dtype: spec.DType, dims: append([]int64(nil), spec.Dims...), numel: numel, nbytes: nbytes,
+		constant: true, constID: -1, memObj: -1, buf: buf}
+	ts.setLive(ts.dims, numel)
+	vid := int32(len(g.tensors))
+	g.tensors = append(g.tensors, ts)
+	g.packed[key] = vid
+	g.packStats.Bytes += nbytes
+
+	if g.packCache != nil {
+		if data, ok := g.packCache.Get(key, seed); ok && int64(len(data)) == nbytes {
+			if err := g.dev.Write(buf, 0, data); err != nil {
+				return ops.Tensor{}, err
+			}
+			g.packStats.Hits++
+			return b.Tensor(vid)
+		}
+	}
+	g.packStats.Misses++
+	if err := g.runPack(b.ctx, src, id, weight, ts, spec, key, seed); err != nil {
+		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s): %w", id, spec.Name, err)
+	}
+	return b.Tensor(vid)
+}
+
+// weightSource finds the constant behind id: id itself, or the constant an
+// et_vk.prepack copied into id.
+func (g *WebGPUGraph) weightSource(id int32) (int32, bool) {
+	if ts := g.tensors[id]; ts.constant && ts.constID >= 0 {
+		return id, true
+	}
+	src, ok := g.prepackSrc[id]
+	return src, ok
+}
+
+// weightKey is a constant's content ID: its named-data key (the SHA-256 of
+// its bytes, as the exporter writes it) or the SHA-256 of its inline bytes.
+func (g *WebGPUGraph) weightKey(id int32) (string, error) {
+	if k, ok := g.weightKeys[id]; ok {
+		return k, nil
+	}
+	ts := g.tensors[id]
+	c := g.graph.Constants[ts.constID]
+	var k string
+	if c.IsNamed() {
+		k = "named:" + c.NamedKey
+	} else {
+		data, err := g.constantBytes(id, ts)
+		if err != nil {
+			return "", err
+		}
+		h := sha256.Sum256(data)
+		k = "inline:" + hex.EncodeToString(h[:])
+	}
+	k += fmt.Sprintf("|%v%v", ts.dtype, ts.dims)
+	g.weightKeys[id] = k
+	return k, nil
+}
+
+// packSeed is the content ID of a packing: kernel source, entry point,
+// binding layout, params, packed dtype and dims.
+func packSeed(spec ops.PackSpec) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(gpu.PipelineKey(spec.Kernel.Source, spec.Kernel.Entry, spec.Kernel.Layout)))
+	h.Write(spec.Params)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(spec.DType))
+	h.Write(b[:])
+	for _, d := range spec.Dims {
+		binary.LittleEndian.PutUint64(b[:], uint64(d))
+		h.Write(b[:])
+	}
+	var s [32]byte
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// runPack runs spec's kernel from the weight's bytes into dst now. The
+// source is the tensor's buffer when it has one (a constant or prepack
+// output already written), else a temporary upload of the constant.
+func (g *WebGPUGraph) runPack(ctx context.Context, src *tensorState, id, weight int32, dst *tensorState, spec ops.PackSpec, key string, seed [32]byte) error {
+	if g.replay {
+		return fmt.Errorf("%w: a weight was first packed while re-recording", ErrInvalidGraph)
+	}
+	var release []*gpu.Buffer
+	defer func() {
+		for _, b := range release {
+			g.releaseOwned(b)
+		}
+	}()
+	srcBuf := src.buf
+	if srcBuf == nil || !(src.constant || src.materialized) {
+		ws := g.tensors[weight]
+		data, err := g.constantBytes(weight, ws)
+		if err != nil {
+			return err
+		}
+		if srcBuf, err = g.newBuffer(gpu.Storage, uint64(ws.nbytes), "pack source"); err != nil {
+			return err
+		}
+		release = append(release, srcBuf)
+		if err := g.dev.Write(srcBuf, 0, data); err != nil {
+			return err
+		}
+	}
+	params, err := g.newBuffer(gpu.UniformBuf, uint64(len(spec.Params)), "pack params")
+	if err != nil {
+		return err
+	}
+	release = append(release, params)
+	if err := g.dev.Write(params, 0, spec.Params); err != nil {
+		return err
+	}
+	k := spec.Kernel
+	pipes, err := g.dev.Pipelines([]gpu.PipelineSpec{{Label: k.Name, Source: k.Source, Entry: k.Entry, Layout: k.Layout}})
+	if err != nil {
+		return err
+	}
+	bg, err := g.dev.NewBindGroup(pipes[0], []gpu.BindEntry{{Buf: srcBuf}, {Buf: dst.buf}, {Buf: params}}, "pack")
+	if err != nil {
+		return err
+	}
+	defer bg.Release()
+	var reads []gpu.Readback
+	var staging *gpu.Buffer
+	if g.packCache != nil && dst.nbytes > 0 {
+		if staging, err = g.newBuffer(gpu.Staging, uint64(dst.nbytes), "pack readback"); err != nil {
+			return err
+		}
+		reads = append(reads, gpu.Readback{Src: dst.buf, Dst: staging, Size: gpu.AlignedSize(uint64(dst.nbytes))})
+	}
+	disp := []gpu.Dispatch{{Pipeline: pipes[0], Group: bg, X: spec.Groups[0], Y: spec.Groups[1], Z: spec.Groups[2]}}
+	if err := g.dev.Run(ctx, disp, reads); err != nil {
+		if staging != nil {
+			g.releaseOwned(staging)
+		}
+		return err
+	}
+	if staging != nil {
+		m, err := staging.Mapped()
+		if err != nil {
+			g.releaseOwned(staging)
+			return err
+		}
+		// The cache keeps the mapped bytes until finishPacking saves them.
+		g.packCache.Put(key, seed, m[:dst.nbytes])
+		g.packStaging = append(g.packStaging, staging)
+	}
+	return nil
+}
+
+// finishPacking saves newly packed weights to the cache (from the staging
+// mappings, which are then released). It runs at the end of every load.
+func (g *WebGPUGraph) finishPacking() {
+	if len(g.packStaging) == 0 {
+		return
+	}
+	if err := g.packCache.Save(); err != nil {
+		// The cache logged it. Its unsaved entries still point into our
+		// mappings: drop them before unmapping.
+		g.packCache.DiscardPending()
+	}
+	for _, st := range g.packStaging {
+		g.releaseOwned(st)
+	}
+	g.packStaging = nil
+}
+
+// openPackedCache returns the process-wide cache for path, or nil.
+func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
+	if path == "" {
+		return nil
+	}
+	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+}

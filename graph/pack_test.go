@@ -1,0 +1,168 @@
+package graph
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// testCopyKernel copies n u32 words; the test op below uses it to expose a
+// packed weight as a graph output.
+var testCopyKernel = &shaders.Kernel{Name: "test copy", Entry: "main", WorkgroupSize: 64,
+	Layout: shaders.Layout(1, 1, true), Source: `
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+struct P { n: u32, a: u32, b: u32, c: u32 }
+@group(0) @binding(2) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = g.x + g.y * nw.x * 64u;
+  if (i < p.n) { y[i] = x[i]; }
+}`}
+
+// test.packed_transpose [w, out]: out = the transpose packing of w.
+func init() {
+	ops.Register("test.packed_transpose", func(b ops.Builder, args []int32) error {
+		w, err := b.Tensor(args[0])
+		if err != nil {
+			return err
+		}
+		spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return err
+		}
+		packed, err := b.(ops.Packer).PackWeight(args[0], spec)
+		if err != nil {
+			return err
+		}
+		out, err := ops.Output(b, 1, args[1], packed.DType, packed.Dims)
+		if err != nil {
+			return err
+		}
+		var p ops.Params
+		p.U32(uint32(out.Numel))
+		grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return err
+		}
+		return b.Dispatch(testCopyKernel, []int32{packed.ID}, []int32{out.ID}, p.Bytes(), grid)
+	})
+}
+
+// packedGraph is a weight [r, c] (named data, behind et_vk.prepack) whose
+// transpose packing is the output.
+func packedGraph(t testing.TB, r, c uint32, seed uint64) ([]byte, *serialization.NamedDataMap, []float32) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	w := make([]float32, r*c)
+	raw := make([]byte, 4*len(w))
+	for i := range w {
+		w[i] = rng.Float32()
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(w[i]))
+	}
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	cst, _ := b.NamedConst(f, []uint32{r, c}, raw)
+	p := b.Tensor(f, []uint32{r, c}, -1)
+	b.Op("et_vk.prepack.default", cst, p)
+	out := b.Tensor(f, []uint32{c, r}, -1)
+	b.Op("test.packed_transpose", p, out)
+	b.Outputs(out)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := serialization.NewNamedDataMap()
+	for _, nb := range b.NamedBlobs() {
+		if err := named.Add(nb.Key, nb.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return blob, named, w
+}
+
+func checkTransposed(t *testing.T, g *WebGPUGraph, w []float32, r, c int) {
+	t.Helper()
+	out, err := g.Execute(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out[0].Float32s()
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if got[j*r+i] != w[i*c+j] {
+				t.Fatalf("packed[%d][%d] = %v, want %v", j, i, got[j*r+i], w[i*c+j])
+			}
+		}
+	}
+}
+
+// TestPackedWeightCache: the first load packs on the device and saves the
+// packing; a second load takes it from the cache file and packs nothing;
+// both give the transposed weight.
+func TestPackedWeightCache(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "packed.cache")
+	blob, named, w := packedGraph(t, 37, 45, 1)
+	for i, want := range []PackedCacheStats{{Misses: 1, Bytes: 37 * 45 * 4}, {Hits: 1, Bytes: 37 * 45 * 4}} {
+		g, err := Load(ctx, device(t), blob, Options{NamedData: named, PackedCache: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := g.PackedCacheStats(); s != want {
+			t.Errorf("load %d: %+v, want %+v", i, s, want)
+		}
+		checkTransposed(t, g, w, 37, 45)
+		g.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("load %d: no cache file: %v", i, err)
+		}
+	}
+	// Without a cache it packs every time.
+	g, err := Load(ctx, device(t), blob, Options{NamedData: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s := g.PackedCacheStats(); s.Misses != 1 || s.Hits != 0 {
+		t.Errorf("no cache: %+v", s)
+	}
+	checkTransposed(t, g, w, 37, 45)
+}
+
+// TestPackedWeightLoadHeap: a load whose packing comes from the cache
+// allocates (Go heap) far less than the weight's size: the bytes go from
+// the mapping to the device.
+func TestPackedWeightLoadHeap(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "packed.cache")
+	const r, c = 1024, 2048 // 8 MiB
+	blob, named, w := packedGraph(t, r, c, 2)
+	for i := 0; i < 2; i++ {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g, err := Load(ctx, device(t), blob, Options{NamedData: named, PackedCache: path, SkipWarmup: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		heap := after.TotalAlloc - before.TotalAlloc
+		t.Logf("load %d: %+v, %d heap bytes for %d weight bytes", i, g.PackedCacheStats(), heap, r*c*4)
+		if heap > r*c*4/10 {
+			t.Errorf("load %d allocated %d heap bytes, over 10%% of the %d weight bytes", i, heap, r*c*4)
+		}
+		if i == 1 {
+			checkTransposed(t, g, w, r, c)
+		}
+		g.Close()
+	}
+}
+
