@@ -114,9 +114,9 @@ func TestMatmulChunks(t *testing.T) {
 		}
 		next := uint32(0)
 		for i, d := range r.dispatches {
-			// The WGSL Params struct is eight u32s.
-			if len(d.params) != 32 {
-				t.Fatalf("K=%d: params are %d bytes, want 32", c.k, len(d.params))
+			// The WGSL Params struct is 16 u32s and three vec4 pairs.
+			if len(d.params) != 4*matmulParamsWords {
+				t.Fatalf("K=%d: params are %d bytes, want %d", c.k, len(d.params), 4*matmulParamsWords)
 			}
 			if got := strings.Contains(d.k.Name, "Vec4:true"); got != c.vec4 {
 				t.Errorf("K=%d: kernel %s, want vec4 %v", c.k, d.k.Name, c.vec4)

@@ -98,8 +98,38 @@ func TestMatmulRejects(t *testing.T) {
 		"mm/K mismatch": func(b *serialization.Builder) {
 			mm(b, ten(b, f, 3, 4), ten(b, f, 5, 2), ten(b, f, 3, 2))
 		},
-		"mm/out shape": func(b *serialization.Builder) {
-			mm(b, ten(b, f, 3, 4), ten(b, f, 4, 2), ten(b, f, 2, 3))
+		"mm/out too small": func(b *serialization.Builder) {
+			mm(b, ten(b, f, 3, 4), ten(b, f, 4, 2), ten(b, f, 2, 2))
+		},
+		"bmm/batch mismatch": func(b *serialization.Builder) {
+			x := ten(b, f, 2, 3, 4)
+			b.Op("aten.bmm.default", x, ten(b, f, 3, 4, 2), ten(b, f, 2, 3, 2))
+			b.Inputs(x)
+		},
+		"bmm/2-D self": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.bmm.default", x, ten(b, f, 1, 4, 2), ten(b, f, 1, 3, 2))
+			b.Inputs(x)
+		},
+		"addmm/bias shape": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.addmm.default", ten(b, f, 2, 2), x, ten(b, f, 4, 2), b.Double(1), b.Double(1), ten(b, f, 3, 2))
+			b.Inputs(x)
+		},
+		"addmm/beta string": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.addmm.default", ten(b, f, 2), x, ten(b, f, 4, 2), b.String("1"), b.Double(1), ten(b, f, 3, 2))
+			b.Inputs(x)
+		},
+		"matmul/batch broadcast": func(b *serialization.Builder) {
+			x := ten(b, f, 2, 3, 4)
+			b.Op("aten.matmul.default", x, ten(b, f, 3, 4, 2), ten(b, f, 3, 3, 2))
+			b.Inputs(x)
+		},
+		"matmul/rank 0": func(b *serialization.Builder) {
+			x := ten(b, f)
+			b.Op("aten.matmul.default", x, ten(b, f, 1, 2), ten(b, f, 2))
+			b.Inputs(x)
 		},
 		"mm/3-D self": func(b *serialization.Builder) {
 			mm(b, ten(b, f, 2, 3, 4), ten(b, f, 4, 2), ten(b, f, 6, 2))
@@ -135,9 +165,9 @@ func TestMatmulRejects(t *testing.T) {
 			bias := b.InlineConst(serialization.Int32, []uint32{2}, make([]byte, 8))
 			linear(b, ten(b, f, 3, 4), w, bias, ten(b, f, 3, 2))
 		},
-		"linear/out shape": func(b *serialization.Builder) {
+		"linear/out too small": func(b *serialization.Builder) {
 			w := b.InlineConst(f, []uint32{2, 4}, make([]byte, 32))
-			linear(b, ten(b, f, 2, 3, 4), w, b.Null(), ten(b, f, 6, 2))
+			linear(b, ten(b, f, 2, 3, 4), w, b.Null(), ten(b, f, 5, 2))
 		},
 	})
 }
