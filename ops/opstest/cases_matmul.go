@@ -319,3 +319,51 @@ func init() {
 		matmulCase([]int64{1, 1, 1}, []int64{1, 1, 1}, weightInput),
 	)
 }
+
+// edgeMatmulCase: mm and linear on inputs sprinkled with NaN, ±Inf, ±0,
+// big and tiny values. Big values stay small enough that no product
+// overflows float32 (the float64 reference would not overflow where the
+// device does); sums of +Inf and -Inf are NaN in any order, so the special
+// values come out the same on both.
+func edgeMatmulCase(op string, m, k, n int64) Case {
+	return Case{
+		Name: fmt.Sprintf("%s/edge/M%d_K%d_N%d/%s", op, m, k, n, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e18, -1e-30}
+			sprinkle := func(t *reference.Tensor) *reference.Tensor {
+				for i := range t.V {
+					if r.IntN(5) == 0 {
+						t.V[i] = reference.Round(f, special[r.IntN(len(special))])
+					}
+				}
+				return t
+			}
+			xv := sprinkle(RandTensor(r, f, []int64{m, k}, -1, 1))
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			out := b.Tensor(f, Dims([]int64{m, n}), -1)
+			if op == "mm" {
+				y := addWeight(b, sprinkle(RandTensor(r, f, []int64{k, n}, -1, 1)), weightInput, &inputs)
+				b.Op("aten.mm.default", x, y, out)
+			} else {
+				w := addWeight(b, sprinkle(RandTensor(r, f, []int64{n, k}, -1, 1)), weightInput, &inputs)
+				bias := addWeight(b, sprinkle(RandTensor(r, f, []int64{n}, -1, 1)), weightInput, &inputs)
+				b.Op("aten.linear.default", x, w, bias, out)
+			}
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		edgeMatmulCase("mm", 7, 5, 9),
+		edgeMatmulCase("mm", 9, 8, 8),
+		edgeMatmulCase("linear", 7, 5, 9),
+		edgeMatmulCase("linear", 9, 8, 8),
+	)
+}
