@@ -374,7 +374,7 @@ func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
 
 // recordCacheUpdate writes value ([B, S, H, D]) into cache rows pos.. and,
 // when out >= 0, zeroes the one-element placeholder out.
-func recordCacheUpdate(b Builder, value, cache Tensor, va, ca int, pos int64, out int32) error {
+func recordCacheUpdate(b Builder, value, cache Tensor, va, ca, posArg int, pos int64, out int32) error {
 	if len(value.Dims) != 4 {
 		return Errorf(va, "value dims %v: want [B, S, heads, head_dim]", value.Dims)
 	}
@@ -386,7 +386,7 @@ func recordCacheUpdate(b Builder, value, cache Tensor, va, ca int, pos int64, ou
 		return Errorf(va, "value dims %v do not match cache dims %v in batch, heads or head_dim", vd, cd)
 	}
 	if pos < 0 || pos+vd[1] > cd[1] {
-		return Errorf(-1, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
+		return Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
 	}
 	n := value.Numel
 	if n == 0 {
@@ -437,12 +437,12 @@ func updateCacheOp(b Builder, args []int32) error {
 		}
 		out = args[3]
 	}
-	return recordCacheUpdate(b, value, cache, 0, 1, pos, out)
+	return recordCacheUpdate(b, value, cache, 0, 1, 2, pos, out)
 }
 
 // cacheAttention validates an attention of q ([B, S, Hq, D]) over cache
 // rows [0, pos+S), sets out's shape and returns the call to record.
-func cacheAttention(b Builder, args []int32, qa, ka, va, maskArg, dropArg, causalArg, scaleArg, outArg int, pos int64) (attnCall, error) {
+func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropArg, causalArg, scaleArg, outArg int, pos int64) (attnCall, error) {
 	var none attnCall
 	q, err := attnTensor(b, args, qa, "q")
 	if err != nil {
@@ -472,7 +472,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, maskArg, dropArg, causa
 		return none, Errorf(ka, "k_cache has %d heads for q's %d", hk, hq)
 	}
 	if pos < 0 || pos+sq > kd[1] {
-		return none, Errorf(-1, "input_pos %d + seq_len %d outside the cache's %d rows", pos, sq, kd[1])
+		return none, Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, sq, kd[1])
 	}
 	if !b.IsNull(args[maskArg]) {
 		return none, Errorf(maskArg, "attn_mask is not supported with a KV cache (must be Null)")
@@ -520,7 +520,7 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 		return Errorf(4, "k_cache and v_cache are the same tensor")
 	}
 	// Validate the attention and set out's shape before any dispatch.
-	call, err := cacheAttention(b, args, 0, 3, 4, 7, 8, 9, 10, 11, pos)
+	call, err := cacheAttention(b, args, 0, 3, 4, 5, 7, 8, 9, 10, 11, pos)
 	if err != nil {
 		return err
 	}
@@ -531,10 +531,10 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	}
 	kc, _ := b.Tensor(args[3])
 	vc, _ := b.Tensor(args[4])
-	if err := recordCacheUpdate(b, k, kc, 1, 3, pos, -1); err != nil {
+	if err := recordCacheUpdate(b, k, kc, 1, 3, 5, pos, -1); err != nil {
 		return err
 	}
-	if err := recordCacheUpdate(b, v, vc, 2, 4, pos, -1); err != nil {
+	if err := recordCacheUpdate(b, v, vc, 2, 4, 5, pos, -1); err != nil {
 		return err
 	}
 	return recordAttention(b, call)
@@ -548,7 +548,7 @@ func customSDPAOp(b Builder, args []int32) error {
 	if err != nil {
 		return argErr(3, err)
 	}
-	call, err := cacheAttention(b, args, 0, 1, 2, 4, 5, 6, 7, 8, pos)
+	call, err := cacheAttention(b, args, 0, 1, 2, 3, 4, 5, 6, 7, 8, pos)
 	if err != nil {
 		return err
 	}
