@@ -8,25 +8,11 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// et_vk.sdpa.default args:
-//
-//	[q (B,H,Sq,D), k (B,Hk,Skv,D), v (B,Hk,Skv,Dv), attn_mask (tensor or Null), scale (Double or Null), out (B,H,Sq,Dv)]
-//
-// aten.scaled_dot_product_attention.default args:
-//
-//	[query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out] (enable_gqa may be absent)
-//
-// sdpa_with_kv_cache.default args:
-//
-//	[q (B,S,Hq,D), k (B,S,Hkv,D), v, k_cache (B,maxS,Hkv,D), v_cache, input_pos, seq_len, attn_mask, dropout_p, is_causal, scale, out (B,S,Hq,D)]
-//
-// llama.custom_sdpa.default args:
-//
-//	[q (B,S,Hq,D), k_cache, v_cache, input_pos, attn_mask, dropout_p, is_causal, scale, out]
-//
-// update_cache.default args:
-//
-//	[value (B,S,H,D), cache (B,maxS,H,D), input_pos, out (a [1] placeholder)]
+// et_vk.sdpa.default args: [q (B,H,Sq,D), k (B,Hk,Skv,D), v (B,Hk,Skv,Dv), attn_mask (tensor or Null), scale (Double or Null), out (B,H,Sq,Dv)]
+// aten.scaled_dot_product_attention.default args: [query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa (may be absent), out]
+// sdpa_with_kv_cache.default args: [q (B,S,Hq,D), k (B,S,Hkv,D), v, k_cache (B,maxS,Hkv,D), v_cache, input_pos, seq_len, attn_mask, dropout_p, is_causal, scale, out (B,S,Hq,D)]
+// llama.custom_sdpa.default args: [q (B,S,Hq,D), k_cache, v_cache, input_pos, attn_mask, dropout_p, is_causal, scale, out]
+// update_cache.default args: [value (B,S,H,D), cache (B,maxS,H,D), input_pos, out (a [1] placeholder)]
 //
 // et_vk.sdpa follows backends/vulkan/custom_ops_lib.py: softmax(q·kᵀ·scale
 // + mask)·v over the last two dims, scale defaulting to 1/sqrt(D), the

@@ -7,17 +7,9 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// et_vk.apply_rotary_emb.default args:
-//
-//	[xq (B,S,Hq,D), xk (B,S,Hk,D), freqs_cos (S,D/2), freqs_sin (S,D/2), ValueList[xq_out, xk_out]]
-//
-// et_vk.apply_rotary_emb_hf.default args:
-//
-//	[xq (B,S,Hq,D), xk (B,S,Hk,D), freqs_cos (T,rd), freqs_sin (T,rd), start_pos, ValueList[xq_out, xk_out]]
-//
-// et_vk.apply_rotary_emb_interleaved.default args:
-//
-//	[x (B,N,C), freqs_cis (N·C elements of (cos, sin) pairs, any rank), out (B,N,C)]
+// et_vk.apply_rotary_emb.default args: [xq (B,S,Hq,D), xk (B,S,Hk,D), freqs_cos (S,D/2), freqs_sin (S,D/2), ValueList[xq_out, xk_out]]
+// et_vk.apply_rotary_emb_hf.default args: [xq (B,S,Hq,D), xk (B,S,Hk,D), freqs_cos (T,rd), freqs_sin (T,rd), start_pos, ValueList[xq_out, xk_out]]
+// et_vk.apply_rotary_emb_interleaved.default args: [x (B,N,C), freqs_cis (N·C elements of (cos, sin) pairs, any rank), out (B,N,C)]
 //
 // Semantics from backends/vulkan/custom_ops_lib.py and patterns/rope.py:
 // apply_rotary_emb is llama's rope, rotating element pairs (2j, 2j+1) of
