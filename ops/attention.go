@@ -80,6 +80,7 @@ type attnShader struct {
 	Out      bool
 	WG       int
 	Lanes    int
+	Vec4     bool // D and Dv multiples of 4: q, k, v and out as vec4 arrays
 	Mask     bool
 	BoolMask bool
 	Dv       int
@@ -111,6 +112,10 @@ func recordAttention(b Builder, c attnCall) error {
 	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
 		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv)}
 	sh.WAcc = attnLanes * len(sh.VChunks)
+	// Every q/k/v/out offset is a sum of multiples of its row length (or a
+	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
+	// vec4-aligned.
+	sh.Vec4 = c.d%4 == 0 && c.dv%4 == 0
 	inputs := []int32{c.q, c.k, c.v}
 	if sh.Mask {
 		inputs = append(inputs, c.mask)

@@ -13,7 +13,9 @@
 //
 // Head dims (D for q·k, Dv for v and out) are baked in: the per-key dot
 // product and output update are unrolled over vec4 chunks, so they cost no
-// loop trips. q, k, v, mask and out are addressed by element strides (last
+// loop trips. With Vec4 (both head dims multiples of 4, so every row
+// offset is too) q, k, v and out bind as vec4 arrays: one load per chunk.
+// q, k, v, mask and out are addressed by element strides (last
 // dim contiguous), so [B, H, S, D] and [B, S, H, D] layouts, KV caches
 // with more rows than keys, broadcast batches and grouped-query heads
 // (kv head = h / g) all use the same kernel.
@@ -49,15 +51,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 {{- else}}
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
+{{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
+@group(0) @binding(0) var<storage, read> q: array<{{$t}}>;
+@group(0) @binding(1) var<storage, read> k: array<{{$t}}>;
+@group(0) @binding(2) var<storage, read> v: array<{{$t}}>;
 {{- if .Mask}}
 @group(0) @binding(3) var<storage, read> mask: array<{{if .BoolMask}}u32{{else}}f32{{end}}>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{$t}}>;
 @group(0) @binding(5) var<uniform> params: Params;
 {{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{$t}}>;
 @group(0) @binding(4) var<uniform> params: Params;
 {{- end}}
 
@@ -98,7 +101,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let qo = b * params.q_sb + h * params.q_sh + i * params.q_ss;
   let s = params.scale;
 {{- range .QChunks}}
+{{- if $.Vec4}}
+  let q{{.I}} = s * q[(qo >> 2u) + {{.I}}u];
+{{- else}}
   let q{{.I}} = s * vec4<f32>(q[qo + {{.Off}}u], {{if gt .N 1}}q[qo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}q[qo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}q[qo + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
 {{- end}}
   var nk = params.nkeys;
   if (params.causal != 0u) { nk = min(nk, i + params.causal_off + 1u); }
@@ -115,7 +122,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
   for (var j = lane; j < nk; j += L) {
     let ko = kb + j * params.k_ss;
+{{- if .Vec4}}
+    let k4 = ko >> 2u;
+    var sc = 0.0{{range .QChunks}} + dot(q{{.I}}, k[k4 + {{.I}}u]){{end}};
+{{- else}}
     var sc = 0.0{{range .QChunks}} + dot(q{{.I}}, vec4<f32>(k[ko + {{.Off}}u], {{if gt .N 1}}k[ko + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}k[ko + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}k[ko + {{.Off}}u + 3u]{{else}}0.0{{end}})){{end}};
+{{- end}}
 {{- if .Mask}}
     let mi = mo + j * params.m_sk;
 {{- if .BoolMask}}
@@ -131,7 +143,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       l = l * corr + p;
       let vo = vb + j * params.v_ss;
 {{- range .VChunks}}
+{{- if $.Vec4}}
+      acc{{.I}} = acc{{.I}} * corr + p * v[(vo >> 2u) + {{.I}}u];
+{{- else}}
       acc{{.I}} = acc{{.I}} * corr + p * vec4<f32>(v[vo + {{.Off}}u], {{if gt .N 1}}v[vo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}v[vo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}v[vo + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
 {{- end}}
       m = mn;
     }
@@ -158,6 +174,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var r = vec4<f32>(0.0);
     for (var t = 0u; t < L; t++) { r += wacc[t * V4 + d]; }
     r = r / sum;
+{{- if .Vec4}}
+    out[(oo >> 2u) + d] = r;
+{{- else}}
     let e = oo + 4u * d;
     out[e] = r.x;
 {{- if .VTail}}
@@ -168,6 +187,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     out[e + 1u] = r.y;
     out[e + 2u] = r.z;
     out[e + 3u] = r.w;
+{{- end}}
 {{- end}}
   }
 }
