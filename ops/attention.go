@@ -53,6 +53,13 @@ const attnMaxKeys = attnLanes * 32768
 // attnMaxHeadDim bounds the unrolled head-dim code.
 const attnMaxHeadDim = 512
 
+// attnMaxRows is the most query rows one workgroup serves; attnRowBudget
+// caps rows × (D + Dv) so the per-row registers (q and acc) stay modest.
+const (
+	attnMaxRows   = 4
+	attnRowBudget = 512
+)
+
 // attnStrides are element strides of a [batch, head, seq, dim] view; the
 // dim stride is 1.
 type attnStrides struct{ b, h, s int64 }
@@ -85,7 +92,9 @@ type attnShader struct {
 	BoolMask bool
 	Dv       int
 	VTail    bool
-	WAcc     int // Lanes × vec4 chunks of Dv: the merge buffer
+	Rows     []int // query rows per workgroup: 0..R-1
+	WRows    int   // Lanes × R
+	WAcc     int   // Lanes × R × vec4 chunks of Dv: the merge buffer
 	QChunks  []attnChunk
 	VChunks  []attnChunk
 }
@@ -111,7 +120,18 @@ func recordAttention(b Builder, c attnCall) error {
 	}
 	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
 		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv)}
-	sh.WAcc = attnLanes * len(sh.VChunks)
+	// Several query rows per workgroup share the k and v loads; one row
+	// when there is only one (decode) or the head dims are large.
+	r := int64(1)
+	for r < attnMaxRows && r < c.sq && (r*2)*(c.d+c.dv) <= attnRowBudget {
+		r *= 2
+	}
+	for i := range r {
+		sh.Rows = append(sh.Rows, int(i))
+	}
+	sh.WRows = attnLanes * int(r)
+	sh.WAcc = sh.WRows * len(sh.VChunks)
+	groups := c.bsz * c.hq * ((c.sq + r - 1) / r)
 	// Every q/k/v/out offset is a sum of multiples of its row length (or a
 	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
 	// vec4-aligned.
@@ -124,7 +144,7 @@ func recordAttention(b Builder, c attnCall) error {
 	if err != nil {
 		return err
 	}
-	groups, err := Grid(uint64(rows), 1, b.MaxWorkgroupsPerDim())
+	grid, err := Grid(uint64(groups), 1, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
 	}
@@ -133,7 +153,7 @@ func recordAttention(b Builder, c attnCall) error {
 		causal = 1
 	}
 	var p Params
-	p.U32(uint32(rows)).U32(uint32(c.sq)).U32(uint32(c.hq)).U32(uint32(c.g))
+	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq)).U32(uint32(c.g))
 	p.U32(uint32(c.nkeys)).U32(causal).U32(uint32(c.causalOff)).F32(float32(c.scale))
 	for _, s := range []attnStrides{c.qs, c.ks, c.vs, c.os} {
 		p.U32(uint32(s.b)).U32(uint32(s.h)).U32(uint32(s.s))
@@ -141,7 +161,7 @@ func recordAttention(b Builder, c attnCall) error {
 	for _, s := range c.ms {
 		p.U32(uint32(s))
 	}
-	if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), groups); err != nil {
+	if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), grid); err != nil {
 		return fmt.Errorf("ops: attention: %w", err)
 	}
 	return nil

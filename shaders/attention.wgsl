@@ -1,15 +1,18 @@
 // attention.wgsl: fused scaled-dot-product attention, float32, and the
 // KV-cache row update.
 //
-// Attention: one workgroup of {{.Lanes}} lanes per query row (b, h, i).
-// Lane t walks keys t, t+{{.Lanes}}, ... below the row's key limit with an
-// online softmax (running max m, running sum l, unnormalized output acc),
-// so each lane loops about nkeys/{{.Lanes}} times: far below llvmpipe's
-// 65535 back-edges per invocation (Go caps nkeys accordingly). The lanes'
-// partial states are then merged through workgroup memory: the row max M,
-// the sum Σ l_t·exp(m_t − M), and each output vec4 Σ acc_t·exp(m_t − M)
-// divided by that sum. A row whose keys are all masked out ends as 0/0 =
-// NaN, as torch's softmax of all −inf does.
+// Attention: one workgroup of Lanes lanes per len(Rows) consecutive query
+// rows (b, h, row0..) of one head; the rows share every k and v load, which
+// is what bounds this kernel on lavapipe. Lane t walks keys t, t+Lanes,
+// ... below the rows' largest key limit with an online softmax per row
+// (running max m, running sum l, unnormalized output acc); keys past a
+// row's own (causal) limit count as masked. Each lane loops about
+// nkeys/Lanes times: far below llvmpipe's 65535 back-edges per invocation
+// (Go caps nkeys accordingly). The lanes' partial states are then merged
+// through workgroup memory: the row max M, the sum Σ l_t·exp(m_t − M),
+// and each output vec4 Σ acc_t·exp(m_t − M) divided by that sum. A row
+// whose keys are all masked out ends as 0/0 = NaN, as torch's softmax of
+// all −inf does.
 //
 // Head dims (D for q·k, Dv for v and out) are baked in: the per-key dot
 // product and output update are unrolled over vec4 chunks, so they cost no
@@ -65,7 +68,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- end}}
 
 struct Params {
-  rows: u32,       // B·Hq·Sq query rows
+  groups: u32,     // workgroups: B·Hq·ceil(Sq / rows per workgroup)
   sq: u32,
   hq: u32,
   g: u32,          // query heads per kv head
@@ -82,113 +85,145 @@ struct Params {
 const L: u32 = {{.Lanes}}u;
 const V4: u32 = {{len .VChunks}}u;
 
-var<workgroup> wm: array<f32, {{.Lanes}}>;
-var<workgroup> wl: array<f32, {{.Lanes}}>;
+// Per row of the workgroup: each lane's running max and sum, then its
+// rescaled output vec4s.
+var<workgroup> wm: array<f32, {{.WRows}}>;
+var<workgroup> wl: array<f32, {{.WRows}}>;
 var<workgroup> wacc: array<vec4<f32>, {{.WAcc}}>;
 
 @compute @workgroup_size({{.Lanes}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= params.rows) { return; }
-  let i = row % params.sq;
-  let bh = row / params.sq;
+  let grp = wid.x + wid.y * nwg.x;
+  if (grp >= params.groups) { return; }
+  let per = (params.sq + {{len .Rows}}u - 1u) / {{len .Rows}}u;
+  let row0 = (grp % per) * {{len .Rows}}u;
+  let bh = grp / per;
   let h = bh % params.hq;
   let b = bh / params.hq;
   let hk = h / params.g;
   let neg_inf = bitcast<f32>(0xff800000u);
-
-  let qo = b * params.q_sb + h * params.q_sh + i * params.q_ss;
   let s = params.scale;
-{{- range .QChunks}}
-{{- if $.Vec4}}
-  let q{{.I}} = s * q[(qo >> 2u) + {{.I}}u];
-{{- else}}
-  let q{{.I}} = s * vec4<f32>(q[qo + {{.Off}}u], {{if gt .N 1}}q[qo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}q[qo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}q[qo + {{.Off}}u + 3u]{{else}}0.0{{end}});
-{{- end}}
-{{- end}}
-  var nk = params.nkeys;
-  if (params.causal != 0u) { nk = min(nk, i + params.causal_off + 1u); }
   let kb = b * params.k_sb + hk * params.k_sh;
   let vb = b * params.v_sb + hk * params.v_sh;
-{{- if .Mask}}
-  let mo = b * params.m_sb + h * params.m_sh + i * params.m_sq;
+  var nk_max = 0u;
+{{- range $r := .Rows}}
+  // Row {{$r}}: query row0+{{$r}}, clamped to the last row (its results are
+  // not written when past Sq).
+  let i{{$r}} = min(row0 + {{$r}}u, params.sq - 1u);
+  let qo{{$r}} = b * params.q_sb + h * params.q_sh + i{{$r}} * params.q_ss;
+{{- range $.QChunks}}
+{{- if $.Vec4}}
+  let q{{$r}}_{{.I}} = s * q[(qo{{$r}} >> 2u) + {{.I}}u];
+{{- else}}
+  let q{{$r}}_{{.I}} = s * vec4<f32>(q[qo{{$r}} + {{.Off}}u], {{if gt .N 1}}q[qo{{$r}} + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}q[qo{{$r}} + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}q[qo{{$r}} + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
+{{- end}}
+  var nk{{$r}} = params.nkeys;
+  if (params.causal != 0u) { nk{{$r}} = min(nk{{$r}}, i{{$r}} + params.causal_off + 1u); }
+  nk_max = max(nk_max, nk{{$r}});
+{{- if $.Mask}}
+  let mo{{$r}} = b * params.m_sb + h * params.m_sh + i{{$r}} * params.m_sq;
+{{- end}}
+  var m{{$r}} = neg_inf;
+  var l{{$r}} = 0.0;
+{{- range $.VChunks}}
+  var acc{{$r}}_{{.I}} = vec4<f32>(0.0);
+{{- end}}
 {{- end}}
 
-  var m = neg_inf;
-  var l = 0.0;
-{{- range .VChunks}}
-  var acc{{.I}} = vec4<f32>(0.0);
-{{- end}}
-  for (var j = lane; j < nk; j += L) {
+  for (var j = lane; j < nk_max; j += L) {
     let ko = kb + j * params.k_ss;
-{{- if .Vec4}}
-    let k4 = ko >> 2u;
-    var sc = 0.0{{range .QChunks}} + dot(q{{.I}}, k[k4 + {{.I}}u]){{end}};
+{{- range .QChunks}}
+{{- if $.Vec4}}
+    let k{{.I}} = k[(ko >> 2u) + {{.I}}u];
 {{- else}}
-    var sc = 0.0{{range .QChunks}} + dot(q{{.I}}, vec4<f32>(k[ko + {{.Off}}u], {{if gt .N 1}}k[ko + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}k[ko + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}k[ko + {{.Off}}u + 3u]{{else}}0.0{{end}})){{end}};
-{{- end}}
-{{- if .Mask}}
-    let mi = mo + j * params.m_sk;
-{{- if .BoolMask}}
-    if (((mask[mi >> 2u] >> ((mi & 3u) * 8u)) & 0xffu) == 0u) { sc = neg_inf; }
-{{- else}}
-    sc += mask[mi];
+    let k{{.I}} = vec4<f32>(k[ko + {{.Off}}u], {{if gt .N 1}}k[ko + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}k[ko + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}k[ko + {{.Off}}u + 3u]{{else}}0.0{{end}});
 {{- end}}
 {{- end}}
-    if (sc > neg_inf) {
-      let mn = max(m, sc);
-      let corr = exp(m - mn);
-      let p = exp(sc - mn);
-      l = l * corr + p;
-      let vo = vb + j * params.v_ss;
+    let vo = vb + j * params.v_ss;
 {{- range .VChunks}}
 {{- if $.Vec4}}
-      acc{{.I}} = acc{{.I}} * corr + p * v[(vo >> 2u) + {{.I}}u];
+    let v{{.I}} = v[(vo >> 2u) + {{.I}}u];
 {{- else}}
-      acc{{.I}} = acc{{.I}} * corr + p * vec4<f32>(v[vo + {{.Off}}u], {{if gt .N 1}}v[vo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}v[vo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}v[vo + {{.Off}}u + 3u]{{else}}0.0{{end}});
+    let v{{.I}} = vec4<f32>(v[vo + {{.Off}}u], {{if gt .N 1}}v[vo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}v[vo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}v[vo + {{.Off}}u + 3u]{{else}}0.0{{end}});
 {{- end}}
 {{- end}}
-      m = mn;
+{{- range $r := .Rows}}
+    {
+      var sc = 0.0{{range $.QChunks}} + dot(q{{$r}}_{{.I}}, k{{.I}}){{end}};
+{{- if $.Mask}}
+      let mi = mo{{$r}} + j * params.m_sk;
+{{- if $.BoolMask}}
+      if (((mask[mi >> 2u] >> ((mi & 3u) * 8u)) & 0xffu) == 0u) { sc = neg_inf; }
+{{- else}}
+      sc += mask[mi];
+{{- end}}
+{{- end}}
+      if (j >= nk{{$r}}) { sc = neg_inf; }
+      if (sc > neg_inf) {
+        let mn = max(m{{$r}}, sc);
+        let corr = exp(m{{$r}} - mn);
+        let p = exp(sc - mn);
+        l{{$r}} = l{{$r}} * corr + p;
+{{- range $.VChunks}}
+        acc{{$r}}_{{.I}} = acc{{$r}}_{{.I}} * corr + p * v{{.I}};
+{{- end}}
+        m{{$r}} = mn;
+      }
     }
+{{- end}}
   }
 
-  // Merge the lanes' partial softmax states.
-  wm[lane] = m;
-  wl[lane] = l;
-  workgroupBarrier();
-  var mx = neg_inf;
-  for (var t = 0u; t < L; t++) { mx = max(mx, wm[t]); }
-  var sum = 0.0;
-  for (var t = 0u; t < L; t++) {
-    if (wm[t] > neg_inf) { sum += wl[t] * exp(wm[t] - mx); }
-  }
-  var c = 0.0;
-  if (m > neg_inf) { c = exp(m - mx); }
-{{- range .VChunks}}
-  wacc[lane * V4 + {{.I}}u] = acc{{.I}} * c;
+  // Merge the lanes' partial softmax states, row by row.
+{{- range $r := .Rows}}
+  wm[{{$r}}u * L + lane] = m{{$r}};
+  wl[{{$r}}u * L + lane] = l{{$r}};
 {{- end}}
   workgroupBarrier();
-  let oo = b * params.o_sb + h * params.o_sh + i * params.o_ss;
-  for (var d = lane; d < V4; d += L) {
-    var r = vec4<f32>(0.0);
-    for (var t = 0u; t < L; t++) { r += wacc[t * V4 + d]; }
-    r = r / sum;
-{{- if .Vec4}}
-    out[(oo >> 2u) + d] = r;
-{{- else}}
-    let e = oo + 4u * d;
-    out[e] = r.x;
-{{- if .VTail}}
-    if (4u * d + 1u < {{.Dv}}u) { out[e + 1u] = r.y; }
-    if (4u * d + 2u < {{.Dv}}u) { out[e + 2u] = r.z; }
-    if (4u * d + 3u < {{.Dv}}u) { out[e + 3u] = r.w; }
-{{- else}}
-    out[e + 1u] = r.y;
-    out[e + 2u] = r.z;
-    out[e + 3u] = r.w;
-{{- end}}
+{{- range $r := .Rows}}
+  {
+    var mx = neg_inf;
+    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    var c = 0.0;
+    if (m{{$r}} > neg_inf) { c = exp(m{{$r}} - mx); }
+{{- range $.VChunks}}
+    wacc[({{$r}}u * L + lane) * V4 + {{.I}}u] = acc{{$r}}_{{.I}} * c;
 {{- end}}
   }
+{{- end}}
+  workgroupBarrier();
+{{- range $r := .Rows}}
+  if (row0 + {{$r}}u < params.sq) {
+    var mx = neg_inf;
+    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    var sum = 0.0;
+    for (var t = 0u; t < L; t++) {
+      let mt = wm[{{$r}}u * L + t];
+      if (mt > neg_inf) { sum += wl[{{$r}}u * L + t] * exp(mt - mx); }
+    }
+    let oo = b * params.o_sb + h * params.o_sh + i{{$r}} * params.o_ss;
+    for (var d = lane; d < V4; d += L) {
+      var r = vec4<f32>(0.0);
+      for (var t = 0u; t < L; t++) { r += wacc[({{$r}}u * L + t) * V4 + d]; }
+      r = r / sum;
+{{- if $.Vec4}}
+      out[(oo >> 2u) + d] = r;
+{{- else}}
+      let e = oo + 4u * d;
+      out[e] = r.x;
+{{- if $.VTail}}
+      if (4u * d + 1u < {{$.Dv}}u) { out[e + 1u] = r.y; }
+      if (4u * d + 2u < {{$.Dv}}u) { out[e + 2u] = r.z; }
+      if (4u * d + 3u < {{$.Dv}}u) { out[e + 3u] = r.w; }
+{{- else}}
+      out[e + 1u] = r.y;
+      out[e + 2u] = r.z;
+      out[e + 3u] = r.w;
+{{- end}}
+{{- end}}
+    }
+  }
+{{- end}}
 }
 {{- end}}
