@@ -123,7 +123,7 @@ func recordAttention(b Builder, c attnCall) error {
 	// Several query rows per workgroup share the k and v loads; one row
 	// when there is only one (decode) or the head dims are large.
 	r := int64(1)
-	for r < attnMaxRows && r < c.sq && (r*2)*(c.d+c.dv) <= attnRowBudget {
+	for r < attnMaxRows && r < c.g*c.sq && (r*2)*(c.d+c.dv) <= attnRowBudget {
 		r *= 2
 	}
 	for i := range r {
@@ -131,7 +131,7 @@ func recordAttention(b Builder, c attnCall) error {
 	}
 	sh.WRows = attnLanes * int(r)
 	sh.WAcc = sh.WRows * len(sh.VChunks)
-	groups := c.bsz * c.hq * ((c.sq + r - 1) / r)
+	groups := c.bsz * (c.hq / c.g) * ((c.g*c.sq + r - 1) / r)
 	// Every q/k/v/out offset is a sum of multiples of its row length (or a
 	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
 	// vec4-aligned.
@@ -153,7 +153,7 @@ func recordAttention(b Builder, c attnCall) error {
 		causal = 1
 	}
 	var p Params
-	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq)).U32(uint32(c.g))
+	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq / c.g)).U32(uint32(c.g))
 	p.U32(uint32(c.nkeys)).U32(causal).U32(uint32(c.causalOff)).F32(float32(c.scale))
 	for _, s := range []attnStrides{c.qs, c.ks, c.vs, c.os} {
 		p.U32(uint32(s.b)).U32(uint32(s.h)).U32(uint32(s.s))

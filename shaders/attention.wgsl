@@ -1,9 +1,10 @@
 // attention.wgsl: fused scaled-dot-product attention, float32, and the
 // KV-cache row update.
 //
-// Attention: one workgroup of Lanes lanes per len(Rows) consecutive query
-// rows (b, h, row0..) of one head; the rows share every k and v load, which
-// is what bounds this kernel on lavapipe. Lane t walks keys t, t+Lanes,
+// Attention: one workgroup of Lanes lanes per len(Rows) query rows that
+// read the same kv head (consecutive positions of one head, or the query
+// heads of one grouped-query group at decode); the rows share every k and
+// v load, which is what bounds this kernel on lavapipe. Lane t walks keys t, t+Lanes,
 // ... below the rows' largest key limit with an online softmax per row
 // (running max m, running sum l, unnormalized output acc); keys past a
 // row's own (causal) limit count as masked. Each lane loops about
@@ -68,9 +69,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- end}}
 
 struct Params {
-  groups: u32,     // workgroups: B·Hq·ceil(Sq / rows per workgroup)
+  groups: u32,     // workgroups: B·Hkv·ceil(g·Sq / rows per workgroup)
   sq: u32,
-  hq: u32,
+  hkv: u32,        // kv heads (Hq / g)
   g: u32,          // query heads per kv head
   nkeys: u32,      // keys 0..nkeys-1 are visible
   causal: u32,     // nonzero: key j visible to row i only if j <= i + causal_off
@@ -96,22 +97,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lane: u32) {
   let grp = wid.x + wid.y * nwg.x;
   if (grp >= params.groups) { return; }
-  let per = (params.sq + {{len .Rows}}u - 1u) / {{len .Rows}}u;
+  // The g·Sq query rows that read kv head hk, numbered x = (h − hk·g)·Sq
+  // + i, are served len(Rows) at a time.
+  let nx = params.g * params.sq;
+  let per = (nx + {{len .Rows}}u - 1u) / {{len .Rows}}u;
   let row0 = (grp % per) * {{len .Rows}}u;
-  let bh = grp / per;
-  let h = bh % params.hq;
-  let b = bh / params.hq;
-  let hk = h / params.g;
+  let bk = grp / per;
+  let hk = bk % params.hkv;
+  let b = bk / params.hkv;
   let neg_inf = bitcast<f32>(0xff800000u);
   let s = params.scale;
   let kb = b * params.k_sb + hk * params.k_sh;
   let vb = b * params.v_sb + hk * params.v_sh;
   var nk_max = 0u;
 {{- range $r := .Rows}}
-  // Row {{$r}}: query row0+{{$r}}, clamped to the last row (its results are
-  // not written when past Sq).
-  let i{{$r}} = min(row0 + {{$r}}u, params.sq - 1u);
-  let qo{{$r}} = b * params.q_sb + h * params.q_sh + i{{$r}} * params.q_ss;
+  // Row {{$r}}: x = row0+{{$r}}, clamped to the last row (its results are
+  // not written when past g·Sq).
+  let x{{$r}} = min(row0 + {{$r}}u, nx - 1u);
+  let i{{$r}} = x{{$r}} % params.sq;
+  let h{{$r}} = hk * params.g + x{{$r}} / params.sq;
+  let qo{{$r}} = b * params.q_sb + h{{$r}} * params.q_sh + i{{$r}} * params.q_ss;
 {{- range $.QChunks}}
 {{- if $.Vec4}}
   let q{{$r}}_{{.I}} = s * q[(qo{{$r}} >> 2u) + {{.I}}u];
@@ -123,7 +128,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (params.causal != 0u) { nk{{$r}} = min(nk{{$r}}, i{{$r}} + params.causal_off + 1u); }
   nk_max = max(nk_max, nk{{$r}});
 {{- if $.Mask}}
-  let mo{{$r}} = b * params.m_sb + h * params.m_sh + i{{$r}} * params.m_sq;
+  let mo{{$r}} = b * params.m_sb + h{{$r}} * params.m_sh + i{{$r}} * params.m_sq;
 {{- end}}
   var m{{$r}} = neg_inf;
   var l{{$r}} = 0.0;
@@ -194,7 +199,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
   workgroupBarrier();
 {{- range $r := .Rows}}
-  if (row0 + {{$r}}u < params.sq) {
+  if (row0 + {{$r}}u < nx) {
     var mx = neg_inf;
     for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
     var sum = 0.0;
@@ -202,7 +207,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let mt = wm[{{$r}}u * L + t];
       if (mt > neg_inf) { sum += wl[{{$r}}u * L + t] * exp(mt - mx); }
     }
-    let oo = b * params.o_sb + h * params.o_sh + i{{$r}} * params.o_ss;
+    let oo = b * params.o_sb + h{{$r}} * params.o_sh + i{{$r}} * params.o_ss;
     for (var d = lane; d < V4; d += L) {
       var r = vec4<f32>(0.0);
       for (var t = 0u; t < L; t++) { r += wacc[({{$r}}u * L + t) * V4 + d]; }
