@@ -317,6 +317,10 @@ func init() {
 		matmulCase([]int64{2, 1, 3, 4, 8}, []int64{1, 2, 1, 8, 4}, weightInput),
 		matmulCase([]int64{3, 1, 33, 64}, []int64{1, 2, 64, 8}, weightNamed),
 		matmulCase([]int64{1, 1, 1}, []int64{1, 1, 1}, weightInput),
+		// K = 0: empty sums, the output is all zeros (or beta·bias).
+		matmulCase([]int64{2, 3, 0}, []int64{0, 4}, weightInput),
+		bmmCase(2, 3, 0, 5, weightInput),
+		addmmCase([]int64{5}, 3, 0, 5, 0.5, 1, false),
 	)
 }
 
