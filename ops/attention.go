@@ -299,11 +299,12 @@ func bhsdAttention(b Builder, args []int32, maskArg, outArg int, scaleID int32, 
 	if _, err := Output(b, outArg, args[outArg], serialization.Float32, outDims); err != nil {
 		return err
 	}
-	g := int64(1)
-	if hk != 1 {
-		g = hq / hk
-	} else {
+	g := int64(1) // query heads per kv head
+	switch {
+	case hk == 1:
 		g = max(hq, 1)
+	case hk > 0 && hq > 0:
+		g = hq / hk
 	}
 	c := attnCall{q: args[0], k: args[1], v: args[2], mask: -1, out: args[outArg],
 		bsz: bsz, hq: hq, sq: sq, g: g, nkeys: skv, d: d, dv: dv, causal: causal, scale: scale,

@@ -115,7 +115,7 @@ func bhsdRef(e *Env, a []int32, maskID, scaleID int32, causal bool, outID int32)
 	qd, kd, vd := pad4(q.Shape), pad4(k.Shape), pad4(v.Shape)
 	bsz, hq, sq, d := qd[0], qd[1], qd[2], qd[3]
 	hk, skv, dv := kd[1], kd[2], vd[3]
-	if kd[3] != d || vd[2] != skv || (hk != 1 && hq%hk != 0) || (kd[0] != 1 && kd[0] != bsz) {
+	if kd[3] != d || vd[2] != skv || (hk != 1 && (hk == 0 || hq%hk != 0)) || (kd[0] != 1 && kd[0] != bsz) {
 		return fmt.Errorf("sdpa: shapes %v %v %v", q.Shape, k.Shape, v.Shape)
 	}
 	scale := 1 / math.Sqrt(float64(d))
@@ -246,7 +246,7 @@ func cacheAttend(e *Env, qID, kcID, vcID int32, pos int64, causalID, scaleID, ou
 	}
 	bsz, sq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
 	maxS, hk, dv := kc.Shape[1], kc.Shape[2], vc.Shape[3]
-	if hq%hk != 0 || kc.Shape[3] != d || pos+sq > maxS {
+	if hk == 0 || hq%hk != 0 || kc.Shape[3] != d || pos < 0 || pos+sq > maxS {
 		return fmt.Errorf("sdpa: q %v over cache %v at %d", q.Shape, kc.Shape, pos)
 	}
 	causal := true
