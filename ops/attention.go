@@ -33,8 +33,9 @@ import (
 // the Vulkan backend's SDPA.cpp) and dropout_p 0. float32 only.
 //
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
-// workgroup of attnLanes lanes per query row with an online softmax; the
-// cache update is a flat copy dispatch per cache.
+// workgroup of attnLanes lanes per up to attnMaxRows query rows that read
+// the same kv head, with an online softmax; the cache update is a flat
+// copy dispatch per cache.
 func init() {
 	Register("et_vk.sdpa.default", etvkSDPAOp)
 	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)

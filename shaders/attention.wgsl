@@ -211,7 +211,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var d = lane; d < V4; d += L) {
       var r = vec4<f32>(0.0);
       for (var t = 0u; t < L; t++) { r += wacc[({{$r}}u * L + t) * V4 + d]; }
-      r = r / sum;
+      // No keys at all (Skv = 0) gives zeros, as torch's empty matmul.
+      r = select(r / sum, vec4<f32>(0.0), nk{{$r}} == 0u);
 {{- if $.Vec4}}
       out[(oo >> 2u) + d] = r;
 {{- else}}

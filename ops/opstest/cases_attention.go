@@ -205,6 +205,8 @@ func init() {
 		sdpaCase(false, []int64{1, 2, 3, 64}, []int64{1, 2, 33, 64}, []int64{1, 2, 33, 64}, maskFloat, []int64{33}, 0, false, false),
 		// A key loop past 65535 trips if one invocation walked them all.
 		sdpaCase(false, []int64{1, 1, 2, 4}, []int64{1, 1, 70000, 4}, []int64{1, 1, 70000, 4}, maskNone, nil, 0.05, false, false),
+		// No keys: zeros, as torch's empty matmul.
+		sdpaCase(false, []int64{1, 2, 3, 8}, []int64{1, 2, 0, 8}, []int64{1, 2, 0, 8}, maskNone, nil, 0, false, false),
 		// More query rows than workgroups per grid dimension.
 		sdpaCase(false, []int64{1, 1, 70000, 4}, []int64{1, 1, 3, 4}, []int64{1, 1, 3, 4}, maskNone, nil, 0, false, false),
 

@@ -82,7 +82,8 @@ func attendRow(qrow func(d int64) float64, key, val func(j, d int64) float64, bi
 			o += scores[j] * val(j, x)
 		}
 		if n == 0 {
-			o = math.NaN()
+			out[x] = 0 // softmax over no keys times an empty v
+			continue
 		}
 		out[x] = o / sum
 	}
