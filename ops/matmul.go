@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -10,21 +9,29 @@ import (
 )
 
 // aten.mm.default args:     [self (M×K), mat2 (K×N), out (M×N)]
+// aten.bmm.default args:    [self (B×M×K), mat2 (B×K×N), out (B×M×N)]
+// aten.addmm.default args:  [self (bias, broadcastable to M×N), mat1 (M×K), mat2 (K×N), beta, alpha, out (M×N)]
+// aten.matmul.default args: [self, other, out] (torch.matmul: 1-D, 2-D and broadcast batched operands)
 // aten.linear.default args: [input (…×K), weight (N×K), bias (N) or Null, out (…×N)]
 //
-// Both handle their own prepacking (vkgraph-format §3.9): mat2, weight and
+// All handle their own prepacking (vkgraph-format §3.9): mat2, weight and
 // bias arrive as constant tensor ids and are bound directly; they may just
-// as well be activations or prepacked tensors. linear computes
-// input·weightᵀ + bias with input's leading dims flattened into M (a 1-D
-// input is one row). float32 only.
+// as well be activations or prepacked tensors. Output shapes come from the
+// inputs' live dims. linear computes input·weightᵀ + bias with input's
+// leading dims flattened into M (a 1-D input is one row); addmm computes
+// beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
 // Kernels (shaders/matmul.wgsl): a vec4 register-blocked kernel (16 rows ×
 // 4 vec4 columns per invocation) when K and N are multiples of 4, a scalar
-// 8×8-tile kernel otherwise. K is split into chunks of at most
-// matmulMaxTrips loop trips, one accumulating dispatch each, because
-// llvmpipe silently cuts loops at 65535 trips per invocation.
+// 8×8-tile kernel otherwise; batches run along the grid's z. K is split
+// into chunks of at most matmulMaxTrips loop trips, one accumulating
+// dispatch each, because llvmpipe silently cuts loops at 65535 trips per
+// invocation.
 func init() {
 	Register("aten.mm.default", mmOp)
+	Register("aten.bmm.default", bmmOp)
+	Register("aten.addmm.default", addmmOp)
+	Register("aten.matmul.default", matmulOp)
 	Register("aten.linear.default", linearOp)
 }
 
@@ -35,6 +42,9 @@ const matmulMaxTrips = 16384
 // matmulMaxElems caps the element count of each operand so every index the
 // kernels compute fits in a u32.
 const matmulMaxElems = 1<<32 - 1
+
+// matmulMaxBatchDims is how many broadcast batch dims the kernel decodes.
+const matmulMaxBatchDims = 8
 
 // MatmulPath selects the matmul kernel family.
 type MatmulPath int32
@@ -56,11 +66,17 @@ func SetMatmulPath(path MatmulPath) MatmulPath {
 	return MatmulPath(matmulPath.Swap(int32(path)))
 }
 
-// matmulCall is one validated C = A·B (+ bias) call.
+// matmulCall is one validated C = alpha·(A·B) + beta·bias call, batched
+// over bdims (C contiguous, A and B batch strides 0 where broadcast).
 type matmulCall struct {
 	a, b, bias, out int32 // bias < 0 when absent
 	m, n, k         int64
-	transB          bool // b is N×K (linear's weight)
+	transB          bool    // b is N×K (linear's weight)
+	alpha, beta     float32 // 1, 1 except for addmm
+	biasSM, biasSN  int64   // bias element strides along M and N
+	bdims           []int64 // batch dims of C
+	aStride         []int64 // A's batch strides (elements), per bdims
+	bStride         []int64
 }
 
 func mmOp(b Builder, args []int32) error {
@@ -75,10 +91,6 @@ func mmOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	out, err := matmulOperand(b, args[2], 2, "out")
-	if err != nil {
-		return err
-	}
 	if len(x.Dims) != 2 {
 		return Errorf(0, "self must be 2-D, has dims %v", x.Dims)
 	}
@@ -89,10 +101,188 @@ func mmOp(b Builder, args []int32) error {
 	if y.Dims[0] != k {
 		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
-	if !slices.Equal(out.Dims, []int64{m, n}) {
-		return Errorf(2, "out dims %v, want [%d %d]", out.Dims, m, n)
+	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{m, n}); err != nil {
+		return err
 	}
-	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k})
+	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
+}
+
+func bmmOp(b Builder, args []int32) error {
+	if len(args) != 3 {
+		return Errorf(-1, "want 3 args [self, mat2, out], have %d", len(args))
+	}
+	x, err := matmulOperand(b, args[0], 0, "self")
+	if err != nil {
+		return err
+	}
+	y, err := matmulOperand(b, args[1], 1, "mat2")
+	if err != nil {
+		return err
+	}
+	if len(x.Dims) != 3 {
+		return Errorf(0, "self must be 3-D, has dims %v", x.Dims)
+	}
+	if len(y.Dims) != 3 {
+		return Errorf(1, "mat2 must be 3-D, has dims %v", y.Dims)
+	}
+	bs, m, k, n := x.Dims[0], x.Dims[1], x.Dims[2], y.Dims[2]
+	if y.Dims[0] != bs || y.Dims[1] != k {
+		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
+	}
+	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{bs, m, n}); err != nil {
+		return err
+	}
+	if bs == 0 {
+		return nil
+	}
+	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1,
+		bdims: []int64{bs}, aStride: []int64{m * k}, bStride: []int64{k * n}})
+}
+
+func addmmOp(b Builder, args []int32) error {
+	if len(args) != 6 {
+		return Errorf(-1, "want 6 args [self, mat1, mat2, beta, alpha, out], have %d", len(args))
+	}
+	bias, err := matmulOperand(b, args[0], 0, "self")
+	if err != nil {
+		return err
+	}
+	x, err := matmulOperand(b, args[1], 1, "mat1")
+	if err != nil {
+		return err
+	}
+	y, err := matmulOperand(b, args[2], 2, "mat2")
+	if err != nil {
+		return err
+	}
+	beta, err := b.Float(args[3])
+	if err != nil {
+		return argErr(3, err)
+	}
+	alpha, err := b.Float(args[4])
+	if err != nil {
+		return argErr(4, err)
+	}
+	if len(x.Dims) != 2 {
+		return Errorf(1, "mat1 must be 2-D, has dims %v", x.Dims)
+	}
+	if len(y.Dims) != 2 {
+		return Errorf(2, "mat2 must be 2-D, has dims %v", y.Dims)
+	}
+	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
+	if y.Dims[0] != k {
+		return Errorf(2, "mat2 dims %v do not follow mat1 dims %v", y.Dims, x.Dims)
+	}
+	// self broadcasts to [M, N] (rank ≤ 2, each dim equal or 1).
+	if len(bias.Dims) > 2 {
+		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+	}
+	bd := append(make([]int64, 2-len(bias.Dims)), bias.Dims...)
+	for i := range 2 - len(bias.Dims) {
+		bd[i] = 1
+	}
+	if (bd[0] != 1 && bd[0] != m) || (bd[1] != 1 && bd[1] != n) {
+		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+	}
+	if _, err := Output(b, 5, args[5], serialization.Float32, []int64{m, n}); err != nil {
+		return err
+	}
+	call := matmulCall{a: args[1], b: args[2], bias: -1, out: args[5], m: m, n: n, k: k, alpha: float32(alpha), beta: float32(beta)}
+	if beta != 0 {
+		call.bias = args[0]
+		if bd[0] != 1 {
+			call.biasSM = bd[1]
+		}
+		if bd[1] != 1 {
+			call.biasSN = 1
+		}
+	}
+	return recordMatmul(b, call)
+}
+
+// matmulOp is torch.matmul: 1-D operands get a dim prepended (self) or
+// appended (other) that is dropped from the result; batch dims broadcast.
+func matmulOp(b Builder, args []int32) error {
+	if len(args) != 3 {
+		return Errorf(-1, "want 3 args [self, other, out], have %d", len(args))
+	}
+	x, err := matmulOperand(b, args[0], 0, "self")
+	if err != nil {
+		return err
+	}
+	y, err := matmulOperand(b, args[1], 1, "other")
+	if err != nil {
+		return err
+	}
+	if len(x.Dims) == 0 || len(y.Dims) == 0 {
+		return Errorf(-1, "both arguments need at least 1 dim, have %v and %v", x.Dims, y.Dims)
+	}
+	xd, yd := x.Dims, y.Dims
+	if len(xd) == 1 {
+		xd = []int64{1, xd[0]}
+	}
+	if len(yd) == 1 {
+		yd = []int64{yd[0], 1}
+	}
+	m, k, n := xd[len(xd)-2], xd[len(xd)-1], yd[len(yd)-1]
+	if yd[len(yd)-2] != k {
+		return Errorf(1, "other dims %v do not follow self dims %v", y.Dims, x.Dims)
+	}
+	xb, yb := xd[:len(xd)-2], yd[:len(yd)-2]
+	rank := max(len(xb), len(yb))
+	if rank > matmulMaxBatchDims {
+		return Errorf(-1, "%d batch dims, at most %d supported", rank, matmulMaxBatchDims)
+	}
+	bdims := make([]int64, rank)
+	as, bs := make([]int64, rank), make([]int64, rank)
+	sa, sb := m*k, k*n
+	for i := rank - 1; i >= 0; i-- {
+		da, db := int64(1), int64(1)
+		if j := i - (rank - len(xb)); j >= 0 {
+			da = xb[j]
+		}
+		if j := i - (rank - len(yb)); j >= 0 {
+			db = yb[j]
+		}
+		switch {
+		case da == db || db == 1:
+			bdims[i] = da
+		case da == 1:
+			bdims[i] = db
+		default:
+			return Errorf(1, "batch dims of %v and %v do not broadcast", x.Dims, y.Dims)
+		}
+		if da != 1 {
+			as[i] = sa
+		}
+		if db != 1 {
+			bs[i] = sb
+		}
+		sa *= da
+		sb *= db
+	}
+	outDims := append([]int64(nil), bdims...)
+	if len(x.Dims) > 1 {
+		outDims = append(outDims, m)
+	}
+	if len(y.Dims) > 1 {
+		outDims = append(outDims, n)
+	}
+	if _, err := Output(b, 2, args[2], serialization.Float32, outDims); err != nil {
+		return err
+	}
+	if NumelOf(bdims) == 0 {
+		return nil
+	}
+	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1}
+	// When other is not batched, self's batch rows fold into M (self and
+	// out are contiguous).
+	if NumelOf(yb) == 1 {
+		call.m = m * NumelOf(bdims)
+	} else {
+		call.bdims, call.aStride, call.bStride = bdims, as, bs
+	}
+	return recordMatmul(b, call)
 }
 
 func linearOp(b Builder, args []int32) error {
@@ -107,10 +297,6 @@ func linearOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	out, err := matmulOperand(b, args[3], 3, "out")
-	if err != nil {
-		return err
-	}
 	if len(x.Dims) == 0 {
 		return Errorf(0, "input must have at least one dim")
 	}
@@ -122,29 +308,26 @@ func linearOp(b Builder, args []int32) error {
 	if w.Dims[1] != k {
 		return Errorf(1, "weight dims %v do not match input's last dim %d", w.Dims, k)
 	}
-	m := int64(1)
-	for _, d := range x.Dims[:len(x.Dims)-1] {
-		m *= d
-	}
-	want := append(append([]int64(nil), x.Dims[:len(x.Dims)-1]...), n)
-	if !slices.Equal(out.Dims, want) {
-		return Errorf(3, "out dims %v, want %v", out.Dims, want)
-	}
-	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[3], m: m, n: n, k: k, transB: true}
+	m := NumelOf(x.Dims[:len(x.Dims)-1])
+	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[3], m: m, n: n, k: k, transB: true, alpha: 1, beta: 1}
 	if !b.IsNull(args[2]) {
 		bias, err := matmulOperand(b, args[2], 2, "bias")
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(bias.Dims, []int64{n}) {
+		if len(bias.Dims) != 1 || bias.Dims[0] != n {
 			return Errorf(2, "bias dims %v, want [%d]", bias.Dims, n)
 		}
-		call.bias = args[2]
+		call.bias, call.biasSN = args[2], 1
+	}
+	want := append(append([]int64(nil), x.Dims[:len(x.Dims)-1]...), n)
+	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
+		return err
 	}
 	return recordMatmul(b, call)
 }
 
-// f32Tensor fetches tensor id (argument arg) and requires float32.
+// matmulOperand fetches tensor id (argument arg) and requires float32.
 func matmulOperand(b Builder, id int32, arg int, what string) (Tensor, error) {
 	t, err := b.Tensor(id)
 	if err != nil {
@@ -153,8 +336,8 @@ func matmulOperand(b Builder, id int32, arg int, what string) (Tensor, error) {
 	if t.DType != serialization.Float32 {
 		return Tensor{}, Errorf(arg, "%s: unsupported dtype %v (float32 only)", what, t.DType)
 	}
-	if t.Numel > matmulMaxElems {
-		return Tensor{}, Errorf(arg, "%s: %d elements is too large", what, t.Numel)
+	if t.MaxNumel > matmulMaxElems {
+		return Tensor{}, Errorf(arg, "%s: %d elements is too large", what, t.MaxNumel)
 	}
 	return t, nil
 }
@@ -198,18 +381,29 @@ func matmulTile(need int64, max int) []int {
 	return idx
 }
 
+// matmulParamsWords is the size of the WGSL Params struct in u32s.
+const matmulParamsWords = 16 + 3*matmulMaxBatchDims
+
 func recordMatmul(b Builder, c matmulCall) error {
 	if c.m == 0 || c.n == 0 {
+		return nil
+	}
+	batch := NumelOf(c.bdims)
+	if batch == 0 {
 		return nil
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && MatmulPath(matmulPath.Load()) != MatmulScalar
 	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
+	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
-		cols, trips = c.n/4, c.k/4
+		cols, trips, unit = c.n/4, c.k/4, 4
 		sh.Rows, sh.Cols = matmulTile(c.m, matmulVec4Rows), matmulTile(cols, matmulVec4Cols)
 	} else {
 		sh.Rows, sh.Cols = matmulTile(c.m, matmulScalarRows), matmulTile(cols, matmulScalarCols)
+	}
+	if batch*c.m*c.n > matmulMaxElems {
+		return Errorf(-1, "output of %d×%d×%d elements is too large", batch, c.m, c.n)
 	}
 	rowBlocks := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
 	colBlocks := (cols + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
@@ -223,7 +417,8 @@ func recordMatmul(b Builder, c matmulCall) error {
 	}
 	gx := (colBlocks + int64(sh.WGX) - 1) / int64(sh.WGX)
 	gy := (rowBlocks + int64(sh.WGY) - 1) / int64(sh.WGY)
-	if maxg := int64(b.MaxWorkgroupsPerDim()); gx > maxg || gy > maxg {
+	maxg := int64(b.MaxWorkgroupsPerDim())
+	if gx > maxg || gy > maxg {
 		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
 	}
 	inputs := []int32{c.a, c.b}
@@ -234,22 +429,30 @@ func recordMatmul(b Builder, c matmulCall) error {
 	if err != nil {
 		return err
 	}
-	// One dispatch per K chunk; K == 0 still needs one to write bias or 0.
-	for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
-		end := min(begin+matmulMaxTrips, trips)
-		var p Params
-		if vec4 {
-			p.U32(uint32(c.m)).U32(uint32(c.n / 4)).U32(uint32(c.k / 4))
-		} else {
-			p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(c.k))
-		}
-		accumulate := uint32(0)
-		if begin > 0 {
-			accumulate = 1
-		}
-		p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
-		if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
-			return fmt.Errorf("ops: matmul: %w", err)
+	bd, as, bs := make([]uint32, len(c.bdims)), make([]uint32, len(c.bdims)), make([]uint32, len(c.bdims))
+	for i := range c.bdims {
+		bd[i], as[i], bs[i] = uint32(c.bdims[i]), uint32(c.aStride[i]/unit), uint32(c.bStride[i]/unit)
+	}
+	// Batches run along z, at most maxg per dispatch; each K chunk is one
+	// dispatch per batch range (K == 0 still needs one to write bias or 0).
+	for z0 := int64(0); z0 < batch; z0 += maxg {
+		gz := min(batch-z0, maxg)
+		for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
+			end := min(begin+matmulMaxTrips, trips)
+			accumulate := uint32(0)
+			if begin > 0 {
+				accumulate = 1
+			}
+			var p Params
+			p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
+			p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
+			p.F32(c.alpha).F32(c.beta)
+			p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
+			p.U32(0).U32(0).U32(0).U32(0)
+			p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
+			if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+				return fmt.Errorf("ops: matmul: %w", err)
+			}
 		}
 	}
 	return nil

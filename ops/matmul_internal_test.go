@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,9 +115,9 @@ func TestMatmulChunks(t *testing.T) {
 		}
 		next := uint32(0)
 		for i, d := range r.dispatches {
-			// The WGSL Params struct is eight u32s.
-			if len(d.params) != 32 {
-				t.Fatalf("K=%d: params are %d bytes, want 32", c.k, len(d.params))
+			// The WGSL Params struct is 16 u32s and three vec4 pairs.
+			if len(d.params) != 4*matmulParamsWords {
+				t.Fatalf("K=%d: params are %d bytes, want %d", c.k, len(d.params), 4*matmulParamsWords)
 			}
 			if got := strings.Contains(d.k.Name, "Vec4:true"); got != c.vec4 {
 				t.Errorf("K=%d: kernel %s, want vec4 %v", c.k, d.k.Name, c.vec4)
@@ -204,5 +205,66 @@ func TestMatmulEmptyOutput(t *testing.T) {
 		if err != nil || len(r.dispatches) != 0 {
 			t.Errorf("%v: %v, %d dispatches", s, err, len(r.dispatches))
 		}
+	}
+}
+
+// TestLiveShapes: ops size outputs, grids and uniforms from the live input
+// dims and the live SymInt values, not from the serialized ones, and give
+// the same record for the same state (they are re-run on every change).
+func TestLiveShapes(t *testing.T) {
+	f := serialization.Float32
+	b := serialization.NewBuilder()
+	x := b.Tensor(f, []uint32{8, 16}, -1)
+	w := b.InlineConst(f, []uint32{4, 16}, make([]byte, 4*64))
+	y := b.Tensor(f, []uint32{8, 4}, -1)
+	q := b.Tensor(f, []uint32{1, 4, 4, 8}, -1)
+	k := b.Tensor(f, []uint32{1, 4, 2, 8}, -1)
+	v := b.Tensor(f, []uint32{1, 4, 2, 8}, -1)
+	kc := b.Tensor(f, []uint32{1, 16, 2, 8}, -1)
+	vc := b.Tensor(f, []uint32{1, 16, 2, 8}, -1)
+	pos := b.SymInt(0)
+	out := b.Tensor(f, []uint32{1, 4, 4, 8}, -1)
+	kvArgs := []int32{q, k, v, kc, vc, pos, b.Int(4), b.Null(), b.Double(0), b.Bool(true), b.Null(), out}
+	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
+	r.Values.Sym = func(id int32) (int64, bool) { v, ok := r.syms[id]; return v, ok }
+
+	// linear on 3 live rows of an 8-row input.
+	r.live = map[int32][]int64{x: {3, 16}}
+	if err := linearOp(r, []int32{x, w, b.Null(), y}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Tensor(y); !slices.Equal(got.Dims, []int64{3, 4}) {
+		t.Errorf("linear out dims %v, want [3 4]", got.Dims)
+	}
+	if m := u32At(r.dispatches[0].params, 0); m != 3 {
+		t.Errorf("linear records M=%d, want 3", m)
+	}
+
+	// A decode step: one live query row at input_pos 5, then 9.
+	for _, p := range []int64{5, 9} {
+		r.dispatches = nil
+		r.live = map[int32][]int64{q: {1, 1, 4, 8}, k: {1, 1, 2, 8}, v: {1, 1, 2, 8}}
+		r.syms = map[int32]int64{pos: p}
+		if err := sdpaWithKVCacheOp(r, kvArgs); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := r.Tensor(out); !slices.Equal(got.Dims, []int64{1, 1, 4, 8}) {
+			t.Errorf("pos %d: out dims %v, want [1 1 4 8]", p, got.Dims)
+		}
+		if len(r.dispatches) != 3 {
+			t.Fatalf("pos %d: %d dispatches, want 3 (two cache updates, one attention)", p, len(r.dispatches))
+		}
+		// Update params: n, block, dst0 = pos·H·D; attention: nkeys = pos+1.
+		if n, dst := u32At(r.dispatches[0].params, 0), u32At(r.dispatches[0].params, 2); n != 16 || dst != uint32(p*16) {
+			t.Errorf("pos %d: update n=%d dst0=%d, want 16 and %d", p, n, dst, p*16)
+		}
+		if nk := u32At(r.dispatches[2].params, 4); nk != uint32(p+1) {
+			t.Errorf("pos %d: attention over %d keys, want %d", p, nk, p+1)
+		}
+	}
+	// input_pos past the cache is an ErrArg.
+	r.syms = map[int32]int64{pos: 16}
+	if err := sdpaWithKVCacheOp(r, kvArgs); !errors.Is(err, ErrArg) {
+		t.Errorf("input_pos 16 of 16 rows: got %v, want an ErrArg", err)
 	}
 }

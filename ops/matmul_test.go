@@ -98,8 +98,38 @@ func TestMatmulRejects(t *testing.T) {
 		"mm/K mismatch": func(b *serialization.Builder) {
 			mm(b, ten(b, f, 3, 4), ten(b, f, 5, 2), ten(b, f, 3, 2))
 		},
-		"mm/out shape": func(b *serialization.Builder) {
-			mm(b, ten(b, f, 3, 4), ten(b, f, 4, 2), ten(b, f, 2, 3))
+		"mm/out too small": func(b *serialization.Builder) {
+			mm(b, ten(b, f, 3, 4), ten(b, f, 4, 2), ten(b, f, 2, 2))
+		},
+		"bmm/batch mismatch": func(b *serialization.Builder) {
+			x := ten(b, f, 2, 3, 4)
+			b.Op("aten.bmm.default", x, ten(b, f, 3, 4, 2), ten(b, f, 2, 3, 2))
+			b.Inputs(x)
+		},
+		"bmm/2-D self": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.bmm.default", x, ten(b, f, 1, 4, 2), ten(b, f, 1, 3, 2))
+			b.Inputs(x)
+		},
+		"addmm/bias shape": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.addmm.default", ten(b, f, 2, 2), x, ten(b, f, 4, 2), b.Double(1), b.Double(1), ten(b, f, 3, 2))
+			b.Inputs(x)
+		},
+		"addmm/beta string": func(b *serialization.Builder) {
+			x := ten(b, f, 3, 4)
+			b.Op("aten.addmm.default", ten(b, f, 2), x, ten(b, f, 4, 2), b.String("1"), b.Double(1), ten(b, f, 3, 2))
+			b.Inputs(x)
+		},
+		"matmul/batch broadcast": func(b *serialization.Builder) {
+			x := ten(b, f, 2, 3, 4)
+			b.Op("aten.matmul.default", x, ten(b, f, 3, 4, 2), ten(b, f, 3, 3, 2))
+			b.Inputs(x)
+		},
+		"matmul/rank 0": func(b *serialization.Builder) {
+			x := ten(b, f)
+			b.Op("aten.matmul.default", x, ten(b, f, 1, 2), ten(b, f, 2))
+			b.Inputs(x)
 		},
 		"mm/3-D self": func(b *serialization.Builder) {
 			mm(b, ten(b, f, 2, 3, 4), ten(b, f, 4, 2), ten(b, f, 6, 2))
@@ -135,9 +165,9 @@ func TestMatmulRejects(t *testing.T) {
 			bias := b.InlineConst(serialization.Int32, []uint32{2}, make([]byte, 8))
 			linear(b, ten(b, f, 3, 4), w, bias, ten(b, f, 3, 2))
 		},
-		"linear/out shape": func(b *serialization.Builder) {
+		"linear/out too small": func(b *serialization.Builder) {
 			w := b.InlineConst(f, []uint32{2, 4}, make([]byte, 32))
-			linear(b, ten(b, f, 2, 3, 4), w, b.Null(), ten(b, f, 6, 2))
+			linear(b, ten(b, f, 2, 3, 4), w, b.Null(), ten(b, f, 5, 2))
 		},
 	})
 }
@@ -178,4 +208,97 @@ func TestMatmulEmpty(t *testing.T) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	}
+}
+
+// TestAttentionRopeRejects: bad attention, KV-cache and rope arguments are
+// ErrArgs at build time.
+func TestAttentionRopeRejects(t *testing.T) {
+	f := serialization.Float32
+	ten := func(b *serialization.Builder, dims ...uint32) int32 {
+		id := b.Tensor(f, dims, -1)
+		return id
+	}
+	in := func(b *serialization.Builder, dims ...uint32) int32 {
+		id := ten(b, dims...)
+		b.Inputs(id)
+		return id
+	}
+	cache := func(b *serialization.Builder, dims ...uint32) int32 {
+		n := uint32(4)
+		for _, d := range dims {
+			n *= d
+		}
+		c := b.InlineConst(f, dims, make([]byte, n))
+		p := ten(b, dims...)
+		b.Op("et_vk.prepack.default", c, p)
+		return p
+	}
+	kv := func(b *serialization.Builder, pos int64, mask int32, drop float64, kc int32) {
+		q, k, v := in(b, 1, 2, 4, 8), in(b, 1, 2, 2, 8), in(b, 1, 2, 2, 8)
+		if kc < 0 {
+			kc = cache(b, 1, 6, 2, 8)
+		}
+		out := ten(b, 1, 2, 4, 8)
+		b.Op("sdpa_with_kv_cache.default", q, k, v, kc, cache(b, 1, 6, 2, 8), b.Int(pos), b.Int(2), mask, b.Double(drop), b.Bool(true), b.Null(), out)
+		b.Outputs(out)
+	}
+	wantArgError(t, openTestDevice(t), map[string]func(b *serialization.Builder){
+		"sdpa_with_kv_cache/pos past the cache": func(b *serialization.Builder) { kv(b, 5, b.Null(), 0, -1) },
+		"sdpa_with_kv_cache/negative pos":       func(b *serialization.Builder) { kv(b, -1, b.Null(), 0, -1) },
+		"sdpa_with_kv_cache/mask":               func(b *serialization.Builder) { kv(b, 0, in(b, 2, 2), 0, -1) },
+		"sdpa_with_kv_cache/dropout":            func(b *serialization.Builder) { kv(b, 0, b.Null(), 0.1, -1) },
+		"sdpa_with_kv_cache/constant cache": func(b *serialization.Builder) {
+			kv(b, 0, b.Null(), 0, b.InlineConst(f, []uint32{1, 6, 2, 8}, make([]byte, 4*96)))
+		},
+		"update_cache/head mismatch": func(b *serialization.Builder) {
+			b.Op("update_cache.default", in(b, 1, 2, 3, 8), cache(b, 1, 6, 2, 8), b.Int(0), ten(b, 1))
+		},
+		"custom_sdpa/heads": func(b *serialization.Builder) {
+			out := ten(b, 1, 2, 3, 8)
+			b.Op("llama.custom_sdpa.default", in(b, 1, 2, 3, 8), cache(b, 1, 6, 2, 8), cache(b, 1, 6, 2, 8), b.Int(0), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
+			b.Outputs(out)
+		},
+		"et_vk.sdpa/head dim": func(b *serialization.Builder) {
+			out := ten(b, 1, 2, 3, 8)
+			b.Op("et_vk.sdpa.default", in(b, 1, 2, 3, 8), in(b, 1, 2, 5, 4), in(b, 1, 2, 5, 8), b.Null(), b.Null(), out)
+			b.Outputs(out)
+		},
+		"et_vk.sdpa/mask shape": func(b *serialization.Builder) {
+			out := ten(b, 1, 2, 3, 8)
+			b.Op("et_vk.sdpa.default", in(b, 1, 2, 3, 8), in(b, 1, 2, 5, 8), in(b, 1, 2, 5, 8), in(b, 3, 4), b.Null(), out)
+			b.Outputs(out)
+		},
+		"et_vk.sdpa/int32 q": func(b *serialization.Builder) {
+			q := b.Tensor(serialization.Int32, []uint32{1, 2, 3, 8}, -1)
+			b.Inputs(q)
+			out := ten(b, 1, 2, 3, 8)
+			b.Op("et_vk.sdpa.default", q, in(b, 1, 2, 5, 8), in(b, 1, 2, 5, 8), b.Null(), b.Null(), out)
+			b.Outputs(out)
+		},
+		"sdpa/mask and causal": func(b *serialization.Builder) {
+			out := ten(b, 2, 3, 8)
+			b.Op("aten.scaled_dot_product_attention.default", in(b, 2, 3, 8), in(b, 2, 3, 8), in(b, 2, 3, 8), in(b, 3, 3), b.Double(0), b.Bool(true), b.Null(), b.Bool(false), out)
+			b.Outputs(out)
+		},
+		"rope/freqs shape": func(b *serialization.Builder) {
+			qo, ko := ten(b, 1, 2, 4, 8), ten(b, 1, 2, 2, 8)
+			b.Op("et_vk.apply_rotary_emb.default", in(b, 1, 2, 4, 8), in(b, 1, 2, 2, 8), in(b, 2, 8), in(b, 2, 8), b.ValueList(qo, ko))
+			b.Outputs(qo)
+		},
+		"rope/odd head dim": func(b *serialization.Builder) {
+			qo, ko := ten(b, 1, 2, 4, 7), ten(b, 1, 2, 2, 7)
+			b.Op("et_vk.apply_rotary_emb.default", in(b, 1, 2, 4, 7), in(b, 1, 2, 2, 7), in(b, 2, 3), in(b, 2, 3), b.ValueList(qo, ko))
+			b.Outputs(qo)
+		},
+		"rope_hf/start past the table": func(b *serialization.Builder) {
+			qo, ko := ten(b, 1, 2, 4, 8), ten(b, 1, 2, 2, 8)
+			b.Op("et_vk.apply_rotary_emb_hf.default", in(b, 1, 2, 4, 8), in(b, 1, 2, 2, 8), in(b, 4, 8), in(b, 4, 8), b.Int(3), b.ValueList(qo, ko))
+			b.Outputs(qo)
+		},
+		"rope_interleaved/freqs size": func(b *serialization.Builder) {
+			out := ten(b, 1, 3, 4)
+			b.Op("et_vk.apply_rotary_emb_interleaved.default", in(b, 1, 3, 4), in(b, 3, 2), out)
+			b.Outputs(out)
+		},
+	})
 }

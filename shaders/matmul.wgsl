@@ -1,4 +1,5 @@
-// matmul.wgsl: C = A·B (+ bias) for aten.mm and aten.linear, float32.
+// matmul.wgsl: C = alpha·(A·B) + beta·bias for aten.mm, bmm, addmm, matmul
+// and linear, float32.
 //
 // A is M×K row-major. B is K×N (mm) or, with TransB, N×K (linear's weight,
 // out = input·weightᵀ). Two families, chosen by Go (ops/matmul.go):
@@ -15,127 +16,79 @@
 //   Scalar: any sizes. Each invocation computes a len(Rows)×len(Cols)
 //           tile, one k per loop trip.
 //
+// Batches run along the grid's z (batch_base + gid.z): C is contiguous,
+// A's and B's batch offsets come from decoding the batch index over bdims
+// with per-operand strides (0 where an operand broadcasts). bias (array of
+// f32, not batched) is read at row·bias_sm + col·bias_sn, so a [N] vector,
+// a column, a scalar or a full M×N matrix all work.
+//
 // Tiles are clamped at the edges: rows and columns past M and N read the
 // last valid one and are not written back.
 //
 // llvmpipe silently stops a loop after 65535 back-edges per invocation, so
 // Go splits K into chunks of at most 16384 trips (matmulMaxTrips), one dispatch
-// each: [k_begin, k_end) is this chunk, and accumulate != 0 makes it add to
-// C (written by the previous chunk) instead of starting from bias or zero.
-// Every loop below is the single K loop; the row and column repetitions are
-// unrolled by the template so they cost no back-edges.
+// each: [k_begin, k_end) is this chunk, and accumulate != 0 makes it add
+// alpha times its partial sum to C (written by the previous chunk) instead
+// of to beta·bias. The K loop is the only long loop; the batch decode loop
+// runs at most 8 trips, and the row and column repetitions are unrolled by
+// the template so they cost no back-edges.
 {{if .Vec4}}
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-{{if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
+{{else}}
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+{{end}}
+{{- if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<{{if .Vec4}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(4) var<uniform> params: Params;
-{{else}}@group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;
+{{else}}@group(0) @binding(2) var<storage, read_write> c: array<{{if .Vec4}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(3) var<uniform> params: Params;
 {{end}}
 struct Params {
   m: u32,          // rows of A and C
-  n4: u32,         // N / 4: vec4 columns of C
-  k4: u32,         // K / 4: row length of A (and of weight) in vec4s
-  k_begin: u32,    // this chunk, in vec4 steps of K
+  n: u32,          // columns of C (vec4 columns for Vec4)
+  k: u32,          // row length of A (and of weight), in vec4s for Vec4
+  k_begin: u32,    // this chunk, in the same units as k
   k_end: u32,
   accumulate: u32,
+  alpha: f32,
+  beta: f32,
+  bias_sm: u32,    // bias element strides along M and N
+  bias_sn: u32,
+  batch_base: u32, // first batch of this dispatch
+  nbatch: u32,     // number of batch dims
   _p0: u32,
   _p1: u32,
+  _p2: u32,
+  _p3: u32,
+  bdims: array<vec4<u32>, 2>,   // batch dims of C
+  astride: array<vec4<u32>, 2>, // A's batch strides, in storage words
+  bstride: array<vec4<u32>, 2>,
 }
 
 @compute @workgroup_size({{.WGX}}, {{.WGY}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let col0 = gid.x * {{len .Cols}}u;
   let row0 = gid.y * {{len .Rows}}u;
-  if (col0 >= params.n4 || row0 >= params.m) { return; }
-  let n4 = params.n4;
-  let k4 = params.k4;
-  // Rows and vec4 columns past the edge read the last valid one and are
-  // not written back.
-{{- range .Rows}}
-  let r{{.}} = min(row0 + {{.}}u, params.m - 1u);
-{{- end}}
-{{- range .Cols}}
-  let c{{.}} = min(col0 + {{.}}u, n4 - 1u);
-{{- end}}
-{{- range $i := .Rows}}{{range $j := $.Cols}}
-  var acc{{$i}}_{{$j}} = {{if $.Bias}}bias[c{{$j}}]{{else}}vec4<f32>(0.0){{end}};
-{{- end}}{{end}}
-  if (params.accumulate != 0u) {
-{{- range $i := .Rows}}{{range $j := $.Cols}}
-    acc{{$i}}_{{$j}} = c[r{{$i}} * n4 + c{{$j}}];
-{{- end}}{{end}}
-  }
-{{- if .TransB}}
-  // Vec4 column j is weight rows 4·c_j .. 4·c_j+3, each read along K.
-{{- range .Cols}}
-  let w{{.}} = 4u * c{{.}} * k4;
-{{- end}}
-  for (var k = params.k_begin; k < params.k_end; k++) {
-{{- range .Cols}}
-    let b{{.}}_0 = b[w{{.}} + k];
-    let b{{.}}_1 = b[w{{.}} + k4 + k];
-    let b{{.}}_2 = b[w{{.}} + 2u * k4 + k];
-    let b{{.}}_3 = b[w{{.}} + 3u * k4 + k];
-{{- end}}
-{{- range $i := .Rows}}
-    let a{{$i}} = a[r{{$i}} * k4 + k];
-{{- range $j := $.Cols}}
-    acc{{$i}}_{{$j}} += vec4<f32>(dot(a{{$i}}, b{{$j}}_0), dot(a{{$i}}, b{{$j}}_1), dot(a{{$i}}, b{{$j}}_2), dot(a{{$i}}, b{{$j}}_3));
-{{- end}}
-{{- end}}
-  }
-{{- else}}
-  for (var k = params.k_begin; k < params.k_end; k++) {
-    // B rows 4k .. 4k+3 at each vec4 column.
-    let kb = 4u * k * n4;
-{{- range .Cols}}
-    let b{{.}}_0 = b[kb + c{{.}}];
-    let b{{.}}_1 = b[kb + n4 + c{{.}}];
-    let b{{.}}_2 = b[kb + 2u * n4 + c{{.}}];
-    let b{{.}}_3 = b[kb + 3u * n4 + c{{.}}];
-{{- end}}
-{{- range $i := .Rows}}
-    let a{{$i}} = a[r{{$i}} * k4 + k];
-{{- range $j := $.Cols}}
-    acc{{$i}}_{{$j}} = fma(vec4<f32>(a{{$i}}.w), b{{$j}}_3, fma(vec4<f32>(a{{$i}}.z), b{{$j}}_2, fma(vec4<f32>(a{{$i}}.y), b{{$j}}_1, fma(vec4<f32>(a{{$i}}.x), b{{$j}}_0, acc{{$i}}_{{$j}}))));
-{{- end}}
-{{- end}}
-  }
-{{- end}}
-{{- range $i := .Rows}}{{range $j := $.Cols}}
-  if (row0 + {{$i}}u < params.m && col0 + {{$j}}u < n4) { c[(row0 + {{$i}}u) * n4 + col0 + {{$j}}u] = acc{{$i}}_{{$j}}; }
-{{- end}}{{end}}
-}
-{{else}}
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-{{if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
-{{else}}@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
-{{end}}
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  k_begin: u32,    // this chunk, in elements of K
-  k_end: u32,
-  accumulate: u32,
-  _p0: u32,
-  _p1: u32,
-}
-
-@compute @workgroup_size({{.WGX}}, {{.WGY}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let col0 = gid.x * {{len .Cols}}u;
-  let row0 = gid.y * {{len .Rows}}u;
-  if (col0 >= params.n || row0 >= params.m) { return; }
   let n = params.n;
   let kk = params.k;
-  // Out-of-range rows and columns read the last valid one and are not
+  if (col0 >= n || row0 >= params.m) { return; }
+  // Batch offsets: decode the batch index, innermost dim first.
+  let batch = gid.z + params.batch_base;
+  var rest = batch;
+  var aoff = 0u;
+  var boff = 0u;
+  for (var i = 0u; i < params.nbatch; i++) {
+    let d = params.nbatch - 1u - i;
+    let size = params.bdims[d / 4u][d % 4u];
+    let idx = rest % size;
+    rest = rest / size;
+    aoff += idx * params.astride[d / 4u][d % 4u];
+    boff += idx * params.bstride[d / 4u][d % 4u];
+  }
+  let coff = batch * params.m * n;
+  // Rows and columns past the edge read the last valid one and are not
   // written back.
 {{- range .Rows}}
   let r{{.}} = min(row0 + {{.}}u, params.m - 1u);
@@ -144,26 +97,74 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c{{.}} = min(col0 + {{.}}u, n - 1u);
 {{- end}}
 {{- range $i := .Rows}}{{range $j := $.Cols}}
-  var acc{{$i}}_{{$j}} = {{if $.Bias}}bias[c{{$j}}]{{else}}0.0{{end}};
+  var acc{{$i}}_{{$j}} = {{if $.Vec4}}vec4<f32>(0.0){{else}}0.0{{end}};
 {{- end}}{{end}}
-  if (params.accumulate != 0u) {
-{{- range $i := .Rows}}{{range $j := $.Cols}}
-    acc{{$i}}_{{$j}} = c[r{{$i}} * n + c{{$j}}];
-{{- end}}{{end}}
+{{- if .Vec4}}
+{{- if .TransB}}
+  // Vec4 column j is weight rows 4·c_j .. 4·c_j+3, each read along K.
+{{- range .Cols}}
+  let w{{.}} = boff + 4u * c{{.}} * kk;
+{{- end}}
+  for (var k = params.k_begin; k < params.k_end; k++) {
+{{- range .Cols}}
+    let b{{.}}_0 = b[w{{.}} + k];
+    let b{{.}}_1 = b[w{{.}} + kk + k];
+    let b{{.}}_2 = b[w{{.}} + 2u * kk + k];
+    let b{{.}}_3 = b[w{{.}} + 3u * kk + k];
+{{- end}}
+{{- range $i := .Rows}}
+    let a{{$i}} = a[aoff + r{{$i}} * kk + k];
+{{- range $j := $.Cols}}
+    acc{{$i}}_{{$j}} += vec4<f32>(dot(a{{$i}}, b{{$j}}_0), dot(a{{$i}}, b{{$j}}_1), dot(a{{$i}}, b{{$j}}_2), dot(a{{$i}}, b{{$j}}_3));
+{{- end}}
+{{- end}}
   }
+{{- else}}
+  for (var k = params.k_begin; k < params.k_end; k++) {
+    // B rows 4k .. 4k+3 at each vec4 column.
+    let kb = boff + 4u * k * n;
+{{- range .Cols}}
+    let b{{.}}_0 = b[kb + c{{.}}];
+    let b{{.}}_1 = b[kb + n + c{{.}}];
+    let b{{.}}_2 = b[kb + 2u * n + c{{.}}];
+    let b{{.}}_3 = b[kb + 3u * n + c{{.}}];
+{{- end}}
+{{- range $i := .Rows}}
+    let a{{$i}} = a[aoff + r{{$i}} * kk + k];
+{{- range $j := $.Cols}}
+    acc{{$i}}_{{$j}} = fma(vec4<f32>(a{{$i}}.w), b{{$j}}_3, fma(vec4<f32>(a{{$i}}.z), b{{$j}}_2, fma(vec4<f32>(a{{$i}}.y), b{{$j}}_1, fma(vec4<f32>(a{{$i}}.x), b{{$j}}_0, acc{{$i}}_{{$j}}))));
+{{- end}}
+{{- end}}
+  }
+{{- end}}
+{{- else}}
   for (var k = params.k_begin; k < params.k_end; k++) {
 {{- range .Rows}}
-    let a{{.}} = a[r{{.}} * kk + k];
+    let a{{.}} = a[aoff + r{{.}} * kk + k];
 {{- end}}
 {{- range .Cols}}
-    let b{{.}} = {{if $.TransB}}b[c{{.}} * kk + k]{{else}}b[k * n + c{{.}}]{{end}};
+    let b{{.}} = {{if $.TransB}}b[boff + c{{.}} * kk + k]{{else}}b[boff + k * n + c{{.}}]{{end}};
 {{- end}}
 {{- range $i := .Rows}}{{range $j := $.Cols}}
     acc{{$i}}_{{$j}} = fma(a{{$i}}, b{{$j}}, acc{{$i}}_{{$j}});
 {{- end}}{{end}}
   }
+{{- end}}
 {{- range $i := .Rows}}{{range $j := $.Cols}}
-  if (row0 + {{$i}}u < params.m && col0 + {{$j}}u < n) { c[(row0 + {{$i}}u) * n + col0 + {{$j}}u] = acc{{$i}}_{{$j}}; }
+  if (row0 + {{$i}}u < params.m && col0 + {{$j}}u < n) {
+    let o = coff + (row0 + {{$i}}u) * n + col0 + {{$j}}u;
+    var base = {{if $.Vec4}}vec4<f32>(0.0){{else}}0.0{{end}};
+    if (params.accumulate != 0u) {
+      base = c[o];
+    }{{if $.Bias}} else {
+{{- if $.Vec4}}
+      let bi = r{{$i}} * params.bias_sm + 4u * c{{$j}} * params.bias_sn;
+      base = params.beta * vec4<f32>(bias[bi], bias[bi + params.bias_sn], bias[bi + 2u * params.bias_sn], bias[bi + 3u * params.bias_sn]);
+{{- else}}
+      base = params.beta * bias[r{{$i}} * params.bias_sm + c{{$j}} * params.bias_sn];
+{{- end}}
+    }{{end}}
+    c[o] = base + params.alpha * acc{{$i}}_{{$j}};
+  }
 {{- end}}{{end}}
 }
-{{end}}

@@ -98,3 +98,55 @@ func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *
 	}
 	return g
 }
+
+// BenchmarkAttention runs llama.custom_sdpa over prepacked KV caches
+// ([1, ctx, 8, 64] each, 32 query heads): decode (one query row per head)
+// and a 64-row prefill chunk, both attending ctx keys. GFLOP/s counts the
+// two ctx·64 products per query row and head.
+//
+//	go test -run '^$' -bench Attention ./ops/opstest
+func BenchmarkAttention(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, sq := range []int64{1, 64} {
+		for _, ctx := range []int64{512, 2048} {
+			b.Run(fmt.Sprintf("S%d/ctx%d", sq, ctx), func(b *testing.B) {
+				benchAttention(b, dev, sq, ctx)
+			})
+		}
+	}
+}
+
+func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
+	const hq, hkv, d = 32, 8, 64
+	r := rand.New(rand.NewPCG(1, 2))
+	f := serialization.Float32
+	sb := serialization.NewBuilder()
+	qs, cs := []int64{1, sq, hq, d}, []int64{1, ctx, hkv, d}
+	q := sb.Tensor(f, Dims(qs), -1)
+	kc := cacheSrc(sb, RandTensor(r, f, cs, -1, 1))
+	vc := cacheSrc(sb, RandTensor(r, f, cs, -1, 1))
+	out := sb.Tensor(f, Dims(qs), -1)
+	sb.Op("llama.custom_sdpa.default", q, kc, vc, sb.Int(ctx-sq), sb.Null(), sb.Double(0), sb.Bool(true), sb.Null(), out)
+	sb.Inputs(q)
+	sb.Outputs(out)
+	g := buildBenchGraph(b, dev, sb)
+	defer g.Close()
+
+	in := []graph.Tensor{{DType: f, Shape: qs, Data: RandTensor(r, f, qs, -1, 1).Encode()}}
+	c := context.Background()
+	if _, err := g.Execute(c, in); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := g.Execute(c, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(4*float64(sq*hq*ctx*d)/sec/1e9, "GFLOP/s")
+	b.ReportMetric(sec*1e6, "µs/exec")
+}

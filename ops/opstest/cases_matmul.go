@@ -183,3 +183,191 @@ func init() {
 		mlpCase(1, [3]int64{8, 33, 4}),
 	)
 }
+
+func bmmCase(bs, m, k, n int64, mat2 weightSrc) Case {
+	return Case{
+		Name: fmt.Sprintf("bmm/B%d_M%d_K%d_N%d/%s/%s", bs, m, k, n, mat2, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{bs, m, k}, -1, 1)
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			y := addWeight(b, RandTensor(r, f, []int64{bs, k, n}, -1, 1), mat2, &inputs)
+			out := b.Tensor(f, Dims([]int64{bs, m, n}), -1)
+			b.Op("aten.bmm.default", x, y, out)
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+// addmmCase: bias shaped bias (broadcast to M×N), beta and alpha. With
+// nanBias the bias is all NaN, which beta = 0 must ignore.
+func addmmCase(bias []int64, m, k, n int64, beta, alpha float64, nanBias bool) Case {
+	return Case{
+		Name: fmt.Sprintf("addmm/bias%s_M%d_K%d_N%d/beta%g_alpha%g/%s", shapeName(bias), m, k, n, beta, alpha, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{m, k}, -1, 1)
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			bv := RandTensor(r, f, bias, -1, 1)
+			if nanBias {
+				for i := range bv.V {
+					bv.V[i] = math.NaN()
+				}
+			}
+			bid := addWeight(b, bv, weightNamed, &inputs)
+			y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), weightPrepack, &inputs)
+			out := b.Tensor(f, Dims([]int64{m, n}), -1)
+			b.Op("aten.addmm.default", bid, x, y, b.Double(beta), b.Double(alpha), out)
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+// matmulShape is torch.matmul's result shape for inputs shaped x and y.
+func matmulShape(x, y []int64) []int64 {
+	xb, yb := x[:max(len(x)-2, 0)], y[:max(len(y)-2, 0)]
+	rank := max(len(xb), len(yb))
+	out := make([]int64, rank)
+	for i := range out {
+		a, c := int64(1), int64(1)
+		if j := i - (rank - len(xb)); j >= 0 {
+			a = xb[j]
+		}
+		if j := i - (rank - len(yb)); j >= 0 {
+			c = yb[j]
+		}
+		out[i] = max(a, c)
+	}
+	if len(x) > 1 {
+		out = append(out, x[len(x)-2])
+	}
+	if len(y) > 1 {
+		out = append(out, y[len(y)-1])
+	}
+	return out
+}
+
+func matmulCase(x, y []int64, other weightSrc) Case {
+	k, n := x[len(x)-1], int64(1)
+	if len(y) > 1 {
+		n = y[len(y)-1]
+	}
+	return Case{
+		Name: fmt.Sprintf("matmul/%s@%s/%s/%s", shapeName(x), shapeName(y), other, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, x, -1, 1)
+			xi := b.Tensor(f, Dims(x), -1)
+			b.Inputs(xi)
+			inputs := []*reference.Tensor{xv}
+			yi := addWeight(b, RandTensor(r, f, y, -1, 1), other, &inputs)
+			out := b.Tensor(f, Dims(matmulShape(x, y)), -1)
+			b.Op("aten.matmul.default", xi, yi, out)
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		bmmCase(1, 1, 1, 1, weightInput),
+		bmmCase(3, 7, 13, 5, weightInput),
+		bmmCase(2, 33, 64, 8, weightNamed),
+		bmmCase(5, 4, 8, 4, weightPrepack),
+		bmmCase(4, 129, 3, 33, weightInput),
+		// More batches than workgroups per grid dimension: two z ranges.
+		bmmCase(70000, 1, 4, 4, weightInput),
+		// K past the loop budget, batched.
+		bmmCase(2, 2, 70001, 3, weightInput),
+
+		addmmCase([]int64{5}, 7, 13, 5, 1, 1, false),
+		addmmCase([]int64{7, 5}, 7, 13, 5, 0.5, 2, false),
+		addmmCase([]int64{7, 1}, 7, 13, 5, -1, 0.25, false),
+		addmmCase([]int64{1, 5}, 7, 13, 5, 2, -1, false),
+		addmmCase([]int64{}, 7, 13, 5, 1.5, 1, false),
+		addmmCase([]int64{1}, 33, 64, 8, 1, 1, false),
+		addmmCase([]int64{8}, 33, 64, 8, 0.5, 3, false),
+		addmmCase([]int64{33, 8}, 33, 64, 8, 1, 1, false),
+		addmmCase([]int64{33, 1}, 33, 64, 8, 2, 0.5, false),
+		addmmCase([]int64{8}, 33, 64, 8, 0, 1, true),
+		addmmCase([]int64{5}, 7, 13, 5, 0, 2, true),
+		addmmCase([]int64{4}, 3, 70000, 4, 1, 0.5, false),
+
+		matmulCase([]int64{13}, []int64{13}, weightInput),
+		matmulCase([]int64{64}, []int64{64}, weightNamed),
+		matmulCase([]int64{7}, []int64{7, 5}, weightInput),
+		matmulCase([]int64{8}, []int64{8, 12}, weightNamed),
+		matmulCase([]int64{5, 7}, []int64{7}, weightInput),
+		matmulCase([]int64{7, 13}, []int64{13, 5}, weightInput),
+		matmulCase([]int64{3, 7, 13}, []int64{13, 5}, weightNamed),
+		matmulCase([]int64{2, 3, 8, 16}, []int64{16, 8}, weightPrepack),
+		matmulCase([]int64{13}, []int64{3, 13, 5}, weightInput),
+		matmulCase([]int64{3, 5, 13}, []int64{13}, weightInput),
+		matmulCase([]int64{2, 1, 7, 13}, []int64{3, 13, 5}, weightInput),
+		matmulCase([]int64{2, 1, 3, 4, 8}, []int64{1, 2, 1, 8, 4}, weightInput),
+		matmulCase([]int64{3, 1, 33, 64}, []int64{1, 2, 64, 8}, weightNamed),
+		matmulCase([]int64{1, 1, 1}, []int64{1, 1, 1}, weightInput),
+		// K = 0: empty sums, the output is all zeros (or beta·bias).
+		matmulCase([]int64{2, 3, 0}, []int64{0, 4}, weightInput),
+		bmmCase(2, 3, 0, 5, weightInput),
+		addmmCase([]int64{5}, 3, 0, 5, 0.5, 1, false),
+	)
+}
+
+// edgeMatmulCase: mm and linear on inputs sprinkled with NaN, ±Inf, ±0,
+// big and tiny values. Big values stay small enough that no product
+// overflows float32 (the float64 reference would not overflow where the
+// device does); sums of +Inf and -Inf are NaN in any order, so the special
+// values come out the same on both.
+func edgeMatmulCase(op string, m, k, n int64) Case {
+	return Case{
+		Name: fmt.Sprintf("%s/edge/M%d_K%d_N%d/%s", op, m, k, n, matmulPathName(k, n)),
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e18, -1e-30}
+			sprinkle := func(t *reference.Tensor) *reference.Tensor {
+				for i := range t.V {
+					if r.IntN(5) == 0 {
+						t.V[i] = reference.Round(f, special[r.IntN(len(special))])
+					}
+				}
+				return t
+			}
+			xv := sprinkle(RandTensor(r, f, []int64{m, k}, -1, 1))
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			out := b.Tensor(f, Dims([]int64{m, n}), -1)
+			if op == "mm" {
+				y := addWeight(b, sprinkle(RandTensor(r, f, []int64{k, n}, -1, 1)), weightInput, &inputs)
+				b.Op("aten.mm.default", x, y, out)
+			} else {
+				w := addWeight(b, sprinkle(RandTensor(r, f, []int64{n, k}, -1, 1)), weightInput, &inputs)
+				bias := addWeight(b, sprinkle(RandTensor(r, f, []int64{n}, -1, 1)), weightInput, &inputs)
+				b.Op("aten.linear.default", x, w, bias, out)
+			}
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		edgeMatmulCase("mm", 7, 5, 9),
+		edgeMatmulCase("mm", 9, 8, 8),
+		edgeMatmulCase("linear", 7, 5, 9),
+		edgeMatmulCase("linear", 9, 8, 8),
+	)
+}

@@ -1,0 +1,569 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// et_vk.sdpa.default args: [q (B,H,Sq,D), k (B,Hk,Skv,D), v (B,Hk,Skv,Dv), attn_mask (tensor or Null), scale (Double or Null), out (B,H,Sq,Dv)]
+// aten.scaled_dot_product_attention.default args: [query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa (may be absent), out]
+// sdpa_with_kv_cache.default args: [q (B,S,Hq,D), k (B,S,Hkv,D), v, k_cache (B,maxS,Hkv,D), v_cache, input_pos, seq_len, attn_mask, dropout_p, is_causal, scale, out (B,S,Hq,D)]
+// llama.custom_sdpa.default args: [q (B,S,Hq,D), k_cache, v_cache, input_pos, attn_mask, dropout_p, is_causal, scale, out]
+// update_cache.default args: [value (B,S,H,D), cache (B,maxS,H,D), input_pos, out (a [1] placeholder)]
+//
+// et_vk.sdpa follows backends/vulkan/custom_ops_lib.py: softmax(q·kᵀ·scale
+// + mask)·v over the last two dims, scale defaulting to 1/sqrt(D), the
+// mask additive (float32) or boolean (true = attend), broadcastable to
+// [B, H, Sq, Skv]. Batch and head dims of k and v may be 1 (broadcast) or
+// divide q's head count (grouped-query attention). The aten op is the same
+// with torch's is_causal (key j visible to query i iff j <= i) and rank 2
+// to 4 operands; dropout_p must be 0.
+//
+// The llama KV-cache ops use the [B, S, H, D] layout of ExecuTorch's
+// extension/llm custom ops. update_cache writes value into cache rows
+// input_pos .. input_pos+S-1, in place: the cache must be a writable tensor
+// (an et_vk.prepack output, which persists across Execute calls), not a
+// constant. sdpa_with_kv_cache updates both caches, then attends q over
+// cache rows [0, input_pos+S); custom_sdpa only attends. With is_causal
+// (the llama export passes True) query i sits at absolute position
+// input_pos+i and sees keys up to it. attn_mask must be Null there (as in
+// the Vulkan backend's SDPA.cpp) and dropout_p 0. float32 only.
+//
+// Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
+// workgroup of attnLanes lanes per up to attnMaxRows query rows that read
+// the same kv head, with an online softmax; the cache update is a flat
+// copy dispatch per cache.
+func init() {
+	Register("et_vk.sdpa.default", etvkSDPAOp)
+	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)
+	Register("sdpa_with_kv_cache.default", sdpaWithKVCacheOp)
+	Register("llama.custom_sdpa.default", customSDPAOp)
+	Register("update_cache.default", updateCacheOp)
+}
+
+// attnLanes is the number of lanes sharing one query row's keys.
+const attnLanes = 16
+
+// attnMaxKeys keeps each lane's key loop (nkeys/attnLanes trips) far below
+// llvmpipe's 65535 back-edges per invocation.
+const attnMaxKeys = attnLanes * 32768
+
+// attnMaxHeadDim bounds the unrolled head-dim code.
+const attnMaxHeadDim = 512
+
+// attnMaxRows is the most query rows one workgroup serves; attnRowBudget
+// caps rows × (D + Dv) so the per-row registers (q and acc) stay modest.
+const (
+	attnMaxRows   = 4
+	attnRowBudget = 512
+)
+
+// attnStrides are element strides of a [batch, head, seq, dim] view; the
+// dim stride is 1.
+type attnStrides struct{ b, h, s int64 }
+
+// attnCall is one validated attention.
+type attnCall struct {
+	q, k, v, mask, out int32 // mask < 0 when absent
+	boolMask           bool
+	bsz, hq, sq, g     int64 // g: query heads per kv head
+	nkeys, d, dv       int64
+	causal             bool
+	causalOff          int64
+	scale              float64
+	qs, ks, vs, os     attnStrides
+	ms                 [4]int64 // mask strides over (b, h, i, j)
+}
+
+// attnChunk is one vec4 of a head dim: I-th chunk, at element Off, N valid
+// components.
+type attnChunk struct{ I, Off, N int }
+
+// attnShader is the template data of shaders/attention.wgsl.
+type attnShader struct {
+	Update   bool
+	Out      bool
+	WG       int
+	Lanes    int
+	Vec4     bool // D and Dv multiples of 4: q, k, v and out as vec4 arrays
+	Mask     bool
+	BoolMask bool
+	Dv       int
+	VTail    bool
+	Rows     []int // query rows per workgroup: 0..R-1
+	WRows    int   // Lanes × R
+	WAcc     int   // Lanes × R × vec4 chunks of Dv: the merge buffer
+	QChunks  []attnChunk
+	VChunks  []attnChunk
+}
+
+func attnChunks(d int64) []attnChunk {
+	var cs []attnChunk
+	for i := int64(0); i*4 < d; i++ {
+		cs = append(cs, attnChunk{I: int(i), Off: int(4 * i), N: int(min(4, d-4*i))})
+	}
+	return cs
+}
+
+func recordAttention(b Builder, c attnCall) error {
+	rows := c.bsz * c.hq * c.sq
+	if rows == 0 || c.dv == 0 {
+		return nil
+	}
+	if c.nkeys > attnMaxKeys {
+		return Errorf(-1, "%d keys, at most %d supported", c.nkeys, attnMaxKeys)
+	}
+	if c.d > attnMaxHeadDim || c.dv > attnMaxHeadDim {
+		return Errorf(-1, "head dims %d/%d, at most %d supported", c.d, c.dv, attnMaxHeadDim)
+	}
+	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
+		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv)}
+	// Several query rows per workgroup share the k and v loads; one row
+	// when there is only one (decode) or the head dims are large.
+	r := int64(1)
+	for r < attnMaxRows && r < c.g*c.sq && (r*2)*(c.d+c.dv) <= attnRowBudget {
+		r *= 2
+	}
+	for i := range r {
+		sh.Rows = append(sh.Rows, int(i))
+	}
+	sh.WRows = attnLanes * int(r)
+	sh.WAcc = sh.WRows * len(sh.VChunks)
+	groups := c.bsz * (c.hq / c.g) * ((c.g*c.sq + r - 1) / r)
+	// Every q/k/v/out offset is a sum of multiples of its row length (or a
+	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
+	// vec4-aligned.
+	sh.Vec4 = c.d%4 == 0 && c.dv%4 == 0
+	inputs := []int32{c.q, c.k, c.v}
+	if sh.Mask {
+		inputs = append(inputs, c.mask)
+	}
+	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), attnLanes)
+	if err != nil {
+		return err
+	}
+	grid, err := Grid(uint64(groups), 1, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	causal := uint32(0)
+	if c.causal {
+		causal = 1
+	}
+	var p Params
+	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq / c.g)).U32(uint32(c.g))
+	p.U32(uint32(c.nkeys)).U32(causal).U32(uint32(c.causalOff)).F32(float32(c.scale))
+	for _, s := range []attnStrides{c.qs, c.ks, c.vs, c.os} {
+		p.U32(uint32(s.b)).U32(uint32(s.h)).U32(uint32(s.s))
+	}
+	for _, s := range c.ms {
+		p.U32(uint32(s))
+	}
+	if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), grid); err != nil {
+		return fmt.Errorf("ops: attention: %w", err)
+	}
+	return nil
+}
+
+// attnTensor fetches a float32 tensor argument.
+func attnTensor(b Builder, args []int32, arg int, what string) (Tensor, error) {
+	t, err := b.Tensor(args[arg])
+	if err != nil {
+		return Tensor{}, Errorf(arg, "%s: value %d is %v, want a tensor", what, args[arg], b.Kind(args[arg]))
+	}
+	if t.DType != serialization.Float32 {
+		return Tensor{}, Errorf(arg, "%s: unsupported dtype %v (float32 only)", what, t.DType)
+	}
+	if t.MaxNumel >= 1<<32 {
+		return Tensor{}, Errorf(arg, "%s: %d elements is too large", what, t.MaxNumel)
+	}
+	return t, nil
+}
+
+// attnScale reads an optional Double scale (Null: 1/sqrt(d)).
+func attnScale(b Builder, id int32, arg int, d int64) (float64, error) {
+	if b.IsNull(id) {
+		return 1 / math.Sqrt(float64(d)), nil
+	}
+	s, err := b.Float(id)
+	if err != nil {
+		return 0, argErr(arg, err)
+	}
+	return s, nil
+}
+
+// attnDropout requires dropout_p to be Null or 0.
+func attnDropout(b Builder, id int32, arg int) error {
+	if b.IsNull(id) {
+		return nil
+	}
+	p, err := b.Float(id)
+	if err != nil {
+		return argErr(arg, err)
+	}
+	if p != 0 {
+		return Errorf(arg, "dropout_p %v is not supported (inference only: 0)", p)
+	}
+	return nil
+}
+
+// attnCausal reads an optional Bool is_causal (Null: def).
+func attnCausal(b Builder, id int32, arg int, def bool) (bool, error) {
+	if b.IsNull(id) {
+		return def, nil
+	}
+	c, err := b.Bool(id)
+	if err != nil {
+		return false, argErr(arg, err)
+	}
+	return c, nil
+}
+
+// bhsd4 views dims (rank 2..4, [..., S, D]) as [B, H, S, D].
+func bhsd4(dims []int64) [4]int64 {
+	var v [4]int64
+	for i := range v {
+		v[i] = 1
+	}
+	copy(v[4-len(dims):], dims)
+	return v
+}
+
+// bhsdStrides returns contiguous [B, H, S, D] strides; size-1 batch or head
+// dims get stride 0 so they broadcast.
+func bhsdStrides(v [4]int64) attnStrides {
+	s := attnStrides{b: v[1] * v[2] * v[3], h: v[2] * v[3], s: v[3]}
+	if v[0] == 1 {
+		s.b = 0
+	}
+	if v[1] == 1 {
+		s.h = 0
+	}
+	return s
+}
+
+// bhsdAttention validates a [.., S, D]-layout attention (et_vk.sdpa and
+// aten.scaled_dot_product_attention) and records it.
+func bhsdAttention(b Builder, args []int32, maskArg, outArg int, scaleID int32, scaleArg int, causal, gqa bool) error {
+	q, err := attnTensor(b, args, 0, "q")
+	if err != nil {
+		return err
+	}
+	k, err := attnTensor(b, args, 1, "k")
+	if err != nil {
+		return err
+	}
+	v, err := attnTensor(b, args, 2, "v")
+	if err != nil {
+		return err
+	}
+	for i, t := range []Tensor{q, k, v} {
+		if len(t.Dims) < 2 || len(t.Dims) > 4 {
+			return Errorf(i, "dims %v: want rank 2 to 4 ([..., S, D])", t.Dims)
+		}
+	}
+	qd, kd, vd := bhsd4(q.Dims), bhsd4(k.Dims), bhsd4(v.Dims)
+	if kd[3] != qd[3] {
+		return Errorf(1, "k head dim %d differs from q's %d", kd[3], qd[3])
+	}
+	if vd[2] != kd[2] {
+		return Errorf(2, "v has %d keys, k has %d", vd[2], kd[2])
+	}
+	if vd[0] != kd[0] || vd[1] != kd[1] {
+		return Errorf(2, "v dims %v do not match k dims %v", v.Dims, k.Dims)
+	}
+	bsz, hq, sq, d := qd[0], qd[1], qd[2], qd[3]
+	bk, hk, skv, dv := kd[0], kd[1], kd[2], vd[3]
+	if bk != bsz && bk != 1 && bsz != 1 {
+		return Errorf(1, "k batch %d does not broadcast with q batch %d", bk, bsz)
+	}
+	if bk != bsz && bsz == 1 {
+		return Errorf(1, "k batch %d larger than q batch %d is not supported", bk, bsz)
+	}
+	switch {
+	case hk == hq || hk == 1:
+	case gqa && hk > 0 && hq%hk == 0:
+	default:
+		return Errorf(1, "k has %d heads for q's %d", hk, hq)
+	}
+	scale, err := attnScale(b, scaleID, scaleArg, d)
+	if err != nil {
+		return err
+	}
+	outDims := append(append([]int64(nil), q.Dims[:len(q.Dims)-1]...), dv)
+	if len(k.Dims) > len(q.Dims) {
+		return Errorf(1, "k rank %d above q rank %d is not supported", len(k.Dims), len(q.Dims))
+	}
+	if _, err := Output(b, outArg, args[outArg], serialization.Float32, outDims); err != nil {
+		return err
+	}
+	g := int64(1) // query heads per kv head
+	switch {
+	case hk == 1:
+		g = max(hq, 1)
+	case hk > 0 && hq > 0:
+		g = hq / hk
+	}
+	c := attnCall{q: args[0], k: args[1], v: args[2], mask: -1, out: args[outArg],
+		bsz: bsz, hq: hq, sq: sq, g: g, nkeys: skv, d: d, dv: dv, causal: causal, scale: scale,
+		qs: attnStrides{b: hq * sq * d, h: sq * d, s: d}, ks: bhsdStrides(kd), vs: bhsdStrides(vd),
+		os: attnStrides{b: hq * sq * dv, h: sq * dv, s: dv}}
+	if !b.IsNull(args[maskArg]) {
+		mt, err := b.Tensor(args[maskArg])
+		if err != nil {
+			return Errorf(maskArg, "attn_mask: value %d is %v, want a tensor or Null", args[maskArg], b.Kind(args[maskArg]))
+		}
+		switch mt.DType {
+		case serialization.Float32:
+		case serialization.Bool:
+			c.boolMask = true
+		default:
+			return Errorf(maskArg, "attn_mask: unsupported dtype %v (float32 or bool)", mt.DType)
+		}
+		if causal {
+			return Errorf(maskArg, "attn_mask and is_causal cannot both be set")
+		}
+		if len(mt.Dims) > 4 {
+			return Errorf(maskArg, "attn_mask dims %v: rank above 4", mt.Dims)
+		}
+		md := bhsd4(mt.Dims)
+		want := [4]int64{bsz, hq, sq, skv}
+		stride := int64(1)
+		for i := 3; i >= 0; i-- {
+			if md[i] != 1 && md[i] != want[i] {
+				return Errorf(maskArg, "attn_mask dims %v do not broadcast to %v", mt.Dims, want)
+			}
+			if md[i] != 1 {
+				c.ms[i] = stride
+			}
+			stride *= md[i]
+		}
+		c.mask = args[maskArg]
+	}
+	return recordAttention(b, c)
+}
+
+func etvkSDPAOp(b Builder, args []int32) error {
+	if len(args) != 6 {
+		return Errorf(-1, "want 6 args [q, k, v, attn_mask, scale, out], have %d", len(args))
+	}
+	return bhsdAttention(b, args, 3, 5, args[4], 4, false, true)
+}
+
+func atenSDPAOp(b Builder, args []int32) error {
+	if len(args) != 8 && len(args) != 9 {
+		return Errorf(-1, "want 9 args [query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out], have %d", len(args))
+	}
+	if err := attnDropout(b, args[4], 4); err != nil {
+		return err
+	}
+	causal, err := attnCausal(b, args[5], 5, false)
+	if err != nil {
+		return err
+	}
+	gqa := false
+	if len(args) == 9 {
+		if gqa, err = attnCausal(b, args[7], 7, false); err != nil {
+			return err
+		}
+	}
+	return bhsdAttention(b, args, 3, len(args)-1, args[6], 6, causal, gqa)
+}
+
+// kvCache fetches a [B, max_seq_len, H, D] cache argument.
+func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
+	c, err := attnTensor(b, args, ca, what)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if len(c.Dims) != 4 {
+		return Tensor{}, Errorf(ca, "%s dims %v: want [B, max_seq_len, heads, head_dim]", what, c.Dims)
+	}
+	return c, nil
+}
+
+// recordCacheUpdate writes value ([B, S, H, D]) into cache rows pos.. and,
+// when out >= 0, zeroes the one-element placeholder out.
+func recordCacheUpdate(b Builder, value, cache Tensor, va, ca, posArg int, pos int64, out int32) error {
+	if len(value.Dims) != 4 {
+		return Errorf(va, "value dims %v: want [B, S, heads, head_dim]", value.Dims)
+	}
+	if cache.Constant {
+		return Errorf(ca, "cache %d is a constant; it must be a writable tensor (an et_vk.prepack output) to update in place", cache.ID)
+	}
+	vd, cd := value.Dims, cache.Dims
+	if vd[0] != cd[0] || vd[2] != cd[2] || vd[3] != cd[3] {
+		return Errorf(va, "value dims %v do not match cache dims %v in batch, heads or head_dim", vd, cd)
+	}
+	if pos < 0 || pos+vd[1] > cd[1] {
+		return Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
+	}
+	n := value.Numel
+	if n == 0 {
+		return nil
+	}
+	sh := attnShader{Update: true, Out: out >= 0, WG: 64}
+	outs := []int32{cache.ID}
+	if sh.Out {
+		outs = append(outs, out)
+	}
+	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(1, len(outs), true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	groups, err := Grid(uint64(n), uint32(sh.WG), b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	row := vd[2] * vd[3]
+	var p Params
+	p.U32(uint32(n)).U32(uint32(vd[1] * row)).U32(uint32(pos * row)).U32(uint32(cd[1] * row))
+	if err := b.Dispatch(k, []int32{value.ID}, outs, p.Bytes(), groups); err != nil {
+		return fmt.Errorf("ops: update_cache: %w", err)
+	}
+	return nil
+}
+
+func updateCacheOp(b Builder, args []int32) error {
+	if len(args) != 4 {
+		return Errorf(-1, "want 4 args [value, cache, input_pos, out], have %d", len(args))
+	}
+	value, err := attnTensor(b, args, 0, "value")
+	if err != nil {
+		return err
+	}
+	cache, err := kvCache(b, args, 1, "cache")
+	if err != nil {
+		return err
+	}
+	pos, err := b.Int(args[2])
+	if err != nil {
+		return argErr(2, err)
+	}
+	out := int32(-1)
+	if b.Kind(args[3]) == serialization.KindTensor {
+		if _, err := Output(b, 3, args[3], value.DType, []int64{1}); err != nil {
+			return err
+		}
+		out = args[3]
+	}
+	return recordCacheUpdate(b, value, cache, 0, 1, 2, pos, out)
+}
+
+// cacheAttention validates an attention of q ([B, S, Hq, D]) over cache
+// rows [0, pos+S), sets out's shape and returns the call to record.
+func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropArg, causalArg, scaleArg, outArg int, pos int64) (attnCall, error) {
+	var none attnCall
+	q, err := attnTensor(b, args, qa, "q")
+	if err != nil {
+		return none, err
+	}
+	kc, err := kvCache(b, args, ka, "k_cache")
+	if err != nil {
+		return none, err
+	}
+	vc, err := kvCache(b, args, va, "v_cache")
+	if err != nil {
+		return none, err
+	}
+	if len(q.Dims) != 4 {
+		return none, Errorf(qa, "q dims %v: want [B, S, heads, head_dim]", q.Dims)
+	}
+	bsz, sq, hq, d := q.Dims[0], q.Dims[1], q.Dims[2], q.Dims[3]
+	kd, vd := kc.Dims, vc.Dims
+	if kd[0] != bsz || kd[3] != d {
+		return none, Errorf(ka, "k_cache dims %v do not match q dims %v", kd, q.Dims)
+	}
+	if vd[0] != kd[0] || vd[1] != kd[1] || vd[2] != kd[2] {
+		return none, Errorf(va, "v_cache dims %v do not match k_cache dims %v", vd, kd)
+	}
+	hk := kd[2]
+	if hk == 0 || hq%hk != 0 {
+		return none, Errorf(ka, "k_cache has %d heads for q's %d", hk, hq)
+	}
+	if pos < 0 || pos+sq > kd[1] {
+		return none, Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, sq, kd[1])
+	}
+	if !b.IsNull(args[maskArg]) {
+		return none, Errorf(maskArg, "attn_mask is not supported with a KV cache (must be Null)")
+	}
+	if err := attnDropout(b, args[dropArg], dropArg); err != nil {
+		return none, err
+	}
+	causal, err := attnCausal(b, args[causalArg], causalArg, true)
+	if err != nil {
+		return none, err
+	}
+	scale, err := attnScale(b, args[scaleArg], scaleArg, d)
+	if err != nil {
+		return none, err
+	}
+	dv := vd[3]
+	if _, err := Output(b, outArg, args[outArg], serialization.Float32, []int64{bsz, sq, hq, dv}); err != nil {
+		return none, err
+	}
+	return attnCall{q: args[qa], k: args[ka], v: args[va], mask: -1, out: args[outArg],
+		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale,
+		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
+		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
+		vs: attnStrides{b: vd[1] * hk * dv, h: dv, s: hk * dv},
+		os: attnStrides{b: sq * hq * dv, h: dv, s: hq * dv}}, nil
+}
+
+func sdpaWithKVCacheOp(b Builder, args []int32) error {
+	if len(args) != 12 {
+		return Errorf(-1, "want 12 args [q, k, v, k_cache, v_cache, input_pos, seq_len, attn_mask, dropout_p, is_causal, scale, out], have %d", len(args))
+	}
+	k, err := attnTensor(b, args, 1, "k")
+	if err != nil {
+		return err
+	}
+	v, err := attnTensor(b, args, 2, "v")
+	if err != nil {
+		return err
+	}
+	pos, err := b.Int(args[5])
+	if err != nil {
+		return argErr(5, err)
+	}
+	if args[3] == args[4] {
+		return Errorf(4, "k_cache and v_cache are the same tensor")
+	}
+	// Validate the attention and set out's shape before any dispatch.
+	call, err := cacheAttention(b, args, 0, 3, 4, 5, 7, 8, 9, 10, 11, pos)
+	if err != nil {
+		return err
+	}
+	for i, x := range []Tensor{k, v} {
+		if len(x.Dims) != 4 || x.Dims[1] != call.sq {
+			return Errorf(1+i, "dims %v: want [B, %d, heads, head_dim] like q", x.Dims, call.sq)
+		}
+	}
+	kc, _ := b.Tensor(args[3])
+	vc, _ := b.Tensor(args[4])
+	if err := recordCacheUpdate(b, k, kc, 1, 3, 5, pos, -1); err != nil {
+		return err
+	}
+	if err := recordCacheUpdate(b, v, vc, 2, 4, 5, pos, -1); err != nil {
+		return err
+	}
+	return recordAttention(b, call)
+}
+
+func customSDPAOp(b Builder, args []int32) error {
+	if len(args) != 9 {
+		return Errorf(-1, "want 9 args [q, k_cache, v_cache, input_pos, attn_mask, dropout_p, is_causal, scale, out], have %d", len(args))
+	}
+	pos, err := b.Int(args[3])
+	if err != nil {
+		return argErr(3, err)
+	}
+	call, err := cacheAttention(b, args, 0, 1, 2, 3, 4, 5, 6, 7, 8, pos)
+	if err != nil {
+		return err
+	}
+	return recordAttention(b, call)
+}

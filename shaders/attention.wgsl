@@ -1,0 +1,235 @@
+// attention.wgsl: fused scaled-dot-product attention, float32, and the
+// KV-cache row update.
+//
+// Attention: one workgroup of Lanes lanes per len(Rows) query rows that
+// read the same kv head (consecutive positions of one head, or the query
+// heads of one grouped-query group at decode); the rows share every k and
+// v load, which is what bounds this kernel on lavapipe. Lane t walks keys t, t+Lanes,
+// ... below the rows' largest key limit with an online softmax per row
+// (running max m, running sum l, unnormalized output acc); keys past a
+// row's own (causal) limit count as masked. Each lane loops about
+// nkeys/Lanes times: far below llvmpipe's 65535 back-edges per invocation
+// (Go caps nkeys accordingly). The lanes' partial states are then merged
+// through workgroup memory: the row max M, the sum Σ l_t·exp(m_t − M),
+// and each output vec4 Σ acc_t·exp(m_t − M) divided by that sum. A row
+// whose keys are all masked out ends as 0/0 = NaN, as torch's softmax of
+// all −inf does.
+//
+// Head dims (D for q·k, Dv for v and out) are baked in: the per-key dot
+// product and output update are unrolled over vec4 chunks, so they cost no
+// loop trips. With Vec4 (both head dims multiples of 4, so every row
+// offset is too) q, k, v and out bind as vec4 arrays: one load per chunk.
+// q, k, v, mask and out are addressed by element strides (last
+// dim contiguous), so [B, H, S, D] and [B, S, H, D] layouts, KV caches
+// with more rows than keys, broadcast batches and grouped-query heads
+// (kv head = h / g) all use the same kernel.
+{{- if .Update}}
+
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> cache: array<f32>;
+{{- if .Out}}
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+{{- else}}
+@group(0) @binding(2) var<uniform> params: Params;
+{{- end}}
+
+struct Params {
+  n: u32,       // elements of src
+  block: u32,   // S·H·D: one batch of src, contiguous in the cache too
+  dst0: u32,    // input_pos·H·D: the first cache element written per batch
+  bstride: u32, // max_S·H·D: one batch of the cache
+}
+
+// Cache row update: cache[b, pos + s, h, d] = src[b, s, h, d]. Per batch the
+// S rows of H·D elements are contiguous in both tensors.
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
+{{- if .Out}}
+  if (e == 0u) { out[0] = 0.0; }
+{{- end}}
+  if (e >= params.n) { return; }
+  let b = e / params.block;
+  cache[b * params.bstride + params.dst0 + e % params.block] = src[e];
+}
+{{- else}}
+
+{{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
+@group(0) @binding(0) var<storage, read> q: array<{{$t}}>;
+@group(0) @binding(1) var<storage, read> k: array<{{$t}}>;
+@group(0) @binding(2) var<storage, read> v: array<{{$t}}>;
+{{- if .Mask}}
+@group(0) @binding(3) var<storage, read> mask: array<{{if .BoolMask}}u32{{else}}f32{{end}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{$t}}>;
+@group(0) @binding(5) var<uniform> params: Params;
+{{- else}}
+@group(0) @binding(3) var<storage, read_write> out: array<{{$t}}>;
+@group(0) @binding(4) var<uniform> params: Params;
+{{- end}}
+
+struct Params {
+  groups: u32,     // workgroups: B·Hkv·ceil(g·Sq / rows per workgroup)
+  sq: u32,
+  hkv: u32,        // kv heads (Hq / g)
+  g: u32,          // query heads per kv head
+  nkeys: u32,      // keys 0..nkeys-1 are visible
+  causal: u32,     // nonzero: key j visible to row i only if j <= i + causal_off
+  causal_off: u32,
+  scale: f32,
+  q_sb: u32, q_sh: u32, q_ss: u32, k_sb: u32,
+  k_sh: u32, k_ss: u32, v_sb: u32, v_sh: u32,
+  v_ss: u32, o_sb: u32, o_sh: u32, o_ss: u32,
+  m_sb: u32, m_sh: u32, m_sq: u32, m_sk: u32,
+}
+
+const L: u32 = {{.Lanes}}u;
+const V4: u32 = {{len .VChunks}}u;
+
+// Per row of the workgroup: each lane's running max and sum, then its
+// rescaled output vec4s.
+var<workgroup> wm: array<f32, {{.WRows}}>;
+var<workgroup> wl: array<f32, {{.WRows}}>;
+var<workgroup> wacc: array<vec4<f32>, {{.WAcc}}>;
+
+@compute @workgroup_size({{.Lanes}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+  let grp = wid.x + wid.y * nwg.x;
+  if (grp >= params.groups) { return; }
+  // The g·Sq query rows that read kv head hk, numbered x = (h − hk·g)·Sq
+  // + i, are served len(Rows) at a time.
+  let nx = params.g * params.sq;
+  let per = (nx + {{len .Rows}}u - 1u) / {{len .Rows}}u;
+  let row0 = (grp % per) * {{len .Rows}}u;
+  let bk = grp / per;
+  let hk = bk % params.hkv;
+  let b = bk / params.hkv;
+  let neg_inf = bitcast<f32>(0xff800000u);
+  let s = params.scale;
+  let kb = b * params.k_sb + hk * params.k_sh;
+  let vb = b * params.v_sb + hk * params.v_sh;
+  var nk_max = 0u;
+{{- range $r := .Rows}}
+  // Row {{$r}}: x = row0+{{$r}}, clamped to the last row (its results are
+  // not written when past g·Sq).
+  let x{{$r}} = min(row0 + {{$r}}u, nx - 1u);
+  let i{{$r}} = x{{$r}} % params.sq;
+  let h{{$r}} = hk * params.g + x{{$r}} / params.sq;
+  let qo{{$r}} = b * params.q_sb + h{{$r}} * params.q_sh + i{{$r}} * params.q_ss;
+{{- range $.QChunks}}
+{{- if $.Vec4}}
+  let q{{$r}}_{{.I}} = s * q[(qo{{$r}} >> 2u) + {{.I}}u];
+{{- else}}
+  let q{{$r}}_{{.I}} = s * vec4<f32>(q[qo{{$r}} + {{.Off}}u], {{if gt .N 1}}q[qo{{$r}} + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}q[qo{{$r}} + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}q[qo{{$r}} + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
+{{- end}}
+  var nk{{$r}} = params.nkeys;
+  if (params.causal != 0u) { nk{{$r}} = min(nk{{$r}}, i{{$r}} + params.causal_off + 1u); }
+  nk_max = max(nk_max, nk{{$r}});
+{{- if $.Mask}}
+  let mo{{$r}} = b * params.m_sb + h{{$r}} * params.m_sh + i{{$r}} * params.m_sq;
+{{- end}}
+  var m{{$r}} = neg_inf;
+  var l{{$r}} = 0.0;
+{{- range $.VChunks}}
+  var acc{{$r}}_{{.I}} = vec4<f32>(0.0);
+{{- end}}
+{{- end}}
+
+  for (var j = lane; j < nk_max; j += L) {
+    let ko = kb + j * params.k_ss;
+{{- range .QChunks}}
+{{- if $.Vec4}}
+    let k{{.I}} = k[(ko >> 2u) + {{.I}}u];
+{{- else}}
+    let k{{.I}} = vec4<f32>(k[ko + {{.Off}}u], {{if gt .N 1}}k[ko + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}k[ko + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}k[ko + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
+{{- end}}
+    let vo = vb + j * params.v_ss;
+{{- range .VChunks}}
+{{- if $.Vec4}}
+    let v{{.I}} = v[(vo >> 2u) + {{.I}}u];
+{{- else}}
+    let v{{.I}} = vec4<f32>(v[vo + {{.Off}}u], {{if gt .N 1}}v[vo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}v[vo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}v[vo + {{.Off}}u + 3u]{{else}}0.0{{end}});
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+    {
+      var sc = 0.0{{range $.QChunks}} + dot(q{{$r}}_{{.I}}, k{{.I}}){{end}};
+{{- if $.Mask}}
+      let mi = mo{{$r}} + j * params.m_sk;
+{{- if $.BoolMask}}
+      if (((mask[mi >> 2u] >> ((mi & 3u) * 8u)) & 0xffu) == 0u) { sc = neg_inf; }
+{{- else}}
+      sc += mask[mi];
+{{- end}}
+{{- end}}
+      if (j >= nk{{$r}}) { sc = neg_inf; }
+      if (sc > neg_inf) {
+        let mn = max(m{{$r}}, sc);
+        let corr = exp(m{{$r}} - mn);
+        let p = exp(sc - mn);
+        l{{$r}} = l{{$r}} * corr + p;
+{{- range $.VChunks}}
+        acc{{$r}}_{{.I}} = acc{{$r}}_{{.I}} * corr + p * v{{.I}};
+{{- end}}
+        m{{$r}} = mn;
+      }
+    }
+{{- end}}
+  }
+
+  // Merge the lanes' partial softmax states, row by row.
+{{- range $r := .Rows}}
+  wm[{{$r}}u * L + lane] = m{{$r}};
+  wl[{{$r}}u * L + lane] = l{{$r}};
+{{- end}}
+  workgroupBarrier();
+{{- range $r := .Rows}}
+  {
+    var mx = neg_inf;
+    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    var c = 0.0;
+    if (m{{$r}} > neg_inf) { c = exp(m{{$r}} - mx); }
+{{- range $.VChunks}}
+    wacc[({{$r}}u * L + lane) * V4 + {{.I}}u] = acc{{$r}}_{{.I}} * c;
+{{- end}}
+  }
+{{- end}}
+  workgroupBarrier();
+{{- range $r := .Rows}}
+  if (row0 + {{$r}}u < nx) {
+    var mx = neg_inf;
+    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    var sum = 0.0;
+    for (var t = 0u; t < L; t++) {
+      let mt = wm[{{$r}}u * L + t];
+      if (mt > neg_inf) { sum += wl[{{$r}}u * L + t] * exp(mt - mx); }
+    }
+    let oo = b * params.o_sb + h{{$r}} * params.o_sh + i{{$r}} * params.o_ss;
+    for (var d = lane; d < V4; d += L) {
+      var r = vec4<f32>(0.0);
+      for (var t = 0u; t < L; t++) { r += wacc[({{$r}}u * L + t) * V4 + d]; }
+      // No keys at all (Skv = 0) gives zeros, as torch's empty matmul.
+      r = select(r / sum, vec4<f32>(0.0), nk{{$r}} == 0u);
+{{- if $.Vec4}}
+      out[(oo >> 2u) + d] = r;
+{{- else}}
+      let e = oo + 4u * d;
+      out[e] = r.x;
+{{- if $.VTail}}
+      if (4u * d + 1u < {{$.Dv}}u) { out[e + 1u] = r.y; }
+      if (4u * d + 2u < {{$.Dv}}u) { out[e + 2u] = r.z; }
+      if (4u * d + 3u < {{$.Dv}}u) { out[e + 3u] = r.w; }
+{{- else}}
+      out[e + 1u] = r.y;
+      out[e + 2u] = r.z;
+      out[e + 3u] = r.w;
+{{- end}}
+{{- end}}
+    }
+  }
+{{- end}}
+}
+{{- end}}

@@ -1,0 +1,70 @@
+// rope.wgsl: rotary position embedding, float32, one output element per
+// invocation (1-D grid folded to 2-D past 65535 workgroups).
+//
+// x is viewed as rows of d elements; row r sits at sequence position
+// s = (r / row_div) % seq and reads table row t = s + start. Two pairings:
+//
+//   pairs (HF false): elements 2j and 2j+1 rotate together by angle j:
+//     out[2j]   = x[2j]·cos − x[2j+1]·sin
+//     out[2j+1] = x[2j]·sin + x[2j+1]·cos
+//     with cos at cos_t·t + cos_j·j and sin at that index + sin_off (the
+//     llama tables are [S, d/2] each; the interleaved table holds (cos,
+//     sin) pairs, bound as both and read with cos_j = 2, sin_off = 1).
+//   rotate_half (HF true), over the first rd elements (h = rd/2):
+//     out[j]   = x[j]·cos[j] − x[j+h]·sin[j]      (j < h)
+//     out[j]   = x[j]·cos[j] + x[j−h]·sin[j]      (h ≤ j < rd)
+//     out[j]   = x[j]                              (j ≥ rd)
+//     with the tables [T, rd] and cos/sin at cos_t·t + j.
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> fcos: array<f32>;
+@group(0) @binding(2) var<storage, read> fsin: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+struct Params {
+  n: u32,        // elements of x
+  d: u32,        // row length
+  row_div: u32,  // rows per sequence position (heads)
+  seq: u32,      // sequence length
+  start: u32,    // first table row
+  cos_t: u32,    // table stride per position
+  cos_j: u32,    // table stride per pair (pairs mode)
+  sin_off: u32,  // sin index minus cos index (pairs mode)
+  rd: u32,       // rotated elements per row (rotate_half mode)
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
+  if (e >= params.n) { return; }
+  let r = e / params.d;
+  let j = e % params.d;
+  let t = (r / params.row_div) % params.seq + params.start;
+{{- if .HF}}
+  let h = params.rd / 2u;
+  if (j >= params.rd) {
+    out[e] = x[e];
+    return;
+  }
+  let c = fcos[t * params.cos_t + j];
+  let s = fsin[t * params.cos_t + j];
+  if (j < h) {
+    out[e] = x[e] * c - x[e + h] * s;
+  } else {
+    out[e] = x[e] * c + x[e - h] * s;
+  }
+{{- else}}
+  let ci = t * params.cos_t + (j / 2u) * params.cos_j;
+  let c = fcos[ci];
+  let s = fsin[ci + params.sin_off];
+  if ((j & 1u) == 0u) {
+    out[e] = x[e] * c - x[e + 1u] * s;
+  } else {
+    out[e] = x[e - 1u] * s + x[e] * c;
+  }
+{{- end}}
+}
