@@ -165,4 +165,3 @@ func TestPackedWeightLoadHeap(t *testing.T) {
 		g.Close()
 	}
 }
-
