@@ -19,7 +19,7 @@ type convCase struct {
 	groups                int64
 	bias                  bool
 	weight                weightSrc
-	clamp                 string  // "" (plain convolution), "et_vk" or "bare" op name
+	clamp                 string   // "" (plain convolution), "et_vk" or "bare" op name
 	lo, hi                *float64 // clamp bounds, nil for Null
 }
 
