@@ -41,12 +41,12 @@ func (c convCase) outShape() []int64 {
 	}
 	out := []int64{c.in[0], oc}
 	for i := 0; i < sp; i++ {
-		in, k := c.in[2+i], c.w[2+i]
+		n, k := c.in[2+i], c.w[2+i]
 		s, p, d := convAt(c.stride, i), convAt(c.pad, i), convAt(c.dil, i)
 		if c.transposed {
-			out = append(out, (in-1)*s-2*p+d*(k-1)+convAt(c.opd, i)+1)
+			out = append(out, (n-1)*s-2*p+d*(k-1)+convAt(c.opd, i)+1)
 		} else {
-			out = append(out, (in+2*p-d*(k-1)-1)/s+1)
+			out = append(out, (n+2*p-d*(k-1)-1)/s+1)
 		}
 	}
 	return out
