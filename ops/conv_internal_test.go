@@ -2,6 +2,7 @@ package ops
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -127,11 +128,20 @@ func TestSpatialLiveShapes(t *testing.T) {
 			t.Errorf("%s: out dims %v, want %v", c.name, got.Dims, c.want)
 		}
 		for _, d := range r.dispatches {
-			if n := u32At(d.params, 0); int64(n) != got.Numel {
-				t.Errorf("%s: dispatch over %d elements, want %d", c.name, n, got.Numel)
+			// Params open with the invocation count: one per output
+			// element, except the tiled forward convolution (a block of
+			// channels × 4 columns each).
+			n := int64(u32At(d.params, 0))
+			want := got.Numel
+			if strings.Contains(d.k.Name, "Tiled:true") {
+				oc, oh, ow := int64(u32At(d.params, 1)), int64(u32At(d.params, 2)), int64(u32At(d.params, 3))
+				want = got.Numel / (oc * oh * ow) * int64(u32At(d.params, 27)) * oh * int64(u32At(d.params, 26))
 			}
-			if uint64(d.groups[0])*uint64(d.groups[1])*uint64(d.k.WorkgroupSize) < uint64(got.Numel) {
-				t.Errorf("%s: grid %v does not cover %d elements", c.name, d.groups, got.Numel)
+			if n != want {
+				t.Errorf("%s: dispatch over %d invocations, want %d", c.name, n, want)
+			}
+			if uint64(d.groups[0])*uint64(d.groups[1])*uint64(d.k.WorkgroupSize) < uint64(n) {
+				t.Errorf("%s: grid %v does not cover %d invocations", c.name, d.groups, n)
 			}
 		}
 		if len(r.dispatches) == 0 {

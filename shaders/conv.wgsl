@@ -8,6 +8,13 @@
 // dispatch each. accumulate != 0 continues from y (the previous chunk);
 // otherwise the sum starts from bias (or 0). last != 0 applies the clamp.
 //
+// Tiled (forward convolutions): each invocation computes len(OCB) output
+// channels × len(OXB) consecutive output columns of one row, so every
+// loaded weight and input value feeds several FMAs; the (icl, ky, kx)
+// counters step incrementally (integer division per trip is scalarized on
+// llvmpipe and dominated the simple kernel). Columns past OW are computed
+// on a clamped column and not written.
+//
 // Transposed: the weight is [IC, OC/groups, KH, KW] and output row oh
 // gathers input row iy where oh = iy·stride - pad + ky·dil, i.e. iy =
 // (oh + pad - ky·dil) / stride when that divides exactly.
@@ -27,9 +34,86 @@ struct Params {
   r_end: u32, accumulate: u32, last: u32, has_min: u32,
   has_max: u32, min_v: f32, max_v: f32, _p0: u32,
   stride_h: i32, stride_w: i32, pad_h: i32, pad_w: i32,
-  dil_h: i32, dil_w: i32, _p1: u32, _p2: u32,
+  dil_h: i32, dil_w: i32, owb: u32, ocb: u32, // tiled: OW / OXB, OC / OCB (rounded up)
 }
 
+{{if .Tiled}}
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
+  if (i >= params.n_out) { return; }
+  let oxb = i % params.owb;
+  var t = i / params.owb;
+  let oy = t % params.oh;
+  t = t / params.oh;
+  let ocb = t % params.ocb;
+  let n = t / params.ocb;
+  let oc0 = ocb * {{len .OCB}}u;
+  let ox0 = oxb * {{len .OXB}}u;
+  let g = oc0 / params.ocg;
+  let khw = params.kh * params.kw;
+  let plane = params.ih * params.iw;
+  let iw = i32(params.iw);
+  let xbase = (n * params.ic + g * params.icg) * plane;
+  let wstride = params.icg * khw; // weights per output channel
+  let wbase = oc0 * wstride;
+  let iy0 = i32(oy) * params.stride_h - params.pad_h;
+{{- range .OXB}}
+  let ix0_{{.}} = i32(min(ox0 + {{.}}u, params.ow - 1u)) * params.stride_w - params.pad_w;
+{{- end}}
+{{- range $j := .OCB}}
+  let ob{{$j}} = ((n * params.oc + oc0 + {{$j}}u) * params.oh + oy) * params.ow;
+{{- end}}
+{{- range $j := .OCB}}{{range $q := $.OXB}}
+  var acc{{$j}}_{{$q}} = {{if $.Bias}}bias[oc0 + {{$j}}u]{{else}}0.0{{end}};
+{{- end}}{{end}}
+  if (params.accumulate != 0u) {
+{{- range $j := .OCB}}{{range $q := $.OXB}}
+    acc{{$j}}_{{$q}} = y[ob{{$j}} + min(ox0 + {{$q}}u, params.ow - 1u)];
+{{- end}}{{end}}
+  }
+  // (icl, ky, kx) of trip r_begin, then stepped with r.
+  var icl = params.r_begin / khw;
+  let rem = params.r_begin - icl * khw;
+  var ky = rem / params.kw;
+  var kx = rem - ky * params.kw;
+  for (var r = params.r_begin; r < params.r_end; r++) {
+    let iy = iy0 + i32(ky) * params.dil_h;
+    let row_ok = iy >= 0 && iy < i32(params.ih);
+    let row = xbase + icl * plane + u32(clamp(iy, 0, i32(params.ih) - 1)) * params.iw;
+    let dx = i32(kx) * params.dil_w;
+{{- range .OXB}}
+    let ix{{.}} = ix0_{{.}} + dx;
+    let v{{.}} = select(0.0, x[row + u32(clamp(ix{{.}}, 0, iw - 1))], row_ok && ix{{.}} >= 0 && ix{{.}} < iw);
+{{- end}}
+{{- range $j := .OCB}}
+    let w{{$j}} = w[wbase + {{$j}}u * wstride + r];
+{{- range $q := $.OXB}}
+    acc{{$j}}_{{$q}} = fma(v{{$q}}, w{{$j}}, acc{{$j}}_{{$q}});
+{{- end}}
+{{- end}}
+    kx++;
+    if (kx == params.kw) {
+      kx = 0u;
+      ky++;
+      if (ky == params.kh) {
+        ky = 0u;
+        icl++;
+      }
+    }
+  }
+{{- range $j := .OCB}}{{range $q := $.OXB}}
+  if (ox0 + {{$q}}u < params.ow) {
+    var v = acc{{$j}}_{{$q}};
+    if (params.last != 0u) {
+      if (params.has_min != 0u && v < params.min_v) { v = params.min_v; }
+      if (params.has_max != 0u && v > params.max_v) { v = params.max_v; }
+    }
+    y[ob{{$j}} + ox0 + {{$q}}u] = v;
+  }
+{{- end}}{{end}}
+}
+{{else}}
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
@@ -62,11 +146,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (params.accumulate != 0u) {
     acc = y[i];
   }
+  // (icl, ky, kx) of trip r_begin, then stepped with r.
+  var icl = params.r_begin / khw;
+  let rem = params.r_begin - icl * khw;
+  var ky = rem / params.kw;
+  var kx = rem - ky * params.kw;
   for (var r = params.r_begin; r < params.r_end; r++) {
-    let icl = r / khw;
-    let rem = r - icl * khw;
-    let ky = rem / params.kw;
-    let kx = rem - ky * params.kw;
 {{- if .Transposed}}
     let ty = ty0 - i32(ky) * params.dil_h;
     let tx = tx0 - i32(kx) * params.dil_w;
@@ -86,6 +171,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       acc = fma(x[xbase + icl * plane + u32(iy) * params.iw + u32(ix)], w[wbase + r], acc);
     }
 {{- end}}
+    kx++;
+    if (kx == params.kw) {
+      kx = 0u;
+      ky++;
+      if (ky == params.kh) {
+        ky = 0u;
+        icl++;
+      }
+    }
   }
   if (params.last != 0u) {
     // Comparisons are false for NaN, so NaN passes through as in torch.
@@ -94,3 +188,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   y[i] = acc;
 }
+{{end}}

@@ -3,8 +3,8 @@
 // element.
 //
 // sample: out [N, C, Ho, Wo] reads grid[n, ho, wo] = (gx, gy), unnormalizes
-// it to input pixels (align_corners: (g+1)/2·(size-1); else ((g+1)·size -
-// 1)/2), clips it to [0, size-1] for border padding, then takes the nearest
+// it to input pixels (align_corners: (g+1)·(size-1)/2; else (g+1)·size/2
+// - 0.5), clips it to [0, size-1] for border padding, then takes the nearest
 // pixel (round half to even) or the bilinear blend of the four neighbours;
 // with zeros padding, neighbours outside the input count as 0.
 // priors: out [H·W, 2], row h·W+w = ((w + offset)·stride, (h + offset)·stride).
@@ -22,10 +22,11 @@ struct Params {
 
 fn unnormalize(g: f32, size: u32) -> f32 {
   var v: f32;
+  // The forms of torch's vectorized CPU kernel (ComputeLocationBase).
   if (params.align != 0u) {
-    v = (g + 1.0) / 2.0 * f32(size - 1u);
+    v = (g + 1.0) * (f32(size - 1u) / 2.0);
   } else {
-    v = ((g + 1.0) * f32(size) - 1.0) / 2.0;
+    v = (g + 1.0) * (f32(size) / 2.0) - 0.5;
   }
 {{- if .Border}}
   v = min(f32(size - 1u), max(v, 0.0));

@@ -146,6 +146,10 @@ func init() {
 		{in: l(2, 16, 5, 5), w: l(7, 16, 1, 1), stride: l(1, 1), pad: l(0, 0), dil: l(1, 1), groups: 1, bias: true, weight: weightNamed},
 		{in: l(1, 1, 1, 1), w: l(3, 1, 1, 1), stride: l(1, 1), pad: l(0, 0), dil: l(1, 1), groups: 1, bias: true, weight: weightNamed},
 		{in: l(1, 2, 3, 3), w: l(2, 2, 3, 3), stride: l(1, 1), pad: l(0, 0), dil: l(1, 1), groups: 1, weight: weightNamed},
+		// Grouped with 4 and 8 channels per group (wider register tiles).
+		{in: l(1, 4, 7, 9), w: l(8, 2, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 2, bias: true, weight: weightNamed},
+		{in: l(2, 6, 7, 5), w: l(16, 3, 2, 3), stride: l(1, 2), pad: l(1, 0), dil: l(2, 1), groups: 2, weight: weightNamed},
+		{in: l(1, 3, 5, 11), w: l(24, 3, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightPrepack},
 		// conv1d.
 		{in: l(2, 3, 17), w: l(4, 3, 5), stride: l(2), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightNamed},
 		{in: l(1, 6, 13), w: l(6, 2, 3), stride: l(1), pad: l(2), dil: l(2), groups: 3, weight: weightPrepack},
@@ -162,6 +166,7 @@ func init() {
 		{in: l(1, 2, 6, 6), w: l(3, 2, 3, 3), stride: l(1), pad: l(0), dil: l(1), groups: 1, weight: weightNamed, clamp: "et_vk", hi: &zero},
 		{in: l(1, 2, 6, 6), w: l(3, 2, 3, 3), stride: l(1), pad: l(0), dil: l(1), groups: 1, weight: weightNamed, clamp: "bare"},
 		// ICg·KH·KW = 1100·64 = 70400 > 65535: five accumulating dispatches.
+		{name: "long_reduction", in: l(1, 1100, 10, 9), w: l(8, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "bare", hi: &zero},
 		{name: "long_reduction", in: l(1, 1100, 8, 8), w: l(2, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed},
 		{name: "long_reduction", in: l(1, 1100, 8, 8), w: l(1100, 1, 8, 8), stride: l(1), pad: l(0), dil: l(1), opd: l(0), transposed: true, groups: 1, weight: weightNamed, clamp: "et_vk", lo: &neg},
 	}

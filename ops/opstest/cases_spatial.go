@@ -156,6 +156,25 @@ func init() {
 		}
 	}
 	Cases = append(Cases, gridSampleCase(l(1, 2, 1, 1), 3, 2, 0, 1, false))
+	// Nearest at exact half-pixel ties: torch rounds half to even. With
+	// align_corners false and size 4, g = -0.5, 0, 0.5 land on 0.5, 1.5, 2.5
+	// (→ 0, 2, 2); with align_corners true and size 6, g = 0 lands on 2.5
+	// (→ 2).
+	for _, align := range []bool{false, true} {
+		n := map[bool]int64{false: 4, true: 6}[align]
+		c := gridSampleCase(l(1, 1, n, n), 3, 3, 1, 0, align)
+		c.Name += "/ties"
+		build := c.Build
+		c.Build = func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			in := build(b, r)
+			vals := []float64{-0.5, 0, 0.5}
+			for i := range in[1].V {
+				in[1].V[i] = vals[(i/2+i%2)%3]
+			}
+			return in
+		}
+		Cases = append(Cases, c)
+	}
 	for _, c := range []struct {
 		in     []int64
 		stride int64

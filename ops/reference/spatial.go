@@ -262,9 +262,9 @@ func gridSamplerRef(e *Env, a []int32) error {
 	}
 	coord := func(v float64, size int64) float64 {
 		if align {
-			v = (v + 1) / 2 * float64(size-1)
+			v = (v + 1) * float64(size-1) / 2
 		} else {
-			v = ((v+1)*float64(size) - 1) / 2
+			v = (v+1)*float64(size)/2 - 0.5
 		}
 		if padMode == 1 {
 			v = math.Min(float64(size-1), math.Max(v, 0))
