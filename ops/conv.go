@@ -26,12 +26,14 @@ import (
 // bias are usually constants (or et_vk.prepack outputs); any float32 tensor
 // works. The output shape is computed as torch does.
 //
-// Kernel (shaders/conv.wgsl): direct convolution, one invocation per output
-// element, one flat loop over the group's input channels × KH × KW. That
-// reduction is split into chunks of at most convMaxTrips loop trips, one
-// accumulating dispatch each, because llvmpipe silently cuts loops at 65535
-// trips per invocation; bias is added by the first chunk and the clamp
-// applied by the last.
+// Kernels (shaders/conv.wgsl): direct convolution with one flat loop over
+// the group's input channels × KH × KW; a forward convolution computes a
+// register tile of up to 8 output channels × 4 columns per invocation, a
+// transposed one a single output element. The reduction is split into
+// chunks of at most convMaxTrips loop trips, one accumulating dispatch
+// each, because llvmpipe silently cuts loops at 65535 trips per
+// invocation; bias is added by the first chunk and the clamp applied by
+// the last.
 func init() {
 	Register("aten.convolution.default", func(b Builder, args []int32) error { return convOp(b, args, false) })
 	Register("et_vk.conv_with_clamp.default", func(b Builder, args []int32) error { return convOp(b, args, true) })
@@ -302,6 +304,7 @@ func convOp(b Builder, args []int32, clamp bool) error {
 			p.I32(int32(v))
 		}
 		p.U32(uint32(owb)).U32(uint32(ocb))
+		p.I32(int32(g.dh / g.sh)).I32(int32(g.dh % g.sh)).I32(int32(g.dw / g.sw)).I32(int32(g.dw % g.sw))
 		if err := b.Dispatch(k, inputs, []int32{args[outArg]}, p.Bytes(), grid); err != nil {
 			return fmt.Errorf("ops: convolution: %w", err)
 		}

@@ -1,23 +1,24 @@
 // conv.wgsl: direct 2-D convolution (aten.convolution, conv_with_clamp),
 // float32, NCHW. conv1d arrives as conv2d with a height of 1.
 //
-// One invocation per output element (n, oc, oh, ow). Its reduction runs
-// over the group's input channels × KH × KW as ONE flat loop, r =
-// (icl·KH + ky)·KW + kx, so the trip count is exactly r_end - r_begin: Go
-// (ops/conv.go) splits it into chunks under llvmpipe's 65535-trip cap, one
-// dispatch each. accumulate != 0 continues from y (the previous chunk);
-// otherwise the sum starts from bias (or 0). last != 0 applies the clamp.
+// Each output element's reduction runs over its group's input channels ×
+// KH × KW as ONE flat loop over r = (icl·KH + ky)·KW + kx, so the trip
+// count is exactly r_end - r_begin: Go (ops/conv.go) splits it into chunks
+// under llvmpipe's 65535-trip cap, one dispatch each. accumulate != 0
+// continues from y (the previous chunk); otherwise the sum starts from
+// bias (or 0). last != 0 applies the clamp. The (icl, ky, kx) counters are
+// stepped, not divided out of r: llvmpipe scalarizes integer division, and
+// a div/mod per trip made the first version ten times slower.
 //
 // Tiled (forward convolutions): each invocation computes len(OCB) output
 // channels × len(OXB) consecutive output columns of one row, so every
-// loaded weight and input value feeds several FMAs; the (icl, ky, kx)
-// counters step incrementally (integer division per trip is scalarized on
-// llvmpipe and dominated the simple kernel). Columns past OW are computed
-// on a clamped column and not written.
+// loaded weight and input value feeds several FMAs. Columns past OW are
+// computed on a clamped column and not written.
 //
-// Transposed: the weight is [IC, OC/groups, KH, KW] and output row oh
-// gathers input row iy where oh = iy·stride - pad + ky·dil, i.e. iy =
-// (oh + pad - ky·dil) / stride when that divides exactly.
+// Transposed (the other variant): one invocation per output element; the
+// weight is [IC, OC/groups, KH, KW] and output row oy gathers input row iy
+// where oy = iy·stride - pad + ky·dil, i.e. iy = (oy + pad - ky·dil) /
+// stride when that divides exactly (tracked as quotient and remainder).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 {{if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<f32>;
@@ -35,6 +36,7 @@ struct Params {
   has_max: u32, min_v: f32, max_v: f32, _p0: u32,
   stride_h: i32, stride_w: i32, pad_h: i32, pad_w: i32,
   dil_h: i32, dil_w: i32, owb: u32, ocb: u32, // tiled: OW / OXB, OC / OCB (rounded up)
+  dq_h: i32, dr_h: i32, dq_w: i32, dr_w: i32,  // transposed: dil = dq·stride + dr
 }
 
 {{if .Tiled}}
@@ -114,6 +116,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- end}}{{end}}
 }
 {{else}}
+// floor_div is floor(a / b) for b > 0 (WGSL's i32 division truncates).
+fn floor_div(a: i32, b: i32) -> i32 {
+  let q = a / b;
+  return select(q, q - 1, q * b > a);
+}
+
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
@@ -125,19 +133,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let oc = t % params.oc;
   let n = t / params.oc;
   let g = oc / params.ocg;
+  let ocl = oc - g * params.ocg;
   let khw = params.kh * params.kw;
   let plane = params.ih * params.iw;
+  let ih = i32(params.ih);
+  let iw = i32(params.iw);
+  let sh = params.stride_h;
+  let sw = params.stride_w;
   // Input channel 0 of this sample's group.
   let xbase = (n * params.ic + g * params.icg) * plane;
-{{- if .Transposed}}
-  let ocl = oc - g * params.ocg;
-  let ty0 = i32(oy) + params.pad_h;
-  let tx0 = i32(ox) + params.pad_w;
-{{- else}}
-  let wbase = oc * params.icg * khw;
-  let iy0 = i32(oy) * params.stride_h - params.pad_h;
-  let ix0 = i32(ox) * params.stride_w - params.pad_w;
-{{- end}}
 
   var acc = 0.0;
 {{- if .Bias}}
@@ -151,33 +155,44 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let rem = params.r_begin - icl * khw;
   var ky = rem / params.kw;
   var kx = rem - ky * params.kw;
+  // ty = oy + pad - ky·dil = qy·stride + my with 0 <= my < stride, kept
+  // up to date as ky steps (ty falls by dil = dq·stride + dr); likewise x.
+  // Input row qy contributes iff my == 0 and 0 <= qy < IH.
+  let ty0 = i32(oy) + params.pad_h;
+  let tx0 = i32(ox) + params.pad_w;
+  let qy0 = floor_div(ty0, sh);
+  let my0 = ty0 - qy0 * sh;
+  let qx0 = floor_div(tx0, sw);
+  let mx0 = tx0 - qx0 * sw;
+  var qy = floor_div(ty0 - i32(ky) * params.dil_h, sh);
+  var my = ty0 - i32(ky) * params.dil_h - qy * sh;
+  var qx = floor_div(tx0 - i32(kx) * params.dil_w, sw);
+  var mx = tx0 - i32(kx) * params.dil_w - qx * sw;
+  // Weight [c, ocl, ky, kx] with c = g·ICg + icl, stepped with r.
+  var wr = ((g * params.icg + icl) * params.ocg + ocl) * khw + rem;
   for (var r = params.r_begin; r < params.r_end; r++) {
-{{- if .Transposed}}
-    let ty = ty0 - i32(ky) * params.dil_h;
-    let tx = tx0 - i32(kx) * params.dil_w;
-    if (ty >= 0 && tx >= 0) {
-      let iy = ty / params.stride_h;
-      let ix = tx / params.stride_w;
-      if (iy * params.stride_h == ty && ix * params.stride_w == tx && u32(iy) < params.ih && u32(ix) < params.iw) {
-        let c = g * params.icg + icl;
-        acc = fma(x[xbase + icl * plane + u32(iy) * params.iw + u32(ix)],
-                  w[((c * params.ocg + ocl) * params.kh + ky) * params.kw + kx], acc);
-      }
+    if (my == 0 && mx == 0 && qy >= 0 && qx >= 0 && qy < ih && qx < iw) {
+      acc = fma(x[xbase + icl * plane + u32(qy) * params.iw + u32(qx)], w[wr], acc);
     }
-{{- else}}
-    let iy = iy0 + i32(ky) * params.dil_h;
-    let ix = ix0 + i32(kx) * params.dil_w;
-    if (iy >= 0 && ix >= 0 && u32(iy) < params.ih && u32(ix) < params.iw) {
-      acc = fma(x[xbase + icl * plane + u32(iy) * params.iw + u32(ix)], w[wbase + r], acc);
-    }
-{{- end}}
+    wr++;
     kx++;
+    qx -= params.dq_w;
+    mx -= params.dr_w;
+    if (mx < 0) { mx += sw; qx -= 1; }
     if (kx == params.kw) {
       kx = 0u;
+      qx = qx0;
+      mx = mx0;
       ky++;
+      qy -= params.dq_h;
+      my -= params.dr_h;
+      if (my < 0) { my += sh; qy -= 1; }
       if (ky == params.kh) {
         ky = 0u;
+        qy = qy0;
+        my = my0;
         icl++;
+        wr += (params.ocg - 1u) * khw;
       }
     }
   }

@@ -159,6 +159,7 @@ func init() {
 		{in: l(2, 4, 6, 5), w: l(4, 3, 3, 2), stride: l(2, 3), pad: l(0, 1), dil: l(1, 2), opd: l(1, 2), transposed: true, groups: 2, weight: weightPrepack},
 		{in: l(1, 3, 4, 4), w: l(3, 1, 4, 4), stride: l(2, 2), pad: l(1, 1), dil: l(1, 1), opd: l(0, 0), transposed: true, groups: 3, bias: true, weight: weightInline},
 		{in: l(2, 2, 7, 3), w: l(2, 5, 2, 3), stride: l(1, 1), pad: l(0, 0), dil: l(1, 1), opd: l(0, 0), transposed: true, groups: 1, weight: weightNamed},
+		{in: l(1, 3, 6, 5), w: l(3, 2, 3, 2), stride: l(2, 3), pad: l(2, 1), dil: l(3, 4), opd: l(2, 1), transposed: true, groups: 1, bias: true, weight: weightNamed},
 		{in: l(1, 2, 9), w: l(2, 3, 4), stride: l(3), pad: l(1), dil: l(1), opd: l(2), transposed: true, groups: 1, bias: true, weight: weightNamed},
 		// conv_with_clamp under both names, with Null bounds.
 		{in: l(1, 3, 9, 9), w: l(4, 3, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightPrepack, clamp: "et_vk", lo: &zero, hi: &six},
@@ -168,6 +169,9 @@ func init() {
 		// ICg·KH·KW = 1100·64 = 70400 > 65535: five accumulating dispatches.
 		{name: "long_reduction", in: l(1, 1100, 10, 9), w: l(8, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "bare", hi: &zero},
 		{name: "long_reduction", in: l(1, 1100, 8, 8), w: l(2, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed},
+		// 1340·49 = 65660 trips: chunks start in the middle of a kernel window.
+		{name: "long_reduction", in: l(1, 1340, 7, 9), w: l(8, 1340, 7, 7), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed},
+		{name: "long_reduction", in: l(1, 1340, 4, 5), w: l(1340, 1, 7, 7), stride: l(2), pad: l(1), dil: l(1), opd: l(1), transposed: true, groups: 1, bias: true, weight: weightNamed},
 		{name: "long_reduction", in: l(1, 1100, 8, 8), w: l(1100, 1, 8, 8), stride: l(1), pad: l(0), dil: l(1), opd: l(0), transposed: true, groups: 1, weight: weightNamed, clamp: "et_vk", lo: &neg},
 	}
 	for _, c := range cs {
