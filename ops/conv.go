@@ -29,7 +29,7 @@ import (
 // Kernels (shaders/conv.wgsl): direct convolution with one flat loop over
 // the group's input channels × KH × KW; a forward convolution computes a
 // register tile of up to 8 output channels × 4 columns per invocation, a
-// transposed one a single output element. The reduction is split into
+// transposed one up to 8 channels of one pixel. The reduction is split into
 // chunks of at most convMaxTrips loop trips, one accumulating dispatch
 // each, because llvmpipe silently cuts loops at 65535 trips per
 // invocation; bias is added by the first chunk and the clamp applied by
@@ -264,17 +264,19 @@ func convOp(b Builder, args []int32, clamp bool) error {
 		return nil
 	}
 	sh := convShader{Bias: bias >= 0, Transposed: transposed, WG: convWG}
-	invocations, owb, ocb := out.Numel, int64(0), int64(0)
-	if !transposed {
-		// The tiled kernel: each invocation a block of channels × columns.
-		tileOC := int64(convTileOC)
-		for (g.oc/groups)%tileOC != 0 {
-			tileOC /= 2
-		}
-		sh.Tiled, sh.OCB, sh.OXB = true, iota0(int(tileOC)), iota0(convTileOX)
-		owb, ocb = (g.ow+convTileOX-1)/convTileOX, g.oc/tileOC
-		invocations = g.n * ocb * g.oh * owb
+	// Each invocation computes a block of output channels (within one
+	// group) × columns (forward only; transposed does one column).
+	tileOC := int64(convTileOC)
+	for (g.oc/groups)%tileOC != 0 {
+		tileOC /= 2
 	}
+	tileOX := int64(1)
+	if !transposed {
+		sh.Tiled, tileOX = true, convTileOX
+	}
+	sh.OCB, sh.OXB = iota0(int(tileOC)), iota0(int(tileOX))
+	owb, ocb := (g.ow+tileOX-1)/tileOX, g.oc/tileOC
+	invocations := g.n * ocb * g.oh * owb
 	inputs := []int32{args[0], args[1]}
 	if sh.Bias {
 		inputs = append(inputs, bias)

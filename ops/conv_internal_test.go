@@ -129,11 +129,11 @@ func TestSpatialLiveShapes(t *testing.T) {
 		}
 		for _, d := range r.dispatches {
 			// Params open with the invocation count: one per output
-			// element, except the tiled forward convolution (a block of
-			// channels × 4 columns each).
+			// element, except for convolutions (a block of channels ×
+			// columns each).
 			n := int64(u32At(d.params, 0))
 			want := got.Numel
-			if strings.Contains(d.k.Name, "Tiled:true") {
+			if strings.HasPrefix(d.k.Name, "conv.wgsl") {
 				oc, oh, ow := int64(u32At(d.params, 1)), int64(u32At(d.params, 2)), int64(u32At(d.params, 3))
 				want = got.Numel / (oc * oh * ow) * int64(u32At(d.params, 27)) * oh * int64(u32At(d.params, 26))
 			}

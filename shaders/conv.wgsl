@@ -15,8 +15,8 @@
 // loaded weight and input value feeds several FMAs. Columns past OW are
 // computed on a clamped column and not written.
 //
-// Transposed (the other variant): one invocation per output element; the
-// weight is [IC, OC/groups, KH, KW] and output row oy gathers input row iy
+// Transposed (the other variant): one invocation per output pixel and
+// len(OCB) output channels; the weight is [IC, OC/groups, KH, KW] and output row oy gathers input row iy
 // where oy = iy·stride - pad + ky·dil, i.e. iy = (oy + pad - ky·dil) /
 // stride when that divides exactly (tracked as quotient and remainder).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -35,7 +35,7 @@ struct Params {
   r_end: u32, accumulate: u32, last: u32, has_min: u32,
   has_max: u32, min_v: f32, max_v: f32, _p0: u32,
   stride_h: i32, stride_w: i32, pad_h: i32, pad_w: i32,
-  dil_h: i32, dil_w: i32, owb: u32, ocb: u32, // tiled: OW / OXB, OC / OCB (rounded up)
+  dil_h: i32, dil_w: i32, owb: u32, ocb: u32, // OW / len(OXB) (rounded up), OC / len(OCB)
   dq_h: i32, dr_h: i32, dq_w: i32, dr_w: i32,  // transposed: dil = dq·stride + dr
 }
 
@@ -130,10 +130,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var t = i / params.ow;
   let oy = t % params.oh;
   t = t / params.oh;
-  let oc = t % params.oc;
-  let n = t / params.oc;
-  let g = oc / params.ocg;
-  let ocl = oc - g * params.ocg;
+  let ocb = t % params.ocb;
+  let n = t / params.ocb;
+  let oc0 = ocb * {{len .OCB}}u;
+  let g = oc0 / params.ocg;
+  let ocl = oc0 - g * params.ocg;
   let khw = params.kh * params.kw;
   let plane = params.ih * params.iw;
   let ih = i32(params.ih);
@@ -143,12 +144,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   // Input channel 0 of this sample's group.
   let xbase = (n * params.ic + g * params.icg) * plane;
 
-  var acc = 0.0;
-{{- if .Bias}}
-  acc = bias[oc];
+  let pix = oy * params.ow + ox;
+  let plane_out = params.oh * params.ow;
+{{- range .OCB}}
+  let o{{.}} = (n * params.oc + oc0 + {{.}}u) * plane_out + pix;
+  var acc{{.}} = {{if $.Bias}}bias[oc0 + {{.}}u]{{else}}0.0{{end}};
 {{- end}}
   if (params.accumulate != 0u) {
-    acc = y[i];
+{{- range .OCB}}
+    acc{{.}} = y[o{{.}}];
+{{- end}}
   }
   // (icl, ky, kx) of trip r_begin, then stepped with r.
   var icl = params.r_begin / khw;
@@ -168,11 +173,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var my = ty0 - i32(ky) * params.dil_h - qy * sh;
   var qx = floor_div(tx0 - i32(kx) * params.dil_w, sw);
   var mx = tx0 - i32(kx) * params.dil_w - qx * sw;
-  // Weight [c, ocl, ky, kx] with c = g·ICg + icl, stepped with r.
+  // Weight [c, ocl, ky, kx] with c = g·ICg + icl, stepped with r (output
+  // channel j of the tile is khw further on per j).
   var wr = ((g * params.icg + icl) * params.ocg + ocl) * khw + rem;
   for (var r = params.r_begin; r < params.r_end; r++) {
     if (my == 0 && mx == 0 && qy >= 0 && qx >= 0 && qy < ih && qx < iw) {
-      acc = fma(x[xbase + icl * plane + u32(qy) * params.iw + u32(qx)], w[wr], acc);
+      let v = x[xbase + icl * plane + u32(qy) * params.iw + u32(qx)];
+{{- range .OCB}}
+      acc{{.}} = fma(v, w[wr + {{.}}u * khw], acc{{.}});
+{{- end}}
     }
     wr++;
     kx++;
@@ -196,11 +205,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
   }
+{{- range .OCB}}
   if (params.last != 0u) {
     // Comparisons are false for NaN, so NaN passes through as in torch.
-    if (params.has_min != 0u && acc < params.min_v) { acc = params.min_v; }
-    if (params.has_max != 0u && acc > params.max_v) { acc = params.max_v; }
+    if (params.has_min != 0u && acc{{.}} < params.min_v) { acc{{.}} = params.min_v; }
+    if (params.has_max != 0u && acc{{.}} > params.max_v) { acc{{.}} = params.max_v; }
   }
-  y[i] = acc;
+  y[o{{.}}] = acc{{.}};
+{{- end}}
 }
 {{end}}

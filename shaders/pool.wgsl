@@ -5,6 +5,8 @@
 // r_end): Go (ops/pool.go) splits KH·KW into chunks under llvmpipe's
 // 65535-trip cap, one dispatch each. accumulate != 0 continues from the
 // previous chunk's y (and indices); last != 0 finishes (avg divides).
+// (ky, kx) are stepped with r, not divided out of it: llvmpipe scalarizes
+// integer division.
 //
 // max: start from -inf at the window's first in-bounds position; a value
 // replaces the running maximum when it is greater or NaN (torch's CPU
@@ -47,13 +49,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- if .Avg}}
   var acc = 0.0;
   if (params.accumulate != 0u) { acc = y[i]; }
+  var ky = params.r_begin / params.kw;
+  var kx = params.r_begin - ky * params.kw;
   for (var r = params.r_begin; r < params.r_end; r++) {
-    let ky = r / params.kw;
     let iy = y0 + i32(ky);
-    let ix = x0 + i32(r - ky * params.kw);
+    let ix = x0 + i32(kx);
     if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) {
       acc += x[base + u32(iy * iw + ix)];
     }
+    kx++;
+    if (kx == params.kw) { kx = 0u; ky++; }
   }
   if (params.last != 0u) {
     let ye = min(y0 + i32(params.kh), ih + params.pad_h);
@@ -90,10 +95,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     best_i = ind[i];
 {{- end}}
   }
+  var ky = params.r_begin / params.kw;
+  var kx = params.r_begin - ky * params.kw;
   for (var r = params.r_begin; r < params.r_end; r++) {
-    let ky = r / params.kw;
     let iy = y0 + i32(ky) * params.dil_h;
-    let ix = x0 + i32(r - ky * params.kw) * params.dil_w;
+    let ix = x0 + i32(kx) * params.dil_w;
     if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) {
       let v = x[base + u32(iy * iw + ix)];
       if (v > best || is_nan(v)) {
@@ -101,6 +107,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         best_i = iy * iw + ix;
       }
     }
+    kx++;
+    if (kx == params.kw) { kx = 0u; ky++; }
   }
   y[i] = best;
 {{- if .Indices}}

@@ -22,21 +22,24 @@ func BenchmarkConv(b *testing.B) {
 	}
 	defer dev.Close()
 	for _, c := range []struct {
-		name   string
-		in, w  []int64
-		stride int64
-		pad    int64
-		groups int64
+		name       string
+		in, w      []int64
+		stride     int64
+		pad        int64
+		groups     int64
+		transposed bool
 	}{
-		{"3x3_64to64_56", []int64{1, 64, 56, 56}, []int64{64, 64, 3, 3}, 1, 1, 1},
-		{"1x1_64to128_56", []int64{1, 64, 56, 56}, []int64{128, 64, 1, 1}, 1, 0, 1},
-		{"dw3x3_128_56", []int64{1, 128, 56, 56}, []int64{128, 1, 3, 3}, 1, 1, 128},
-		{"7x7s2_3to64_224", []int64{1, 3, 224, 224}, []int64{64, 3, 7, 7}, 2, 3, 1},
+		{"3x3_64to64_56", []int64{1, 64, 56, 56}, []int64{64, 64, 3, 3}, 1, 1, 1, false},
+		{"1x1_64to128_56", []int64{1, 64, 56, 56}, []int64{128, 64, 1, 1}, 1, 0, 1, false},
+		{"dw3x3_128_56", []int64{1, 128, 56, 56}, []int64{128, 1, 3, 3}, 1, 1, 128, false},
+		{"7x7s2_3to64_224", []int64{1, 3, 224, 224}, []int64{64, 3, 7, 7}, 2, 3, 1, false},
+		{"transposed4x4s2_64to32_28", []int64{1, 64, 28, 28}, []int64{64, 32, 4, 4}, 2, 1, 1, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
-			cc := convCase{in: c.in, w: c.w, stride: []int64{c.stride}, pad: []int64{c.pad}, dil: []int64{1}, groups: c.groups}
+			cc := convCase{in: c.in, w: c.w, stride: []int64{c.stride}, pad: []int64{c.pad}, dil: []int64{1}, opd: []int64{0},
+				groups: c.groups, transposed: c.transposed}
 			outShape := cc.outShape()
 			sb := serialization.NewBuilder()
 			x := sb.Tensor(f, Dims(c.in), -1)
@@ -44,7 +47,7 @@ func BenchmarkConv(b *testing.B) {
 			bias, _ := sb.NamedConst(f, Dims(outShape[1:2]), RandTensor(r, f, outShape[1:2], -1, 1).Encode())
 			out := sb.Tensor(f, Dims(outShape), -1)
 			sb.Op("aten.convolution.default", x, w, bias, sb.IntList(c.stride), sb.IntList(c.pad), sb.IntList(1),
-				sb.Bool(false), sb.IntList(0), sb.Int(c.groups), out)
+				sb.Bool(c.transposed), sb.IntList(0), sb.Int(c.groups), out)
 			sb.Inputs(x)
 			sb.Outputs(out)
 			g := buildBenchGraph(b, dev, sb)
@@ -59,7 +62,11 @@ func BenchmarkConv(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			macs := float64((outShape[0] * outShape[1] * outShape[2] * outShape[3]) * c.w[1] * c.w[2] * c.w[3])
+			// Every weight meets every output (forward) or input (transposed) pixel.
+			macs := float64(outShape[0] * outShape[1] * outShape[2] * outShape[3] * c.w[1] * c.w[2] * c.w[3])
+			if c.transposed {
+				macs = float64(c.in[0] * c.in[1] * c.in[2] * c.in[3] * c.w[1] * c.w[2] * c.w[3])
+			}
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(2*macs/sec/1e9, "GFLOP/s")
 			b.ReportMetric(sec*1e3, "ms/exec")

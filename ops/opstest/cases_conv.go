@@ -160,6 +160,8 @@ func init() {
 		{in: l(1, 3, 4, 4), w: l(3, 1, 4, 4), stride: l(2, 2), pad: l(1, 1), dil: l(1, 1), opd: l(0, 0), transposed: true, groups: 3, bias: true, weight: weightInline},
 		{in: l(2, 2, 7, 3), w: l(2, 5, 2, 3), stride: l(1, 1), pad: l(0, 0), dil: l(1, 1), opd: l(0, 0), transposed: true, groups: 1, weight: weightNamed},
 		{in: l(1, 3, 6, 5), w: l(3, 2, 3, 2), stride: l(2, 3), pad: l(2, 1), dil: l(3, 4), opd: l(2, 1), transposed: true, groups: 1, bias: true, weight: weightNamed},
+		{in: l(1, 4, 5, 6), w: l(4, 8, 3, 3), stride: l(2), pad: l(1), dil: l(1), opd: l(1), transposed: true, groups: 1, bias: true, weight: weightNamed},
+		{in: l(2, 4, 3, 5), w: l(4, 4, 2, 2), stride: l(2), pad: l(0), dil: l(1), opd: l(0), transposed: true, groups: 2, weight: weightNamed, clamp: "et_vk", lo: &neg, hi: &zero},
 		{in: l(1, 2, 9), w: l(2, 3, 4), stride: l(3), pad: l(1), dil: l(1), opd: l(2), transposed: true, groups: 1, bias: true, weight: weightNamed},
 		// conv_with_clamp under both names, with Null bounds.
 		{in: l(1, 3, 9, 9), w: l(4, 3, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightPrepack, clamp: "et_vk", lo: &zero, hi: &six},
