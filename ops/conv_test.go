@@ -97,8 +97,11 @@ func TestConvPoolSpatialRejects(t *testing.T) {
 		"pixel_shuffle/channels": func(b *serialization.Builder) {
 			op(b, "aten.pixel_shuffle.default", ten(b, f, 1, 6, 2, 2), b.Int(2), ten(b, f, 1, 1, 4, 4))
 		},
-		"pixel_shuffle/bool": func(b *serialization.Builder) {
-			op(b, "aten.pixel_shuffle.default", ten(b, serialization.Bool, 1, 4, 2, 2), b.Int(2), ten(b, serialization.Bool, 1, 1, 4, 4))
+		"pixel_shuffle/float16": func(b *serialization.Builder) {
+			op(b, "aten.pixel_shuffle.default", ten(b, serialization.Float16, 1, 4, 2, 2), b.Int(2), ten(b, serialization.Float16, 1, 1, 4, 4))
+		},
+		"constant_pad_nd/uint8 value 300": func(b *serialization.Builder) {
+			op(b, "aten.constant_pad_nd.default", ten(b, serialization.Uint8, 3, 4), b.IntList(1, 1), b.Double(300), ten(b, serialization.Uint8, 3, 6))
 		},
 		"constant_pad_nd/odd pad": func(b *serialization.Builder) {
 			op(b, "aten.constant_pad_nd.default", ten(b, f, 3, 4), b.IntList(1, 2, 3), b.Double(0), ten(b, f, 5, 7))

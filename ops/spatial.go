@@ -33,10 +33,11 @@ import (
 // (in-1)/(out-1)) or max(s·(dst+0.5)-0.5, 0), then interpolates between
 // floor(src) and the next index (clamped to the edge).
 //
-// pixel_shuffle: [..., C·r², H, W] → [..., C, H·r, W·r], float32 or int32.
+// pixel_shuffle: [..., C·r², H, W] → [..., C, H·r, W·r].
 // constant_pad_nd: pad holds (left, right) pairs starting from the last
-// dim; negative entries crop; any rank up to 8, float32 or int32 (value is
-// truncated toward zero for int32).
+// dim; negative entries crop; any rank up to 8; value is converted like
+// torch's fill_ (truncated toward zero for integers, != 0 for bool).
+// Both move float32, int32, bool, uint8 and int8 elements.
 //
 // grid_sampler_2d: float32 input [N, C, H, W], grid [N, Ho, Wo, 2] of (x, y)
 // in [-1, 1]; out [N, C, Ho, Wo]. interpolation_mode 0 bilinear, 1
@@ -212,7 +213,7 @@ func pixelShuffleOp(b Builder, args []int32) error {
 	if len(args) != 3 {
 		return Errorf(-1, "want 3 args [self, upscale_factor, out], have %d", len(args))
 	}
-	x, err := spatialInput(b, args[0], 0, 0, serialization.Float32, serialization.Int32)
+	x, err := spatialInput(b, args[0], 0, 0, movableTypes...)
 	if err != nil {
 		return err
 	}
@@ -239,16 +240,17 @@ func pixelShuffleOp(b Builder, args []int32) error {
 	if out.Numel == 0 {
 		return nil
 	}
+	sh, n := moveVariant(x.DType, out.Numel)
 	var p Params
-	p.U32(uint32(out.Numel)).U32(uint32(h)).U32(uint32(w)).U32(uint32(r))
-	return spatialDispatch(b, "pixel_shuffle.wgsl", struct{ WG int }{spatialWG}, []int32{args[0]}, []int32{args[2]}, &p, out.Numel)
+	p.U32(uint32(n)).U32(uint32(h)).U32(uint32(w)).U32(uint32(r)).U32(uint32(out.Numel))
+	return spatialDispatch(b, "pixel_shuffle.wgsl", sh, []int32{args[0]}, []int32{args[2]}, &p, n)
 }
 
 func constantPadOp(b Builder, args []int32) error {
 	if len(args) != 4 {
 		return Errorf(-1, "want 4 args [self, pad, value, out], have %d", len(args))
 	}
-	x, err := spatialInput(b, args[0], 0, 0, serialization.Float32, serialization.Int32)
+	x, err := spatialInput(b, args[0], 0, 0, movableTypes...)
 	if err != nil {
 		return err
 	}
@@ -291,25 +293,71 @@ func constantPadOp(b Builder, args []int32) error {
 	if out.Numel == 0 {
 		return nil
 	}
-	var bits uint32
-	if x.DType == serialization.Int32 {
-		v := math.Trunc(value)
-		if !(v >= math.MinInt32 && v <= math.MaxInt32) {
-			return Errorf(2, "value %v does not fit int32", value)
-		}
-		bits = uint32(int32(v))
-	} else {
-		bits = math.Float32bits(float32(value))
+	bits, err := padValueBits(x.DType, value)
+	if err != nil {
+		return err
 	}
 	od, id, ld := make([]uint32, rank), make([]uint32, rank), make([]uint32, rank)
 	for i := 0; i < rank; i++ {
 		// Innermost first.
 		od[i], id[i], ld[i] = uint32(outDims[rank-1-i]), uint32(x.Dims[rank-1-i]), uint32(int32(left[rank-1-i]))
 	}
+	sh, n := moveVariant(x.DType, out.Numel)
 	var p Params
-	p.U32(uint32(out.Numel)).U32(uint32(rank)).U32(bits).U32(0)
+	p.U32(uint32(n)).U32(uint32(rank)).U32(bits).U32(uint32(out.Numel))
 	p.U32s(od, padMaxRank).U32s(id, padMaxRank).U32s(ld, padMaxRank)
-	return spatialDispatch(b, "pad.wgsl", struct{ WG int }{spatialWG}, []int32{args[0]}, []int32{args[3]}, &p, out.Numel)
+	return spatialDispatch(b, "pad.wgsl", sh, []int32{args[0]}, []int32{args[3]}, &p, n)
+}
+
+// movableTypes are the dtypes the data-movement kernels (pad,
+// pixel_shuffle) take: 4-byte elements as words, 1-byte ones packed.
+var movableTypes = []serialization.DataType{serialization.Float32, serialization.Int32,
+	serialization.Bool, serialization.Uint8, serialization.Int8}
+
+// moveVariant returns the template data of a data-movement kernel and its
+// invocation count for numel output elements: one per element, or one per
+// 4-element word for 1-byte types.
+func moveVariant(dt serialization.DataType, numel int64) (struct {
+	Bytes bool
+	WG    int
+}, int64) {
+	v := struct {
+		Bytes bool
+		WG    int
+	}{dt.Size() == 1, spatialWG}
+	if v.Bytes {
+		return v, (numel + 3) / 4
+	}
+	return v, numel
+}
+
+// padValueBits converts constant_pad_nd's value to dt's element bits, as
+// torch's fill_ does: float32 rounds, integers truncate toward zero (and
+// must fit), bool is value != 0.
+func padValueBits(dt serialization.DataType, value float64) (uint32, error) {
+	v := math.Trunc(value)
+	switch dt {
+	case serialization.Float32:
+		return math.Float32bits(float32(value)), nil
+	case serialization.Bool:
+		if value != 0 {
+			return 1, nil
+		}
+		return 0, nil
+	case serialization.Int32:
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return uint32(int32(v)), nil
+		}
+	case serialization.Uint8:
+		if v >= 0 && v <= math.MaxUint8 {
+			return uint32(v), nil
+		}
+	case serialization.Int8:
+		if v >= math.MinInt8 && v <= math.MaxInt8 {
+			return uint32(uint8(int8(v))), nil
+		}
+	}
+	return 0, Errorf(2, "value %v does not fit %v", value, dt)
 }
 
 func gridSamplerOp(b Builder, args []int32) error {

@@ -25,6 +25,15 @@ func oneOpCase(name, op string, dt serialization.DataType, in, outShape []int64,
 			out := b.Tensor(odt, Dims(outShape), -1)
 			b.Op(op, append(append([]int32{x}, args(b)...), out)...)
 			b.Outputs(out)
+			// 1-byte types take their whole range.
+			switch dt {
+			case serialization.Uint8:
+				lo, hi = 0, 256
+			case serialization.Int8:
+				lo, hi = -128, 128
+			case serialization.Bool:
+				lo, hi = 0, 2
+			}
 			return []*reference.Tensor{RandTensor(r, dt, in, lo, hi)}
 		},
 	}
@@ -105,6 +114,7 @@ func init() {
 	l := func(v ...int64) []int64 { return v }
 	d := func(v ...float64) []float64 { return v }
 	f, i32 := serialization.Float32, serialization.Int32
+	u8, i8, bl := serialization.Uint8, serialization.Int8, serialization.Bool
 	for _, bil := range []bool{false, true} {
 		for _, align := range []bool{false, true} {
 			if !bil && align {
@@ -134,6 +144,10 @@ func init() {
 		pixelShuffleCase(f, l(4, 3, 5), 2),
 		pixelShuffleCase(f, l(1, 3, 2, 2), 1),
 		pixelShuffleCase(i32, l(1, 9, 2, 3), 3),
+		// 1-byte elements: 4 per word; 45 and 75 elements end mid-word.
+		pixelShuffleCase(u8, l(1, 9, 1, 5), 3),
+		pixelShuffleCase(i8, l(3, 4, 5, 1), 2),
+		pixelShuffleCase(bl, l(1, 4, 3, 5), 2),
 	)
 	Cases = append(Cases,
 		padCase(f, l(2, 3, 5, 7), l(1, 2), 0),
@@ -147,6 +161,11 @@ func init() {
 		padCase(f, l(3, 4), l(), 1),
 		padCase(i32, l(3, 5), l(2, -1, 1, 1), 7),
 		padCase(i32, l(2, 3), l(1, 1), -2.75),
+		padCase(u8, l(3, 5), l(1, 2, -1, 1), 200.9),
+		padCase(i8, l(2, 3, 3), l(-1, 2, 1, 0), -128),
+		padCase(i8, l(7), l(0, 2), -3.5),
+		padCase(bl, l(3, 3), l(1, 0, 0, 1), 1),
+		padCase(bl, l(2, 5), l(-2, 1), 0),
 	)
 	for _, mode := range []int64{0, 1} {
 		for _, padMode := range []int64{0, 1} {

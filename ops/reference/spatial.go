@@ -186,6 +186,9 @@ func constantPadRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
+	if x.DType != serialization.Float32 && x.DType != serialization.Bool {
+		value = math.Trunc(value) // torch's fill_ on an integer tensor
+	}
 	rk := len(x.Shape)
 	if len(pad)%2 != 0 || len(pad) > 2*rk {
 		return fmt.Errorf("pad %v for rank %d", pad, rk)
