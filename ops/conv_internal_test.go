@@ -63,57 +63,64 @@ func opFunc(name string) Func {
 	return fn
 }
 
-// TestSpatialLiveShapes: every op of this family derives its output shape
+// TestConvPoolSpatialLiveShapes: every op of these families derives its output shape
 // from the live input dims, below the serialized ones, and sizes its grid
 // from them.
-func TestSpatialLiveShapes(t *testing.T) {
+func TestConvPoolSpatialLiveShapes(t *testing.T) {
 	f := serialization.Float32
 	for _, c := range []struct {
 		name  string
 		build func(b *serialization.Builder) (op string, x int32, args []int32)
 		live  []int64 // x's live dims
 		want  []int64 // out's live dims
+		// params is the byte size of the kernel's WGSL Params struct,
+		// which the Go packing must match.
+		params int
 	}{
 		{"conv2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, w, y := b.Tensor(f, []uint32{2, 3, 9, 9}, -1), b.Tensor(f, []uint32{4, 3, 3, 3}, -1), b.Tensor(f, []uint32{2, 4, 5, 5}, -1)
 			return "aten.convolution.default", x, []int32{x, w, b.Null(), b.IntList(2), b.IntList(1), b.IntList(1), b.Bool(false), b.IntList(0), b.Int(1), y}
-		}, []int64{1, 3, 7, 5}, []int64{1, 4, 4, 3}},
+		}, []int64{1, 3, 7, 5}, []int64{1, 4, 4, 3}, 128},
 		{"conv_transpose2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, w, y := b.Tensor(f, []uint32{1, 4, 5, 7}, -1), b.Tensor(f, []uint32{4, 2, 3, 3}, -1), b.Tensor(f, []uint32{1, 4, 10, 14}, -1)
 			return "et_vk.conv_with_clamp.default", x, []int32{x, w, b.Null(), b.IntList(2), b.IntList(1), b.IntList(1), b.Bool(true), b.IntList(1), b.Int(2), b.Double(0), b.Null(), y}
-		}, []int64{1, 4, 3, 4}, []int64{1, 4, 6, 8}},
+		}, []int64{1, 4, 3, 4}, []int64{1, 4, 6, 8}, 128},
 		{"conv1d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, w, y := b.Tensor(f, []uint32{2, 3, 17}, -1), b.Tensor(f, []uint32{4, 3, 3}, -1), b.Tensor(f, []uint32{2, 4, 13}, -1)
 			return "aten.convolution.default", x, []int32{x, w, b.Null(), b.IntList(1), b.IntList(0), b.IntList(2), b.Bool(false), b.IntList(0), b.Int(1), y}
-		}, []int64{2, 3, 6}, []int64{2, 4, 2}},
+		}, []int64{2, 3, 6}, []int64{2, 4, 2}, 128},
 		{"max_pool2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{2, 3, 12, 12}, -1), b.Tensor(f, []uint32{2, 3, 7, 7}, -1)
 			return "aten.max_pool2d.default", x, []int32{x, b.IntList(3), b.IntList(2), b.IntList(1), b.IntList(1), b.Bool(true), y}
-		}, []int64{1, 3, 10, 5}, []int64{1, 3, 6, 3}},
+		}, []int64{1, 3, 10, 5}, []int64{1, 3, 6, 3}, 80},
 		{"avg_pool2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{3, 12, 12}, -1), b.Tensor(f, []uint32{3, 6, 6}, -1)
 			return "aten.avg_pool2d.default", x, []int32{x, b.IntList(2), b.IntList(), b.IntList(0), b.Bool(false), b.Bool(true), b.Null(), y}
-		}, []int64{3, 7, 4}, []int64{3, 3, 2}},
+		}, []int64{3, 7, 4}, []int64{3, 3, 2}, 80},
 		{"upsample_nearest2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{1, 2, 8, 8}, -1), b.Tensor(f, []uint32{1, 2, 16, 16}, -1)
 			return "aten.upsample_nearest2d.vec", x, []int32{x, b.Null(), b.DoubleList(2, 2), y}
-		}, []int64{1, 2, 3, 5}, []int64{1, 2, 6, 10}},
+		}, []int64{1, 2, 3, 5}, []int64{1, 2, 6, 10}, 48},
 		{"upsample_bilinear2d", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{1, 2, 8, 8}, -1), b.Tensor(f, []uint32{1, 2, 12, 12}, -1)
 			return "aten.upsample_bilinear2d.vec", x, []int32{x, b.Null(), b.Bool(true), b.DoubleList(1.5, 1.5), y}
-		}, []int64{1, 2, 4, 6}, []int64{1, 2, 6, 9}},
+		}, []int64{1, 2, 4, 6}, []int64{1, 2, 6, 9}, 48},
 		{"pixel_shuffle", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{2, 8, 4, 4}, -1), b.Tensor(f, []uint32{2, 2, 8, 8}, -1)
 			return "aten.pixel_shuffle.default", x, []int32{x, b.Int(2), y}
-		}, []int64{1, 8, 3, 2}, []int64{1, 2, 6, 4}},
+		}, []int64{1, 8, 3, 2}, []int64{1, 2, 6, 4}, 32},
 		{"constant_pad_nd", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{4, 9}, -1), b.Tensor(f, []uint32{6, 10}, -1)
 			return "aten.constant_pad_nd.default", x, []int32{x, b.IntList(2, -1, 1, 1), b.Double(0), y}
-		}, []int64{2, 5}, []int64{4, 6}},
+		}, []int64{2, 5}, []int64{4, 6}, 112},
+		{"grid_sampler_2d", func(b *serialization.Builder) (string, int32, []int32) {
+			x, g, y := b.Tensor(f, []uint32{2, 3, 8, 8}, -1), b.Tensor(f, []uint32{2, 4, 5, 2}, -1), b.Tensor(f, []uint32{2, 3, 4, 5}, -1)
+			return "aten.grid_sampler_2d.default", x, []int32{x, g, b.Int(0), b.Int(1), b.Bool(false), y}
+		}, []int64{2, 3, 3, 3}, []int64{2, 3, 4, 5}, 32},
 		{"grid_priors", func(b *serialization.Builder) (string, int32, []int32) {
 			x, y := b.Tensor(f, []uint32{1, 3, 8, 8}, -1), b.Tensor(f, []uint32{64, 2}, -1)
 			return "et_vk.grid_priors.default", x, []int32{x, b.Int(8), b.Double(0.5), y}
-		}, []int64{1, 3, 5, 3}, []int64{15, 2}},
+		}, []int64{1, 3, 5, 3}, []int64{15, 2}, 16},
 	} {
 		b := serialization.NewBuilder()
 		op, x, args := c.build(b)
@@ -128,6 +135,9 @@ func TestSpatialLiveShapes(t *testing.T) {
 			t.Errorf("%s: out dims %v, want %v", c.name, got.Dims, c.want)
 		}
 		for _, d := range r.dispatches {
+			if len(d.params) != c.params {
+				t.Errorf("%s: params are %d bytes, want %d", c.name, len(d.params), c.params)
+			}
 			// Params open with the invocation count: one per output
 			// element, except for convolutions (a block of channels ×
 			// columns each).
