@@ -97,8 +97,8 @@ func convList(b Builder, id int32, arg int, what string, spatial int, min int64)
 		return nil, Errorf(arg, "%s %v: want %d entries", what, l, spatial)
 	}
 	for _, v := range l {
-		if v < min {
-			return nil, Errorf(arg, "%s %v: entries must be >= %d", what, l, min)
+		if v < min || v > math.MaxInt32 {
+			return nil, Errorf(arg, "%s %v: entries must be in [%d, 2^31)", what, l, min)
 		}
 	}
 	if spatial == 1 {
@@ -185,6 +185,9 @@ func convOp(b Builder, args []int32, clamp bool) error {
 	g := convGeom{n: xd[0], ic: xd[1], ih: xd[2], iw: xd[3], kh: wd[2], kw: wd[3],
 		sh: stride[0], sw: stride[1], ph: padding[0], pw: padding[1], dh: dilation[0], dw: dilation[1],
 		groups: groups, transposed: transposed}
+	if g.kh < 1 || g.kw < 1 {
+		return Errorf(1, "weight dims %v: empty kernel", w.Dims)
+	}
 	if g.ic%groups != 0 {
 		return Errorf(8, "input channels %d not divisible by groups %d", g.ic, groups)
 	}
@@ -300,10 +303,7 @@ func convOp(b Builder, args []int32, clamp bool) error {
 		p.U32(uint32(end)).U32(b2u(begin > 0)).U32(b2u(end >= trips)).U32(b2u(hasLo))
 		p.U32(b2u(hasHi)).F32(float32(lo)).F32(float32(hi)).U32(0)
 		for _, v := range []int64{g.sh, g.sw, g.ph, g.pw, g.dh, g.dw} {
-			if v > math.MaxInt32 {
-				return Errorf(-1, "stride, padding or dilation %d is too large", v)
-			}
-			p.I32(int32(v))
+			p.I32(int32(v)) // each < 2^31 (convList)
 		}
 		p.U32(uint32(owb)).U32(uint32(ocb))
 		p.I32(int32(g.dh / g.sh)).I32(int32(g.dh % g.sh)).I32(int32(g.dw / g.sw)).I32(int32(g.dw % g.sw))
