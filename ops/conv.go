@@ -50,13 +50,13 @@ type convShader struct {
 	Bias       bool
 	Transposed bool
 	Tiled      bool
-	OCB, OXB   []int // tiled: 0..channels-1 and 0..columns-1 per invocation
+	OCB, OXB   []int // 0..channels-1 and 0..columns-1 per invocation
 	WG         int
 }
 
-// Register tile of the tiled (forward) kernel: up to convTileOC output
-// channels (the largest power of two dividing the channels per group) ×
-// convTileOX output columns per invocation. Against one output per
+// Register tile per invocation: up to convTileOC output channels (the
+// largest power of two dividing the channels per group) × convTileOX
+// output columns (forward kernel; the transposed one does one column). Against one output per
 // invocation with a div/mod per trip (0.2 GFLOP/s), 8×4 ran a 3×3 64→64
 // conv on 56×56 at 2–6 GFLOP/s on lavapipe (BenchmarkConv; the host was
 // shared and noisy, 4×4 and 8×8 were within that noise).
@@ -65,6 +65,7 @@ const (
 	convTileOX = 4
 )
 
+// iota0 returns 0..n-1, for template ranges.
 func iota0(n int) []int {
 	s := make([]int, n)
 	for i := range s {
