@@ -67,6 +67,8 @@ type Builder interface {
 	Bool(id int32) (bool, error)
 	// IntList accepts IntList or a ValueList of Int/SymInt values.
 	IntList(id int32) ([]int64, error)
+	// DoubleList accepts DoubleList (or an IntList, converted).
+	DoubleList(id int32) ([]float64, error)
 	ValueList(id int32) ([]int32, error)
 	String(id int32) (string, error)
 	IsNull(id int32) bool

@@ -109,6 +109,24 @@ func (v Values) IntList(id int32) ([]int64, error) {
 	return nil, v.kindErr(id, "IntList")
 }
 
+// DoubleList accepts DoubleList, or an IntList (whose items it converts).
+func (v Values) DoubleList(id int32) ([]float64, error) {
+	x := v.value(id)
+	if x != nil {
+		switch x.Kind {
+		case serialization.KindDoubleList:
+			return append([]float64(nil), x.Doubles...), nil
+		case serialization.KindIntList:
+			out := make([]float64, len(x.Ints))
+			for i, n := range x.Ints {
+				out[i] = float64(n)
+			}
+			return out, nil
+		}
+	}
+	return nil, v.kindErr(id, "DoubleList")
+}
+
 // ValueList accepts ValueList.
 func (v Values) ValueList(id int32) ([]int32, error) {
 	x := v.value(id)
