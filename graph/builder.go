@@ -241,3 +241,44 @@ func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
 	}
 	b.Release()
 }
+
+var _ ops.Fuser = (*opBuilder)(nil)
+
+// Consumers implements ops.Fuser.
+func (b *opBuilder) Consumers(id int32) []int {
+	var out []int
+	for _, i := range b.g.consumers[id] {
+		if i > b.index {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// OpAt implements ops.Fuser.
+func (b *opBuilder) OpAt(i int) (string, []int32) {
+	if i < 0 || i >= len(b.g.graph.Chain) {
+		return "", nil
+	}
+	op := b.g.graph.Chain[i]
+	return op.Name, append([]int32(nil), op.Args...)
+}
+
+// IsOutput implements ops.Fuser.
+func (b *opBuilder) IsOutput(id int32) bool {
+	for _, o := range b.g.graph.OutputIDs {
+		if int32(o) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Absorb implements ops.Fuser.
+func (b *opBuilder) Absorb(i int) error {
+	if i <= b.index || i >= len(b.g.graph.Chain) {
+		return ops.Errorf(-1, "cannot absorb op %d from op %d", i, b.index)
+	}
+	b.g.absorbed[i] = true
+	return nil
+}

@@ -156,7 +156,11 @@ type WebGPUGraph struct {
 	weightKeys  map[int32]string // constant id -> content ID
 	packStaging []*gpu.Buffer    // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
-	rerecords   int
+
+	// fusion (ops.Fuser)
+	consumers map[int32][]int // tensor id -> chain indices of ops reading it
+	absorbed  map[int]bool    // ops fused into an earlier op this recording
+	rerecords int
 
 	mu     sync.Mutex
 	closed bool
@@ -524,7 +528,31 @@ func (g *WebGPUGraph) newBuffer(kind gpu.BufferKind, size uint64, label string) 
 
 // recordOps runs every op function in chain order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
+	if g.consumers == nil {
+		g.consumers = map[int32][]int{}
+		vals := g.graph.Values
+		for i, op := range g.graph.Chain {
+			if len(op.Args) == 0 {
+				continue
+			}
+			for _, a := range op.Args[:len(op.Args)-1] {
+				if a < 0 || int(a) >= len(vals) {
+					continue
+				}
+				g.consumers[a] = append(g.consumers[a], i)
+				if vals[a].Kind == serialization.KindValueList {
+					for _, m := range vals[a].IDs {
+						g.consumers[m] = append(g.consumers[m], i)
+					}
+				}
+			}
+		}
+	}
+	g.absorbed = map[int]bool{}
 	for i, op := range g.graph.Chain {
+		if g.absorbed[i] {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
