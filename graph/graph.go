@@ -154,6 +154,7 @@ type WebGPUGraph struct {
 	packed      map[string]int32 // cache key -> packed tensor id
 	prepackSrc  map[int32]int32  // prepack output -> its constant
 	weightKeys  map[int32]string // constant id -> content ID
+	persistent  map[int32]int32  // constant id -> its writable copy
 	packStaging []*gpu.Buffer    // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
@@ -180,7 +181,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
 	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
-		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}}
+		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()

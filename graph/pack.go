@@ -240,3 +240,41 @@ func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 	}
 	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
 }
+
+var _ ops.Persister = (*opBuilder)(nil)
+
+// Persistent implements ops.Persister.
+func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
+	g := b.g
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a tensor", id)
+	}
+	ts := g.tensors[id]
+	if !ts.constant {
+		return b.Tensor(id)
+	}
+	if vid, ok := g.persistent[id]; ok {
+		return b.Tensor(vid)
+	}
+	if g.replay || ts.constID < 0 {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d: cannot make a writable copy now", id)
+	}
+	data, err := g.constantBytes(id, ts)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	buf, err := g.newBuffer(gpu.Storage, uint64(ts.nbytes), fmt.Sprintf("persistent copy of %d", id))
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	if err := g.dev.Write(buf, 0, data); err != nil {
+		return ops.Tensor{}, err
+	}
+	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,
+		buf: buf, materialized: true}
+	cp.setLive(ts.dims, ts.numel)
+	vid := int32(len(g.tensors))
+	g.tensors = append(g.tensors, cp)
+	g.persistent[id] = vid
+	return b.Tensor(vid)
+}

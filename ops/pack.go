@@ -91,3 +91,13 @@ func SoleConsumer(b Builder, id int32) (index int, name string, args []int32, ok
 	name, args = f.OpAt(cs[0])
 	return cs[0], name, args, true
 }
+
+// Persister is implemented by builders that can give an op a writable,
+// persistent version of a constant (a KV cache that an op such as
+// sdpa_with_kv_cache receives as a constant and updates in place).
+type Persister interface {
+	// Persistent returns id itself when it is a writable tensor, else a
+	// per-graph writable copy of constant id, initialised with its bytes
+	// once at load and kept across Execute calls.
+	Persistent(id int32) (Tensor, error)
+}
