@@ -214,11 +214,8 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	res.DispatchesPerExecute = st.NumDispatches
 	res.SubmitsPerExecute = m.NumCalls()
 	res.GPUBytes = st.TotalBytes()
-	// TODO(packed cache): the root package exposes no packed-cache counters
-	// yet; once it does, fill res.PackedCache from it, e.g. a
-	// (*wgdelegate.Model).PackedCacheStats() wrapping prepack.(*Cache).Stats()
-	// (Hits, Misses, Bytes). Until then these are zeros.
-	res.PackedCache = packedCStats{}
+	pc := m.PackedCacheStats()
+	res.PackedCache = packedCStats{Hits: int64(pc.Hits), Misses: int64(pc.Misses), Bytes: pc.Bytes}
 
 	if o.json {
 		enc := json.NewEncoder(stdout)
