@@ -7,7 +7,10 @@ import (
 // sym_size.int args:                 [self, dim, out(SymInt)]
 // add / sub / mul / floordiv args:   [a, b, out(SymInt)] (Python operators
 // on symbolic ints; the exporter gives them bare names and no schema)
-// aten._assert_scalar.default args:  [self, assert_msg, out]
+// lt / le / gt / ge / eq / ne args:  [a, b, out] (a symbolic bool, held as
+// a SymInt 0/1)
+// aten._assert_scalar.default, aten.sym_constrain_range_for_size.default:
+// no-ops (the exporter normally removes them)
 //
 // These run on the host while the graph is recorded: they read live tensor
 // sizes and SymInt values and set SymInt outputs, which later ops read as
@@ -16,10 +19,12 @@ import (
 func init() {
 	Register("sym_size.int", symSize)
 	Register("aten.sym_size.int", symSize)
-	for _, op := range []string{"add", "sub", "mul", "floordiv"} {
+	for _, op := range []string{"add", "sub", "mul", "floordiv", "lt", "le", "gt", "ge", "eq", "ne"} {
 		Register(op, symArith(op))
 	}
-	Register("aten._assert_scalar.default", func(b Builder, args []int32) error { return nil })
+	noop := func(b Builder, args []int32) error { return nil }
+	Register("aten._assert_scalar.default", noop)
+	Register("aten.sym_constrain_range_for_size.default", noop)
 }
 
 func symSize(b Builder, args []int32) error {
@@ -65,6 +70,11 @@ func symArith(op string) Func {
 			v = x - y
 		case "mul":
 			v = x * y
+		case "lt", "le", "gt", "ge", "eq", "ne":
+			v = boolInt(map[string]bool{"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y, "eq": x == y, "ne": x != y}[op])
+			if b.Kind(args[2]) == serialization.KindBool {
+				return nil // a folded SymBool: nothing to set
+			}
 		case "floordiv":
 			if y == 0 {
 				return Errorf(1, "floordiv by zero")
@@ -91,6 +101,13 @@ func setSym(b Builder, arg int, id int32, v int64) error {
 		return nil
 	}
 	return Errorf(arg, "out is %v, want a SymInt", b.Kind(id))
+}
+
+func boolInt(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // NormDim turns a possibly negative dim into an index into a shape of the
