@@ -278,3 +278,56 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	g.persistent[id] = vid
 	return b.Tensor(vid)
 }
+
+var _ ops.HostReader = (*opBuilder)(nil)
+
+// HostElement implements ops.HostReader for graph inputs (the data given to
+// the current Execute) and constants.
+func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
+	g := b.g
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return 0, ops.Errorf(-1, "value %d is not a tensor", id)
+	}
+	ts := g.tensors[id]
+	var data []byte
+	dt := ts.dtype
+	switch {
+	case g.hostRead[id]:
+		in, ok := g.hostIn[id]
+		if !ok {
+			return 0, ops.Errorf(-1, "value %d: no input data yet", id)
+		}
+		data, dt = in.Data, in.DType
+	case ts.constant && ts.constID >= 0 && !g.replay:
+		var err error
+		if data, err = g.constantBytes(id, ts); err != nil {
+			return 0, err
+		}
+	case ts.constant:
+		v, ok := g.hostConst[hostKey{id, flat}]
+		if !ok {
+			return 0, ops.Errorf(-1, "value %d: constant element %d was not read at load", id, flat)
+		}
+		return v, nil
+	default:
+		return 0, ops.Errorf(-1, "value %d is computed on the device; its values cannot be read while recording (only graph inputs and constants)", id)
+	}
+	es := int64(dt.Size())
+	if flat < 0 || es == 0 || (flat+1)*es > int64(len(data)) {
+		return 0, ops.Errorf(-1, "value %d: element %d out of range", id, flat)
+	}
+	t := Tensor{DType: dt, Shape: []int64{1}, Data: data[flat*es : (flat+1)*es]}
+	v, err := t.scalar()
+	if err != nil {
+		return 0, ops.Errorf(-1, "value %d: %v", id, err)
+	}
+	if ts.constant {
+		g.hostConst[hostKey{id, flat}] = v
+	}
+	return v, nil
+}
+
+type hostKey struct {
+	id   int32
+	flat int64
+}

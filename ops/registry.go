@@ -30,6 +30,30 @@ func Register(name string, fn Func) {
 	registry[name] = fn
 }
 
+var hostReads = map[string][]int{}
+
+// RegisterHostRead declares that op name reads the VALUES of its tensor
+// arguments args on the host while recording (HostReader): the graph then
+// re-records whenever those values change, as it does for new shapes.
+func RegisterHostRead(name string, args ...int) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	hostReads[name] = append([]int(nil), args...)
+}
+
+// HostReads returns the argument indices op name reads on the host.
+func HostReads(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return hostReads[name]
+}
+
+// HostReader is implemented by builders that can hand an op the host value
+// of a graph input's element (flat row-major index) during recording.
+type HostReader interface {
+	HostElement(id int32, flat int64) (float64, error)
+}
+
 // Lookup returns the implementation registered for name.
 func Lookup(name string) (Func, bool) {
 	regMu.RLock()

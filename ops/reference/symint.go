@@ -72,5 +72,33 @@ func init() {
 		})
 	}
 	Register("aten._assert_scalar.default", func(e *Env, a []int32) error { return nil })
+	Register("et_vk.select_as_symint.default", func(e *Env, a []int32) error {
+		x, err := e.In(a[0])
+		if err != nil {
+			return err
+		}
+		d, err := e.Int(a[1])
+		if err != nil {
+			return err
+		}
+		i, err := e.Int(a[2])
+		if err != nil {
+			return err
+		}
+		r := int64(len(x.Shape))
+		if d < 0 {
+			d += r
+		}
+		if r == 0 || d < 0 || d >= r || int64(len(x.V)) != x.Shape[d] {
+			return fmt.Errorf("select_as_symint on %v dim %d", x.Shape, d)
+		}
+		if i < 0 {
+			i += x.Shape[d]
+		}
+		if i < 0 || i >= x.Shape[d] {
+			return fmt.Errorf("index %d out of range", i)
+		}
+		return e.SetInt(a[3], int64(x.V[i]))
+	})
 	Register("aten.sym_constrain_range_for_size.default", func(e *Env, a []int32) error { return nil })
 }
