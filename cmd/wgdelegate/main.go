@@ -58,9 +58,12 @@ Flags:
 
 Input dtypes must match the model's, except that int64 data may feed an
 int32 input and float64 data a float32 input: it is narrowed, and an int64
-value that does not fit is an error. Shapes must match exactly. A load that
-takes more than a second shows its progress on stderr (a bar on a terminal,
-plain lines otherwise).
+value that does not fit is an error. A model's input shapes are upper
+bounds (dynamic shapes): an input may be smaller in any dim, with the same
+rank, and the outputs are written with their live shapes. A SymInt input
+takes a one-element int32 or int64 array. A load that takes more than a
+second shows its progress on stderr (a bar on a terminal, plain lines
+otherwise).
 
 Examples:
   # a model whose weights are inside the .pte
