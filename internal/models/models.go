@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
@@ -208,14 +207,4 @@ func dims(s ...int64) []uint32 {
 func weight(b *serialization.Builder, v []float32, shape ...int64) int32 {
 	id, _ := b.NamedConst(serialization.Float32, dims(shape...), f32bytes(v))
 	return id
-}
-
-// SortedOps returns the names of the ops a graph uses, sorted.
-func SortedOps(b *serialization.Builder) []string {
-	var names []string
-	for _, c := range OpCounts(b) {
-		names = append(names, c.Name)
-	}
-	sort.Strings(names)
-	return names
 }
