@@ -60,60 +60,90 @@ func compareOutputs(t *testing.T, what string, got []wgdelegate.Tensor, want []*
 // TestE2ECNN: conv 3×3 + batch norm + relu, max pool, depthwise conv with
 // stride 2, pointwise conv + relu, avg pool, view, linear, softmax, with
 // the weights in the .pte's own named data; executed twice with different
-// images.
+// images. The dynamic variant declares a batch of 3 as the bound and runs
+// batches of 1, 3 and 2 through one loaded model (the flattening view
+// sized by sym_size.int).
 func TestE2ECNN(t *testing.T) {
-	m := models.NewCNN(models.DefaultCNN)
-	f, err := models.Encode(m.B, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := openModel(t, f)
-	for run, seed := range []uint64{10, 11} {
-		x := m.Input(seed)
-		got, err := model.Execute(context.Background(), wgdelegate.FromFloat32(m.InputShape(), x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := m.Reference(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		compareOutputs(t, fmt.Sprintf("run %d", run), got, want)
+	dyn := models.CNNConfig{N: 3, C: 3, H: 16, W: 24, C1: 8, C2: 12, Classes: 5, Seed: 4, BatchNormEpsilon: 1e-3, DynamicBatch: true}
+	for _, tc := range []struct {
+		name    string
+		cfg     models.CNNConfig
+		batches []int64
+	}{
+		{"default", models.DefaultCNN, []int64{1, 1}},
+		{"dynamic_batch", dyn, []int64{1, 3, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := models.NewCNN(tc.cfg)
+			f, err := models.Encode(m.B, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := openModel(t, f)
+			for run, n := range tc.batches {
+				x := m.BatchInput(n, uint64(10+run))
+				got, err := model.Execute(context.Background(), wgdelegate.FromFloat32(m.BatchShape(n), x))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := m.Reference(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareOutputs(t, fmt.Sprintf("run %d (batch %d)", run, n), got, want)
+			}
+		})
 	}
 }
 
 // TestE2EDecoderKVCache: a transformer decoder layer (rms_norm, q/k/v
-// projections, rotary embedding, sdpa_with_kv_cache with grouped-query
-// attention, SwiGLU feed-forward, residuals) with its weights in a .ptd,
+// projections, rotary embedding, KV-cache attention with grouped-query
+// heads, SwiGLU feed-forward, residuals) with its weights in a .ptd,
 // stepped over several Execute calls of one loaded model. The token count
 // per step is dynamic (prefill 3, then 1, 1, 2, 1), input_pos is a SymInt
-// input, and the attended sequence grows from 3 to 8 positions; each
-// step is checked against a reference that replays the same steps, which
-// holds only if the cache rows each Execute writes persist into the next.
+// input, and the attended sequence grows from 3 to 8 positions; then a
+// new 4-token prompt restarts at input_pos 0, overwriting the cache rows,
+// and decodes once more. Each step is checked against a reference that
+// replays the same steps, which holds only if the cache rows each Execute
+// writes persist into the next. Both cache op styles run:
+// sdpa_with_kv_cache, and update_cache ×2 + llama.custom_sdpa.
 func TestE2EDecoderKVCache(t *testing.T) {
-	d, err := models.NewDecoder(models.DefaultDecoder)
-	if err != nil {
-		t.Fatal(err)
+	type step struct {
+		tokens []int32
+		pos    int64
 	}
-	f, err := models.Encode(d.B, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := openModel(t, f)
-	ref := d.NewReference()
-	steps := [][]int32{{5, 17, 42}, {7}, {88}, {1, 30}, {64}}
-	pos := int64(0)
-	for i, toks := range steps {
-		got, err := model.Execute(context.Background(), d.Inputs(toks, pos)...)
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
+	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{64}, 7},
+		{[]int32{9, 2, 71, 40}, 0}, {[]int32{12}, 4}}
+	for _, split := range []bool{false, true} {
+		name := "sdpa_with_kv_cache"
+		if split {
+			name = "update_cache+custom_sdpa"
 		}
-		want, err := ref.Step(toks, pos)
-		if err != nil {
-			t.Fatalf("step %d: reference: %v", i, err)
-		}
-		compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, pos, len(toks)), got, want)
-		pos += int64(len(toks))
+		t.Run(name, func(t *testing.T) {
+			cfg := models.DefaultDecoder
+			cfg.SplitCache = split
+			d, err := models.NewDecoder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := models.Encode(d.B, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := openModel(t, f)
+			ref := d.NewReference()
+			for i, s := range steps {
+				got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				want, err := ref.Step(s.tokens, s.pos)
+				if err != nil {
+					t.Fatalf("step %d: reference: %v", i, err)
+				}
+				compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
+			}
+		})
 	}
 }
 

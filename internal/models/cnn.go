@@ -15,6 +15,10 @@ type CNNConfig struct {
 	C1, C2, Classes  int64
 	Seed             uint64
 	BatchNormEpsilon float64
+	// DynamicBatch makes N an upper bound: Execute takes any batch up to
+	// it, and the flattening view reads the live batch with sym_size.int
+	// (as an export with a dynamic batch dim does) instead of a fixed size.
+	DynamicBatch bool
 }
 
 // DefaultCNN is a 3×32×32 image classifier with 10 classes.
@@ -103,7 +107,13 @@ func NewCNN(cfg CNNConfig) *CNN {
 	// Flatten and classify.
 	feat := cfg.C2 * (h / 8) * (w / 8)
 	flat := b.Tensor(f, dims(n, feat), 1)
-	b.Op("aten.view_copy.default", p2, ints(n, feat), flat)
+	size := ints(n, feat)
+	if cfg.DynamicBatch {
+		live := b.SymInt(int32(n))
+		b.Op("sym_size.int", x, b.Int(0), live)
+		size = b.ValueList(live, b.Int(feat))
+	}
+	b.Op("aten.view_copy.default", p2, size, flat)
 	wf := weight(b, r.normal(cfg.Classes*feat, he(feat)), cfg.Classes, feat)
 	bf := weight(b, r.normal(cfg.Classes, 0.1), cfg.Classes)
 	logits := b.Tensor(f, dims(n, cfg.Classes), -1)
@@ -116,19 +126,26 @@ func NewCNN(cfg CNNConfig) *CNN {
 	return &CNN{Cfg: cfg, B: b}
 }
 
-// Input returns a deterministic random image for the CNN (values in
-// [-1, 1), like a normalised picture).
-func (m *CNN) Input(seed uint64) []float32 {
+// Input returns a deterministic random batch of cfg.N images for the CNN
+// (values in [-1, 1), like normalised pictures).
+func (m *CNN) Input(seed uint64) []float32 { return m.BatchInput(m.Cfg.N, seed) }
+
+// BatchInput returns a deterministic random batch of n images.
+func (m *CNN) BatchInput(n int64, seed uint64) []float32 {
 	c := m.Cfg
-	return newRNG(seed).uniform(c.N*c.C*c.H*c.W, -1, 1)
+	return newRNG(seed).uniform(n*c.C*c.H*c.W, -1, 1)
 }
 
-// InputShape is the image's shape.
-func (m *CNN) InputShape() []int64 { c := m.Cfg; return []int64{c.N, c.C, c.H, c.W} }
+// InputShape is the shape of a batch of cfg.N images.
+func (m *CNN) InputShape() []int64 { return m.BatchShape(m.Cfg.N) }
+
+// BatchShape is the shape of a batch of n images.
+func (m *CNN) BatchShape(n int64) []int64 { c := m.Cfg; return []int64{n, c.C, c.H, c.W} }
 
 // Reference runs the CNN on the reference interpreter: logits and probs.
+// x holds a whole number of images.
 func (m *CNN) Reference(x []float32) ([]*reference.Tensor, error) {
-	in := reference.New(serialization.Float32, m.InputShape())
+	in := reference.New(serialization.Float32, m.BatchShape(int64(len(x))/(m.Cfg.C*m.Cfg.H*m.Cfg.W)))
 	for i, v := range x {
 		in.V[i] = float64(v)
 	}

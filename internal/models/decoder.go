@@ -19,6 +19,12 @@ type DecoderConfig struct {
 	MaxTokens, MaxSeq                           int64
 	Eps, RopeTheta                              float64
 	Seed                                        uint64
+	// SplitCache writes the cache update and the attention as separate
+	// ops, update_cache.default for each cache then
+	// llama.custom_sdpa.default (as ExecuTorch's llama export does with
+	// its custom KV-cache module), instead of one
+	// sdpa_with_kv_cache.default.
+	SplitCache bool
 }
 
 // DefaultDecoder is a toy llama-style layer: 64 features, 4 query heads
@@ -165,7 +171,16 @@ func (d *Decoder) build(kc, vc []float32, exposeCaches bool) *serialization.Buil
 	// [q, k, v, k_cache, v_cache, input_pos, seq_len, attn_mask,
 	//  dropout_p, is_causal, scale, out]
 	attn := act(1, T, c.Heads, hd)
-	b.Op("sdpa_with_kv_cache.default", qr, kr, vv, kCache, vCache, pos, S, b.Null(), b.Double(0), b.Bool(true), b.Null(), attn)
+	if c.SplitCache {
+		// update_cache: [value, cache, input_pos, out (a placeholder)];
+		// custom_sdpa: [q, k_cache, v_cache, input_pos, attn_mask,
+		// dropout_p, is_causal, scale, out].
+		b.Op("update_cache.default", kr, kCache, pos, act(1))
+		b.Op("update_cache.default", vv, vCache, pos, act(1))
+		b.Op("llama.custom_sdpa.default", qr, kCache, vCache, pos, b.Null(), b.Double(0), b.Bool(true), b.Null(), attn)
+	} else {
+		b.Op("sdpa_with_kv_cache.default", qr, kr, vv, kCache, vCache, pos, S, b.Null(), b.Double(0), b.Bool(true), b.Null(), attn)
+	}
 	a2, o, h1 := act(1, T, qd), act(1, T, D), act(1, T, D)
 	view(attn, a2, qd)
 	linear(a2, weight(b, w.wo, D, qd), o)
