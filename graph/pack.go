@@ -46,11 +46,17 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	if !ok {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a weight (a constant or a prepacked constant)", id)
 	}
-	wkey, err := g.weightKey(weight)
-	if err != nil {
+	var wkey string
+	var err error
+	if spec.Kernel == nil {
+		wkey = fmt.Sprintf("value:%d", weight) // identity: never cached
+	} else if wkey, err = g.weightKey(weight); err != nil {
 		return ops.Tensor{}, err
 	}
-	seed := packSeed(spec)
+	var seed [32]byte
+	if spec.Kernel != nil {
+		seed = packSeed(spec)
+	}
 	// The key names the weight and the transform, not the kernel: a
 	// changed kernel finds its old entry under another seed and replaces it.
 	key := wkey + "|" + spec.Name
@@ -72,17 +78,32 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.packed[key] = vid
-	g.packStats.Bytes += nbytes
 
+	if spec.Kernel == nil { // IdentitySpec: the weight as exported
+		ws := g.tensors[weight]
+		if ws.nbytes != nbytes {
+			return ops.Tensor{}, ops.Errorf(-1, "identity packing of value %d changes its size", id)
+		}
+		data, err := g.constantBytes(weight, ws)
+		if err != nil {
+			return ops.Tensor{}, err
+		}
+		if err := g.dev.Write(buf, 0, data); err != nil {
+			return ops.Tensor{}, err
+		}
+		return b.Tensor(vid)
+	}
 	if g.packCache != nil {
 		if data, ok := g.packCache.Get(key, seed); ok && int64(len(data)) == nbytes {
 			if err := g.dev.Write(buf, 0, data); err != nil {
 				return ops.Tensor{}, err
 			}
 			g.packStats.Hits++
+			g.packStats.Bytes += nbytes
 			return b.Tensor(vid)
 		}
 	}
+	g.packStats.Bytes += nbytes
 	g.packStats.Misses++
 	if err := g.runPack(b.ctx, src, id, weight, ts, spec, key, seed); err != nil {
 		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s): %w", id, spec.Name, err)

@@ -29,6 +29,13 @@ type Packer interface {
 	PackWeight(id int32, spec PackSpec) (Tensor, error)
 }
 
+// IdentitySpec is the PackSpec for weight w as exported: its bytes go
+// straight from the file to a buffer of its own, with no kernel and no
+// cache entry.
+func IdentitySpec(w Tensor) PackSpec {
+	return PackSpec{Name: "identity", DType: w.DType, Dims: append([]int64(nil), w.MaxDims...)}
+}
+
 // TransposeSpec is the PackSpec that turns a 4-byte [..., R, C] weight into
 // [..., C, R] (e.g. a linear weight [N, K] into [K, N], the layout the mm
 // kernel reads).

@@ -30,7 +30,29 @@ func Register(name string, fn Func) {
 	registry[name] = fn
 }
 
-var hostReads = map[string][]int{}
+var (
+	hostReads  = map[string][]int{}
+	packedArgs = map[string][]int{}
+)
+
+// RegisterPacked declares that op name reads its arguments args (weights)
+// only through Packer.PackWeight. A constant whose every use is such an
+// argument (or an et_vk.prepack source) then gets no buffer of its own:
+// only its packed form is on the device. The op must call PackWeight for
+// those arguments on every path (IdentitySpec when it wants the weight as
+// exported).
+func RegisterPacked(name string, args ...int) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	packedArgs[name] = append([]int(nil), args...)
+}
+
+// PackedArgs returns the argument indices op name reads through PackWeight.
+func PackedArgs(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return packedArgs[name]
+}
 
 // RegisterHostRead declares that op name reads the VALUES of its tensor
 // arguments args on the host while recording (HostReader): the graph then
