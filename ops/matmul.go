@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -58,6 +59,17 @@ const (
 )
 
 var matmulPath atomic.Int32
+
+// linearNoPack disables weight packing for linear (see SetLinearPacking).
+var linearNoPack atomic.Bool
+
+// SetLinearPacking makes graphs built afterwards pack (on = true, the
+// default) or not pack constant linear weights, and returns the previous
+// setting. It exists so benchmarks can compare the layouts; it affects
+// every graph built in the process.
+func SetLinearPacking(on bool) bool {
+	return !linearNoPack.Swap(!on)
+}
 
 // SetMatmulPath makes graphs built afterwards use path and returns the
 // previous setting. It exists so benchmarks can compare the kernels on the
@@ -324,7 +336,39 @@ func linearOp(b Builder, args []int32) error {
 	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
 		return err
 	}
+	if pw, ok, err := linearPacked(b, args[1], w); err != nil {
+		return err
+	} else if ok && m > 1 {
+		call.b, call.transB = pw, false
+	}
 	return recordMatmul(b, call)
+}
+
+// linearPacked returns the id of linear weight w (value id, [N, K])
+// transposed to [K, N] by the graph's packer, the layout the mm kernel
+// reads: there each loop trip loads one vec4 of four output columns per
+// weight row instead of four rows' vec4s along K. ok is false when the
+// weight cannot be packed (not a constant, no packer, packing disabled);
+// the caller then reads the weight as exported. The weight is packed
+// whatever M is, so that the first recording (serialized dims) already
+// creates it and a re-recording with another M never has to pack.
+func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
+	p, isPacker := b.(Packer)
+	if !isPacker || linearNoPack.Load() || w.Numel == 0 {
+		return 0, false, nil
+	}
+	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return 0, false, nil
+	}
+	t, err := p.PackWeight(id, spec)
+	if errors.Is(err, ErrArg) {
+		return 0, false, nil // not a weight
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return t.ID, true, nil
 }
 
 // matmulOperand fetches tensor id (argument arg) and requires float32.

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -12,68 +16,164 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// BenchmarkMatmul runs square mm and linear graphs (weight and bias as named
-// constants bound directly) with the vec4 and the scalar kernel side by
-// side. One Execute uploads the N×N input, runs the dispatches and reads the
-// N×N output back; GFLOP/s counts 2·N³ per Execute.
+// matmulBenchSizes are the square sizes of BenchmarkMatmul and
+// BenchmarkMatmulGonum.
+var matmulBenchSizes = []int64{64, 256, 512, 1024}
+
+// BenchmarkMatmul runs aten.mm on N×N operands (self a graph input, mat2 a
+// named constant) and reports the kernel's GFLOP/s (2·N³ per product) for
+// comparison with BenchmarkMatmulGonum in the same run.
 //
-//	go test -run '^$' -bench Matmul ./ops/opstest
+// Method: every iteration executes the mm graph and an identity graph
+// (aten.clone of the same N×N input to an N×N output: the same upload,
+// readback and submit, plus one copy dispatch), timed separately. The
+// kernel time is t(mm) − t(identity); GFLOP/s uses it, e2e-GFLOP/s uses the
+// whole Execute.
+//
+//	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	paths := []struct {
-		name string
-		path ops.MatmulPath
-	}{{"vec4", ops.MatmulAuto}, {"scalar", ops.MatmulScalar}}
-	for _, op := range []string{"mm", "linear"} {
-		for _, n := range []int64{256, 512} {
-			for _, p := range paths {
-				b.Run(fmt.Sprintf("%s/N%d/%s", op, n, p.name), func(b *testing.B) {
-					benchMatmul(b, dev, op, n, p.path)
-				})
+	for _, n := range matmulBenchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			sb := serialization.NewBuilder()
+			x := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			w, _ := sb.NamedConst(f, Dims([]int64{n, n}), RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
+			out := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			sb.Op("aten.mm.default", x, w, out)
+			sb.Inputs(x)
+			sb.Outputs(out)
+			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+			benchKernel(b, dev, sb, in, 2*float64(n*n*n)/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkMatmulGonum is gonum's blas32.Gemm (float32 Sgemm) on the shapes
+// of BenchmarkMatmul, the CPU reference the kernel is measured against.
+func BenchmarkMatmulGonum(b *testing.B) {
+	for _, n := range matmulBenchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			gen := func() blas32.General {
+				m := blas32.General{Rows: int(n), Cols: int(n), Stride: int(n), Data: make([]float32, n*n)}
+				for i := range m.Data {
+					m.Data[i] = float32(r.Float64()*2 - 1)
+				}
+				return m
 			}
+			x, y, c := gen(), gen(), gen()
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c)
+			for b.Loop() {
+				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c)
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(2*float64(n*n*n)/sec/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGEMV runs a one-row aten.linear (input [1, K], weight [K, K] a
+// named constant, no bias) and reports the weight bandwidth of the kernel,
+// GB/s = 4·K² bytes / kernel time, with the kernel time measured as in
+// BenchmarkMatmul (minus an identity graph of the [1, K] input).
+func BenchmarkGEMV(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, k := range []int64{1024, 4096} {
+		b.Run(fmt.Sprint(k), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			sb := serialization.NewBuilder()
+			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
+			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), RandTensor(r, f, []int64{k, k}, -1, 1).Encode())
+			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
+			sb.Op("aten.linear.default", x, w, sb.Null(), out)
+			sb.Inputs(x)
+			sb.Outputs(out)
+			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
+			benchKernel(b, dev, sb, in, 4*float64(k*k)/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkLinear runs aten.linear on N×N operands (weight [N, N] and bias
+// [N] named constants) with the weight packed for the mm kernel and
+// unpacked (read as exported), side by side; GFLOP/s as in BenchmarkMatmul.
+func BenchmarkLinear(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, n := range []int64{256, 512, 1024} {
+		for _, packed := range []bool{true, false} {
+			name := map[bool]string{true: "packed", false: "unpacked"}[packed]
+			b.Run(fmt.Sprintf("%d/%s", n, name), func(b *testing.B) {
+				prev := ops.SetLinearPacking(packed)
+				defer ops.SetLinearPacking(prev)
+				r := rand.New(rand.NewPCG(1, 2))
+				f := serialization.Float32
+				sb := serialization.NewBuilder()
+				x := sb.Tensor(f, Dims([]int64{n, n}), -1)
+				w, _ := sb.NamedConst(f, Dims([]int64{n, n}), RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
+				bias, _ := sb.NamedConst(f, Dims([]int64{n}), RandTensor(r, f, []int64{n}, -1, 1).Encode())
+				out := sb.Tensor(f, Dims([]int64{n, n}), -1)
+				sb.Op("aten.linear.default", x, w, bias, out)
+				sb.Inputs(x)
+				sb.Outputs(out)
+				in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+				benchKernel(b, dev, sb, in, 2*float64(n*n*n)/1e9, "GFLOP/s")
+			})
 		}
 	}
 }
 
-func benchMatmul(b *testing.B, dev *gpu.Device, op string, n int64, path ops.MatmulPath) {
-	prev := ops.SetMatmulPath(path)
-	defer ops.SetMatmulPath(prev)
-
-	r := rand.New(rand.NewPCG(1, 2))
-	f := serialization.Float32
-	sb := serialization.NewBuilder()
-	x := sb.Tensor(f, []uint32{uint32(n), uint32(n)}, -1)
-	w, _ := sb.NamedConst(f, []uint32{uint32(n), uint32(n)}, RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
-	out := sb.Tensor(f, []uint32{uint32(n), uint32(n)}, -1)
-	if op == "mm" {
-		sb.Op("aten.mm.default", x, w, out)
-	} else {
-		bias, _ := sb.NamedConst(f, []uint32{uint32(n)}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
-		sb.Op("aten.linear.default", x, w, bias, out)
-	}
-	sb.Inputs(x)
-	sb.Outputs(out)
+// benchKernel times graph sb (one input, one output) against an identity
+// graph (aten.clone of an input shaped like in[0] into an output of the
+// same shape), alternating the two every iteration, and reports work/kernel
+// time as unit (work in giga-units), the kernel time itself and the
+// end-to-end rate (e2e-<unit>, work over the whole Execute).
+func benchKernel(b *testing.B, dev *gpu.Device, sb *serialization.Builder, in []graph.Tensor, work float64, unit string) {
 	g := buildBenchGraph(b, dev, sb)
 	defer g.Close()
-
-	in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+	ib := serialization.NewBuilder()
+	x := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
+	y := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
+	ib.Op("aten.clone.default", x, ib.Null(), y)
+	ib.Inputs(x)
+	ib.Outputs(y)
+	id := buildBenchGraph(b, dev, ib)
+	defer id.Close()
 	ctx := context.Background()
-	// The first Execute JIT-compiles the kernel; keep it out of the timing.
-	if _, err := g.Execute(ctx, in); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
+	exec := func(g *graph.WebGPUGraph) time.Duration {
+		t0 := time.Now()
 		if _, err := g.Execute(ctx, in); err != nil {
 			b.Fatal(err)
 		}
+		return time.Since(t0)
 	}
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(2*float64(n*n*n)/sec/1e9, "GFLOP/s")
-	b.ReportMetric(sec*1e6, "µs/exec")
+	// The first Execute JIT-compiles the kernel; keep it out of the timing.
+	exec(g)
+	exec(id)
+	var tg, tid time.Duration
+	for b.Loop() {
+		tg += exec(g)
+		tid += exec(id)
+	}
+	e2e := tg.Seconds() / float64(b.N)
+	kernel := max((tg-tid).Seconds()/float64(b.N), 1e-9)
+	b.ReportMetric(work/kernel, unit)
+	b.ReportMetric(work/e2e, "e2e-"+unit)
+	b.ReportMetric(kernel*1e3, "kernel-ms")
 }
 
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *graph.WebGPUGraph {
