@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -89,6 +90,79 @@ type matmulCall struct {
 	bdims           []int64 // batch dims of C
 	aStride         []int64 // A's batch strides (elements), per bdims
 	bStride         []int64
+}
+
+// matmulEpilogue is an activation the matmul kernel applies to its result
+// before writing it: the absorbed op that followed the matmul.
+type matmulEpilogue struct {
+	act    string  // relu, clamp (also hardtanh, relu6), sigmoid, gelu or gelu_tanh
+	lo, hi float32 // clamp bounds
+	out    int32   // the absorbed op's output, written instead of the matmul's
+}
+
+// fuseEpilogue absorbs the op after the matmul into it when that op is an
+// activation the kernel can apply (aten.relu, relu6, clamp, hardtanh,
+// sigmoid, gelu), it is the only reader of the matmul's output out (shaped
+// dims) and out is not a graph output, and its own output is a float32
+// tensor that can take dims. It sets that output's dims and returns the
+// epilogue; ok is false when nothing is fused (the activation then runs as
+// its own op, which also reports any error in its arguments).
+func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
+	idx, name, args, ok := SoleConsumer(b, out)
+	if !ok || len(args) < 2 || args[0] != out {
+		return e, false, nil
+	}
+	bound := func(id int32, null float64) (float32, bool) {
+		if b.IsNull(id) {
+			return float32(null), true
+		}
+		f, err := b.Float(id)
+		return float32(f), err == nil
+	}
+	nargs := map[string]int{"aten.relu.default": 2, "aten.relu6.default": 2, "aten.sigmoid.default": 2,
+		"aten.clamp.default": 4, "aten.hardtanh.default": 4, "aten.gelu.default": 3}
+	if want, known := nargs[name]; !known || len(args) != want {
+		return e, false, nil
+	}
+	switch name {
+	case "aten.relu.default":
+		e.act = "relu"
+	case "aten.relu6.default":
+		e.act, e.lo, e.hi = "clamp", 0, 6
+	case "aten.sigmoid.default":
+		e.act = "sigmoid"
+	case "aten.clamp.default", "aten.hardtanh.default":
+		var okLo, okHi bool
+		e.act = "clamp"
+		e.lo, okLo = bound(args[1], math.Inf(-1))
+		e.hi, okHi = bound(args[2], math.Inf(1))
+		if !okLo || !okHi || (name == "aten.hardtanh.default" && (b.IsNull(args[1]) || b.IsNull(args[2]))) {
+			return e, false, nil
+		}
+	case "aten.gelu.default":
+		switch approx, err := b.String(args[1]); {
+		case err != nil:
+			return e, false, nil
+		case approx == "none":
+			e.act = "gelu"
+		case approx == "tanh":
+			e.act = "gelu_tanh"
+		default:
+			return e, false, nil
+		}
+	}
+	e.out = args[len(args)-1]
+	t, err := b.Tensor(e.out)
+	if err != nil || e.out == out || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
+		return e, false, nil
+	}
+	if err := b.SetDims(e.out, dims); err != nil {
+		return e, false, nil
+	}
+	if err := b.(Fuser).Absorb(idx); err != nil {
+		return e, false, err
+	}
+	return e, true, nil
 }
 
 func mmOp(b Builder, args []int32) error {
@@ -391,6 +465,7 @@ type matmulShader struct {
 	Vec4   bool
 	TransB bool
 	Bias   bool
+	Act    string // epilogue activation (matmulEpilogue.act), or ""
 	Rows   []int // 0..rows per invocation-1
 	Cols   []int // 0..columns (vec4 columns for Vec4) per invocation-1
 	WGX    int
@@ -436,8 +511,20 @@ func recordMatmul(b Builder, c matmulCall) error {
 	if batch == 0 {
 		return nil
 	}
+	outT, err := b.Tensor(c.out)
+	if err != nil {
+		return err
+	}
+	epi, fused, err := fuseEpilogue(b, c.out, outT.Dims)
+	if err != nil {
+		return err
+	}
+	dst := c.out
+	if fused {
+		dst = epi.out
+	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && MatmulPath(matmulPath.Load()) != MatmulScalar
-	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0}
+	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
 	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
@@ -483,18 +570,21 @@ func recordMatmul(b Builder, c matmulCall) error {
 		gz := min(batch-z0, maxg)
 		for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
 			end := min(begin+matmulMaxTrips, trips)
-			accumulate := uint32(0)
+			accumulate, last := uint32(0), uint32(0)
 			if begin > 0 {
 				accumulate = 1
+			}
+			if begin+matmulMaxTrips >= trips {
+				last = 1
 			}
 			var p Params
 			p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
 			p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
 			p.F32(c.alpha).F32(c.beta)
 			p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
-			p.U32(0).U32(0).U32(0).U32(0)
+			p.F32(epi.lo).F32(epi.hi).U32(last).U32(0)
 			p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
-			if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+			if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
 				return fmt.Errorf("ops: matmul: %w", err)
 			}
 		}

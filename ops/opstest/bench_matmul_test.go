@@ -24,11 +24,13 @@ var matmulBenchSizes = []int64{64, 256, 512, 1024}
 // named constant) and reports the kernel's GFLOP/s (2·N³ per product) for
 // comparison with BenchmarkMatmulGonum in the same run.
 //
-// Method: every iteration executes the mm graph and an identity graph
+// Method: every iteration executes the mm graph, an identity graph
 // (aten.clone of the same N×N input to an N×N output: the same upload,
-// readback and submit, plus one copy dispatch), timed separately. The
-// kernel time is t(mm) − t(identity); GFLOP/s uses it, e2e-GFLOP/s uses the
-// whole Execute.
+// readback and submit, plus one copy dispatch) and gonum's blas32.Gemm on
+// the same shapes, each timed separately. The kernel time is t(mm) −
+// t(identity); GFLOP/s uses it, e2e-GFLOP/s uses the whole Execute, and
+// x-gonum is t(gonum)/t(kernel), measured side by side in each iteration
+// so that load from other processes hits both alike.
 //
 //	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
@@ -49,9 +51,23 @@ func BenchmarkMatmul(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
-			benchKernel(b, dev, sb, in, 2*float64(n*n*n)/1e9, "GFLOP/s")
+			gemm := gonumGemm(r, n)
+			benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", gemm)
 		})
 	}
+}
+
+// gonumGemm returns a func running blas32.Gemm on random N×N operands.
+func gonumGemm(r *rand.Rand, n int64) func() {
+	gen := func() blas32.General {
+		m := blas32.General{Rows: int(n), Cols: int(n), Stride: int(n), Data: make([]float32, n*n)}
+		for i := range m.Data {
+			m.Data[i] = float32(r.Float64()*2 - 1)
+		}
+		return m
+	}
+	x, y, c := gen(), gen(), gen()
+	return func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c) }
 }
 
 // BenchmarkMatmulGonum is gonum's blas32.Gemm (float32 Sgemm) on the shapes
@@ -59,18 +75,10 @@ func BenchmarkMatmul(b *testing.B) {
 func BenchmarkMatmulGonum(b *testing.B) {
 	for _, n := range matmulBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			gen := func() blas32.General {
-				m := blas32.General{Rows: int(n), Cols: int(n), Stride: int(n), Data: make([]float32, n*n)}
-				for i := range m.Data {
-					m.Data[i] = float32(r.Float64()*2 - 1)
-				}
-				return m
-			}
-			x, y, c := gen(), gen(), gen()
-			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c)
+			gemm := gonumGemm(rand.New(rand.NewPCG(1, 2)), n)
+			gemm()
 			for b.Loop() {
-				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c)
+				gemm()
 			}
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(2*float64(n*n*n)/sec/1e9, "GFLOP/s")
@@ -100,14 +108,15 @@ func BenchmarkGEMV(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
-			benchKernel(b, dev, sb, in, 4*float64(k*k)/1e9, "GB/s")
+			benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 4*float64(k*k)/1e9, "GB/s", nil)
 		})
 	}
 }
 
 // BenchmarkLinear runs aten.linear on N×N operands (weight [N, N] and bias
 // [N] named constants) with the weight packed for the mm kernel and
-// unpacked (read as exported), side by side; GFLOP/s as in BenchmarkMatmul.
+// unpacked (read as exported): both graphs run in every iteration, kernel
+// times as in BenchmarkMatmul; packed/unpacked is the ratio of their rates.
 func BenchmarkLinear(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -115,36 +124,46 @@ func BenchmarkLinear(b *testing.B) {
 	}
 	defer dev.Close()
 	for _, n := range []int64{256, 512, 1024} {
-		for _, packed := range []bool{true, false} {
-			name := map[bool]string{true: "packed", false: "unpacked"}[packed]
-			b.Run(fmt.Sprintf("%d/%s", n, name), func(b *testing.B) {
-				prev := ops.SetLinearPacking(packed)
-				defer ops.SetLinearPacking(prev)
-				r := rand.New(rand.NewPCG(1, 2))
-				f := serialization.Float32
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			wv := RandTensor(r, f, []int64{n, n}, -1, 1).Encode()
+			bv := RandTensor(r, f, []int64{n}, -1, 1).Encode()
+			var sbs []*serialization.Builder
+			for range 2 {
 				sb := serialization.NewBuilder()
 				x := sb.Tensor(f, Dims([]int64{n, n}), -1)
-				w, _ := sb.NamedConst(f, Dims([]int64{n, n}), RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
-				bias, _ := sb.NamedConst(f, Dims([]int64{n}), RandTensor(r, f, []int64{n}, -1, 1).Encode())
+				w, _ := sb.NamedConst(f, Dims([]int64{n, n}), wv)
+				bias, _ := sb.NamedConst(f, Dims([]int64{n}), bv)
 				out := sb.Tensor(f, Dims([]int64{n, n}), -1)
 				sb.Op("aten.linear.default", x, w, bias, out)
 				sb.Inputs(x)
 				sb.Outputs(out)
-				in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
-				benchKernel(b, dev, sb, in, 2*float64(n*n*n)/1e9, "GFLOP/s")
-			})
-		}
+				sbs = append(sbs, sb)
+			}
+			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+			benchKernels(b, dev, sbs, []string{"packed", "unpacked"}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", nil)
+		})
 	}
 }
 
-// benchKernel times graph sb (one input, one output) against an identity
-// graph (aten.clone of an input shaped like in[0] into an output of the
-// same shape), alternating the two every iteration, and reports work/kernel
-// time as unit (work in giga-units), the kernel time itself and the
-// end-to-end rate (e2e-<unit>, work over the whole Execute).
-func benchKernel(b *testing.B, dev *gpu.Device, sb *serialization.Builder, in []graph.Tensor, work float64, unit string) {
-	g := buildBenchGraph(b, dev, sb)
-	defer g.Close()
+// benchKernels times the graphs sbs (one input, one output each; with two,
+// the first is built with linear packing on and the second with it off)
+// against an identity graph (aten.clone of an input shaped like in[0] into
+// an output of the same shape), all executed in every iteration, and
+// reports for each graph work/kernel time as <name>-<unit> (work in
+// giga-units; just unit for a single unnamed graph), its kernel time and,
+// for one graph, the end-to-end rate (e2e-<unit>, work over the whole
+// Execute). With two graphs it reports the first's rate over the second's;
+// with ref (a CPU reference run each iteration) x-gonum, t(ref)/t(kernel).
+func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, in []graph.Tensor, work float64, unit string, ref func()) {
+	gs := make([]*graph.WebGPUGraph, len(sbs))
+	for i, sb := range sbs {
+		prev := ops.SetLinearPacking(i == 0)
+		gs[i] = buildBenchGraph(b, dev, sb)
+		ops.SetLinearPacking(prev)
+		defer gs[i].Close()
+	}
 	ib := serialization.NewBuilder()
 	x := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
 	y := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
@@ -162,18 +181,42 @@ func benchKernel(b *testing.B, dev *gpu.Device, sb *serialization.Builder, in []
 		return time.Since(t0)
 	}
 	// The first Execute JIT-compiles the kernel; keep it out of the timing.
-	exec(g)
-	exec(id)
-	var tg, tid time.Duration
-	for b.Loop() {
-		tg += exec(g)
-		tid += exec(id)
+	for _, g := range gs {
+		exec(g)
 	}
-	e2e := tg.Seconds() / float64(b.N)
-	kernel := max((tg-tid).Seconds()/float64(b.N), 1e-9)
-	b.ReportMetric(work/kernel, unit)
-	b.ReportMetric(work/e2e, "e2e-"+unit)
-	b.ReportMetric(kernel*1e3, "kernel-ms")
+	exec(id)
+	tg := make([]time.Duration, len(gs))
+	var tid, tref time.Duration
+	for b.Loop() {
+		for i, g := range gs {
+			tg[i] += exec(g)
+		}
+		tid += exec(id)
+		if ref != nil {
+			t0 := time.Now()
+			ref()
+			tref += time.Since(t0)
+		}
+	}
+	rates := make([]float64, len(gs))
+	for i := range gs {
+		kernel := max((tg[i]-tid).Seconds()/float64(b.N), 1e-9)
+		rates[i] = work / kernel
+		prefix := ""
+		if names[i] != "" {
+			prefix = names[i] + "-"
+		}
+		b.ReportMetric(rates[i], prefix+unit)
+		b.ReportMetric(kernel*1e3, prefix+"kernel-ms")
+		if ref != nil {
+			b.ReportMetric(tref.Seconds()/float64(b.N)/kernel, "x-gonum")
+		}
+	}
+	if len(gs) == 1 {
+		b.ReportMetric(work/(tg[0].Seconds()/float64(b.N)), "e2e-"+unit)
+	} else {
+		b.ReportMetric(rates[0]/rates[1], names[0]+"/"+names[1])
+	}
 }
 
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *graph.WebGPUGraph {
