@@ -89,14 +89,16 @@ func BenchmarkMatmulGonum(b *testing.B) {
 // BenchmarkGEMV runs a one-row aten.linear (input [1, K], weight [K, K] a
 // named constant, no bias) and reports the weight bandwidth of the kernel,
 // GB/s = 4·K² bytes / kernel time, with the kernel time measured as in
-// BenchmarkMatmul (minus an identity graph of the [1, K] input).
+// BenchmarkMatmul (minus an identity graph of the [1, K] input): gemv-GB/s
+// for the GEMV kernel, vec4-GB/s for the vec4 matmul kernel on the same
+// graph, both in every iteration.
 func BenchmarkGEMV(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	for _, k := range []int64{1024, 4096} {
+	for _, k := range []int64{1024, 2048, 4096} {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
@@ -108,7 +110,14 @@ func BenchmarkGEMV(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
-			benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 4*float64(k*k)/1e9, "GB/s", nil)
+			path := func(p ops.MatmulPath) func() func() {
+				return func() func() {
+					prev := ops.SetMatmulPath(p)
+					return func() { ops.SetMatmulPath(prev) }
+				}
+			}
+			benchVariants(b, dev, []*serialization.Builder{sb, sb}, []string{"gemv", "vec4"},
+				[]func() func(){path(ops.MatmulAuto), path(ops.MatmulNoGEMV)}, in, 4*float64(k*k)/1e9, "GB/s", nil)
 		})
 	}
 }
@@ -157,11 +166,24 @@ func BenchmarkLinear(b *testing.B) {
 // Execute). With two graphs it reports the first's rate over the second's;
 // with ref (a CPU reference run each iteration) x-gonum, t(ref)/t(kernel).
 func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, in []graph.Tensor, work float64, unit string, ref func()) {
+	benchVariants(b, dev, sbs, names, nil, in, work, unit, ref)
+}
+
+// benchVariants is benchKernels with setup[i] (if any) in effect while
+// graph i is built.
+func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, setup []func() func(), in []graph.Tensor, work float64, unit string, ref func()) {
 	gs := make([]*graph.WebGPUGraph, len(sbs))
 	for i, sb := range sbs {
-		prev := ops.SetLinearPacking(i == 0)
+		restore := func() {}
+		switch {
+		case setup != nil:
+			restore = setup[i]()
+		case len(sbs) == 2:
+			prev := ops.SetLinearPacking(i == 0)
+			restore = func() { ops.SetLinearPacking(prev) }
+		}
 		gs[i] = buildBenchGraph(b, dev, sb)
-		ops.SetLinearPacking(prev)
+		restore()
 		defer gs[i].Close()
 	}
 	ib := serialization.NewBuilder()

@@ -55,6 +55,24 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 	return id
 }
 
+// linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
+// GEMV for one row of K%4 == 0 and at least 8M weights).
+func linearPathName(m, k, n int64) string {
+	if m == 1 && k > 0 && k%4 == 0 && n*k >= 8<<20 {
+		return "gemv"
+	}
+	return matmulPathName(k, n)
+}
+
+// numel is the element count of shape.
+func numel(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
 func matmulPathName(k, n int64) string {
 	if k > 0 && k%4 == 0 && n%4 == 0 {
 		return "vec4"
@@ -83,7 +101,7 @@ func mmCase(m, k, n int64, mat2 weightSrc) Case {
 
 func linearCase(in []int64, n int64, bias bool, weight weightSrc) Case {
 	k := in[len(in)-1]
-	name := fmt.Sprintf("linear/%s_N%d/%s/%s/%s", shapeName(in), n, weight, map[bool]string{true: "bias", false: "nobias"}[bias], matmulPathName(k, n))
+	name := fmt.Sprintf("linear/%s_N%d/%s/%s/%s", shapeName(in), n, weight, map[bool]string{true: "bias", false: "nobias"}[bias], linearPathName(numel(in[:len(in)-1]), k, n))
 	return Case{
 		Name: name,
 		Tol:  matmulTol(k),
@@ -175,6 +193,11 @@ func init() {
 		mmCase(3, 70001, 3, weightNamed),
 		linearCase([]int64{2, 270000}, 4, true, weightNamed),
 		linearCase([]int64{70001}, 5, true, weightPrepack),
+		// One-row linears big enough for the GEMV kernel (N·K >= 8M):
+		// K split into chunks (600000/4 = 150000 vec4s > 8 lanes × 16384
+		// trips), and more than 65535·32 columns (a folded 2-D grid).
+		linearCase([]int64{600000}, 14, true, weightNamed),
+		linearCase([]int64{1, 4}, 2100000, false, weightInput),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
 		// MLP-ish chains, one per kernel family, then mixed.
@@ -416,7 +439,11 @@ func addAct(b *serialization.Builder, act string, x int32, dims []int64) int32 {
 // given form. The weight comes from w; with edge set, the input is
 // sprinkled with NaN, ±Inf and ±0.
 func epilogueCase(op string, m, k, n int64, w weightSrc, act string, form epilogueForm, edge bool) Case {
-	name := fmt.Sprintf("%s/epilogue/%s/%s/M%d_K%d_N%d/%s/%s", op, act, form, m, k, n, w, matmulPathName(k, n))
+	path := matmulPathName(k, n)
+	if op == "linear" {
+		path = linearPathName(m, k, n)
+	}
+	name := fmt.Sprintf("%s/epilogue/%s/%s/M%d_K%d_N%d/%s/%s", op, act, form, m, k, n, w, path)
 	if edge {
 		name += "/edge"
 	}
@@ -537,6 +564,7 @@ func init() {
 		// One-row (decode) linear.
 		epilogueCase("linear", 1, 64, 129, weightNamed, "relu6", epiFused, false),
 		epilogueCase("linear", 1, 64, 128, weightInline, "gelu_tanh", epiFused, false),
+		epilogueCase("linear", 1, 4096, 2049, weightNamed, "clamp", epiFused, false), // GEMV kernel
 		// NaN and ±Inf through the epilogue.
 		epilogueCase("linear", 9, 8, 8, weightNamed, "relu", epiFused, true),
 		epilogueCase("linear", 9, 8, 8, weightNamed, "clamp", epiFused, true),
