@@ -475,11 +475,11 @@ type matmulShader struct {
 	Vec4   bool
 	TransB bool
 	Bias   bool
-	Act    string // epilogue activation (matmulEpilogue.act), or ""
-	Rows   []int  // 0..rows per invocation-1
-	Cols   []int  // 0..columns (vec4 columns for Vec4) per invocation-1
+	Rows   []int // 0..rows per invocation-1
+	Cols   []int // 0..columns (vec4 columns for Vec4) per invocation-1
 	WGX    int
 	WGY    int
+	Act    string // epilogue activation (matmulEpilogue.act), or ""
 }
 
 // Register tile per invocation (rows × columns; vec4 columns for the vec4
