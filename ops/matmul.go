@@ -23,12 +23,22 @@ import (
 // leading dims flattened into M (a 1-D input is one row); addmm computes
 // beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
-// Kernels (shaders/matmul.wgsl): a vec4 register-blocked kernel (16 rows ×
-// 4 vec4 columns per invocation) when K and N are multiples of 4, a scalar
-// 8×8-tile kernel otherwise; batches run along the grid's z. K is split
-// into chunks of at most matmulMaxTrips loop trips, one accumulating
+// Kernels, chosen per shape at record time: a one-row linear with K%4 == 0
+// and a big weight runs the GEMV kernel (shaders/gemv.wgsl, lanes split
+// K); otherwise shaders/matmul.wgsl: a vec4 register-blocked kernel (16
+// rows × 4 vec4 columns per invocation) when K and N are multiples of 4, a
+// scalar 8×8-tile kernel otherwise; batches run along the grid's z. K is
+// split into chunks of at most matmulMaxTrips loop trips, one accumulating
 // dispatch each, because llvmpipe silently cuts loops at 65535 trips per
 // invocation.
+//
+// Epilogue fusion: when the op's output is read only by a following
+// aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
+// output), the kernel applies that activation on its last K chunk and
+// writes the activation's output; the activation op is absorbed
+// (ops.Fuser) and records nothing. Constant linear weights can be packed
+// to [K, N] for the mm kernel (SetLinearPacking; off by default, it did not
+// pay on lavapipe).
 func init() {
 	Register("aten.mm.default", mmOp)
 	Register("aten.bmm.default", bmmOp)
@@ -488,7 +498,11 @@ type matmulShader struct {
 // mm and linear alike; 32×4 and 16×8 gave no more. Scalar 4×4 ≈6, 8×8 ≈10,
 // 16×8 ≈13. Bigger tiles cost LLVM JIT time at the first dispatch when the
 // Mesa shader cache is cold (vec4 8×1 0.09 s, 16×4 0.93 s; scalar 8×8 0.2 s,
-// 16×8 0.6 s), so the scalar fallback stays at 8×8.
+// 16×8 0.6 s), so the scalar fallback stays at 8×8. Re-measured side by side
+// (mm, kernel rate relative to 16×4 with 8×2 workgroups, 512 and 1024):
+// 16×4 in 16×1 workgroups 0.95–1.1, in 8×4 0.85–1.0, in 4×2 0.67–0.70;
+// 32×2 0.76–0.9; 8×8 0.63–0.69. At 64 (one workgroup of 16×4 tiles)
+// smaller tiles with more workgroups were slower still (8×4 0.33–0.58).
 const (
 	matmulVec4Rows   = 16
 	matmulVec4Cols   = 4
