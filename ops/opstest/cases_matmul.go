@@ -578,3 +578,32 @@ func init() {
 		mlpActCase(3, 33, 64, 7, "gelu"),
 	)
 }
+
+// A dynamic MLP block: every seed feeds another row count (0 to 8) to one
+// loaded graph (TestDynamicReexecute), so the fused epilogue and the kernel
+// choice are redone on each re-recording; 0 rows records no matmul and
+// leaves the activation unfused on an empty tensor.
+func init() {
+	f := serialization.Float32
+	Cases = append(Cases, Case{
+		Name: "dynamic/linear_relu_linear",
+		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(64*32), Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			var inputs []*reference.Tensor
+			x := b.Tensor(f, []uint32{8, 64}, -1)
+			b.Inputs(x)
+			// Inline weights: TestDynamicReexecute passes no named data.
+			w1 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 7)), f, []int64{32, 64}, -1, 1), weightInline, &inputs)
+			b1 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 8)), f, []int64{32}, -1, 1), weightInline, &inputs)
+			w2 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 9)), f, []int64{12, 32}, -1, 1), weightInline, &inputs)
+			h := b.Tensor(f, []uint32{8, 32}, 0)
+			a := b.Tensor(f, []uint32{8, 32}, 1)
+			y := b.Tensor(f, []uint32{8, 12}, -1)
+			b.Op("aten.linear.default", x, w1, b1, h)
+			b.Op("aten.relu.default", h, a)
+			b.Op("aten.linear.default", a, w2, b.Null(), y)
+			b.Outputs(y)
+			return []*reference.Tensor{RandTensor(r, f, []int64{r.Int64N(9), 64}, -1, 1)}
+		},
+	})
+}
