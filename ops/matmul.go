@@ -72,6 +72,9 @@ const (
 	// MatmulNoGEMV uses the vec4 kernel (as MatmulAuto) for one-row
 	// linears too, instead of the GEMV kernel.
 	MatmulNoGEMV
+	// MatmulGEMV uses the GEMV kernel for every one-row linear with
+	// K%4 == 0, whatever the weight size, else as MatmulAuto.
+	MatmulGEMV
 )
 
 var matmulPath atomic.Int32
@@ -548,7 +551,8 @@ func recordMatmul(b Builder, c matmulCall) error {
 		dst = epi.out
 	}
 	path := MatmulPath(matmulPath.Load())
-	if c.m == 1 && batch == 1 && c.transB && c.k > 0 && c.k%4 == 0 && c.n*c.k >= gemvMinWeights && path == MatmulAuto {
+	if c.m == 1 && batch == 1 && c.transB && c.k > 0 && c.k%4 == 0 &&
+		((c.n*c.k >= gemvMinWeights && path == MatmulAuto) || path == MatmulGEMV) {
 		return recordGEMV(b, c, epi, dst)
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
@@ -632,11 +636,13 @@ type gemvShader struct {
 
 // gemvMinWeights is the weight size (elements) from which a one-row linear
 // uses the GEMV kernel. Measured against the vec4 kernel on lavapipe in the
-// same run (kernel time ratio gemv/vec4 of the rate): K = N = 1024 0.89–0.95,
-// 2048 0.88–0.95, 4096 1.28–1.87. Both load every weight once as a per-lane
-// vec4 gather; the GEMV kernel's sequential row streams only pay off once
-// the weight is far from the caches.
-const gemvMinWeights = 8 << 20
+// same run (GEMV kernel rate over the vec4 kernel's; K = N): on a quiet
+// host 1024 0.89–0.95, 2048 0.88–0.95, 4096 1.28–1.87; under heavy load
+// from other processes (load average 4–10 on 2 cores) 1024 0.57–1.5
+// (median 1.0), 2048 1.27–2.27, 4096 1.24–1.88. Both load every weight once
+// as a per-lane vec4 gather; the GEMV kernel's sequential row streams win
+// once the weight is far from the caches, and lose little before.
+const gemvMinWeights = 4 << 20
 
 // GEMV tiling: 8 lanes (one AVX2 vector on llvmpipe) along K, 8 groups of
 // 4 columns per workgroup.

@@ -56,9 +56,9 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 }
 
 // linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
-// GEMV for one row of K%4 == 0 and at least 8M weights).
+// GEMV for one row of K%4 == 0 and at least 4M weights).
 func linearPathName(m, k, n int64) string {
-	if m == 1 && k > 0 && k%4 == 0 && n*k >= 8<<20 {
+	if m == 1 && k > 0 && k%4 == 0 && n*k >= 4<<20 {
 		return "gemv"
 	}
 	return matmulPathName(k, n)
@@ -193,7 +193,7 @@ func init() {
 		mmCase(3, 70001, 3, weightNamed),
 		linearCase([]int64{2, 270000}, 4, true, weightNamed),
 		linearCase([]int64{70001}, 5, true, weightPrepack),
-		// One-row linears big enough for the GEMV kernel (N·K >= 8M):
+		// One-row linears big enough for the GEMV kernel (N·K >= 4M):
 		// K split into chunks (600000/4 = 150000 vec4s > 8 lanes × 16384
 		// trips), and more than 65535·32 columns (a folded 2-D grid).
 		linearCase([]int64{600000}, 14, true, weightNamed),
