@@ -90,8 +90,8 @@ func (f *fuser) Consumers(id int32) []int {
 }
 
 func (f *fuser) OpAt(i int) (string, []int32) { return f.G.Chain[i].Name, f.G.Chain[i].Args }
-func (f *fuser) IsOutput(id int32) bool        { return f.outputs[id] }
-func (f *fuser) Absorb(i int) error            { f.absorbed = append(f.absorbed, i); return nil }
+func (f *fuser) IsOutput(id int32) bool       { return f.outputs[id] }
+func (f *fuser) Absorb(i int) error           { f.absorbed = append(f.absorbed, i); return nil }
 
 // TestEpilogueDecision: which activations a matmul absorbs, with which
 // parameters, and that it then writes the activation's output.
