@@ -6,3 +6,5 @@ require (
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/google/flatbuffers v2.0.8+incompatible
 )
+
+require gonum.org/v1/gonum v0.17.0 // indirect

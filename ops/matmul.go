@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -21,12 +23,22 @@ import (
 // leading dims flattened into M (a 1-D input is one row); addmm computes
 // beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
-// Kernels (shaders/matmul.wgsl): a vec4 register-blocked kernel (16 rows ×
-// 4 vec4 columns per invocation) when K and N are multiples of 4, a scalar
-// 8×8-tile kernel otherwise; batches run along the grid's z. K is split
-// into chunks of at most matmulMaxTrips loop trips, one accumulating
+// Kernels, chosen per shape at record time: a one-row linear with K%4 == 0
+// and a big weight runs the GEMV kernel (shaders/gemv.wgsl, lanes split
+// K); otherwise shaders/matmul.wgsl: a vec4 register-blocked kernel (16
+// rows × 4 vec4 columns per invocation) when K and N are multiples of 4, a
+// scalar 8×8-tile kernel otherwise; batches run along the grid's z. K is
+// split into chunks of at most matmulMaxTrips loop trips, one accumulating
 // dispatch each, because llvmpipe silently cuts loops at 65535 trips per
 // invocation.
+//
+// Epilogue fusion: when the op's output is read only by a following
+// aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
+// output), the kernel applies that activation on its last K chunk and
+// writes the activation's output; the activation op is absorbed
+// (ops.Fuser) and records nothing. Constant linear weights can be packed
+// to [K, N] for the mm kernel (SetLinearPacking; off by default, it did not
+// pay on lavapipe).
 func init() {
 	Register("aten.mm.default", mmOp)
 	Register("aten.bmm.default", bmmOp)
@@ -51,10 +63,18 @@ type MatmulPath int32
 
 // Matmul kernel families.
 const (
-	// MatmulAuto uses the vec4 kernel when K%4 == 0 and N%4 == 0.
+	// MatmulAuto uses the GEMV kernel for a one-row linear with K%4 == 0
+	// and at least gemvMinWeights weights, else the vec4 kernel when
+	// K%4 == 0 and N%4 == 0.
 	MatmulAuto MatmulPath = iota
 	// MatmulScalar always uses the scalar kernel.
 	MatmulScalar
+	// MatmulNoGEMV uses the vec4 kernel (as MatmulAuto) for one-row
+	// linears too, instead of the GEMV kernel.
+	MatmulNoGEMV
+	// MatmulGEMV uses the GEMV kernel for every one-row linear with
+	// K%4 == 0, whatever the weight size, else as MatmulAuto.
+	MatmulGEMV
 )
 
 var matmulPath atomic.Int32
@@ -64,6 +84,22 @@ var matmulPath atomic.Int32
 // same shapes; it affects every graph built in the process.
 func SetMatmulPath(path MatmulPath) MatmulPath {
 	return MatmulPath(matmulPath.Swap(int32(path)))
+}
+
+// linearPack enables weight packing for linear (see SetLinearPacking).
+var linearPack atomic.Bool
+
+// SetLinearPacking makes graphs built afterwards pack (on) or not pack (the
+// default) constant linear weights into the [K, N] layout of the mm kernel,
+// and returns the previous setting. Packing is off by default because it did
+// not pay on lavapipe: packed/unpacked kernel rate, same run, interleaved,
+// N×N·N×N with bias: 256 0.99–1.04, 512 0.96–1.04, 1024 0.94–1.00. The vec4
+// kernel loads as many vec4s per FMA from either layout (every storage load
+// is a per-lane gather there). It exists for benchmarks and tests, and for
+// devices where the layout matters; it affects every graph built in the
+// process.
+func SetLinearPacking(on bool) bool {
+	return linearPack.Swap(on)
 }
 
 // matmulCall is one validated C = alpha·(A·B) + beta·bias call, batched
@@ -77,6 +113,79 @@ type matmulCall struct {
 	bdims           []int64 // batch dims of C
 	aStride         []int64 // A's batch strides (elements), per bdims
 	bStride         []int64
+}
+
+// matmulEpilogue is an activation the matmul kernel applies to its result
+// before writing it: the absorbed op that followed the matmul.
+type matmulEpilogue struct {
+	act    string  // relu, clamp (also hardtanh, relu6), sigmoid, gelu or gelu_tanh
+	lo, hi float32 // clamp bounds
+	out    int32   // the absorbed op's output, written instead of the matmul's
+}
+
+// fuseEpilogue absorbs the op after the matmul into it when that op is an
+// activation the kernel can apply (aten.relu, relu6, clamp, hardtanh,
+// sigmoid, gelu), it is the only reader of the matmul's output out (shaped
+// dims) and out is not a graph output, and its own output is a float32
+// tensor that can take dims. It sets that output's dims and returns the
+// epilogue; ok is false when nothing is fused (the activation then runs as
+// its own op, which also reports any error in its arguments).
+func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
+	idx, name, args, ok := SoleConsumer(b, out)
+	if !ok || len(args) < 2 || args[0] != out {
+		return e, false, nil
+	}
+	bound := func(id int32, null float64) (float32, bool) {
+		if b.IsNull(id) {
+			return float32(null), true
+		}
+		f, err := b.Float(id)
+		return float32(f), err == nil
+	}
+	nargs := map[string]int{"aten.relu.default": 2, "aten.relu6.default": 2, "aten.sigmoid.default": 2,
+		"aten.clamp.default": 4, "aten.hardtanh.default": 4, "aten.gelu.default": 3}
+	if want, known := nargs[name]; !known || len(args) != want {
+		return e, false, nil
+	}
+	switch name {
+	case "aten.relu.default":
+		e.act = "relu"
+	case "aten.relu6.default":
+		e.act, e.lo, e.hi = "clamp", 0, 6
+	case "aten.sigmoid.default":
+		e.act = "sigmoid"
+	case "aten.clamp.default", "aten.hardtanh.default":
+		var okLo, okHi bool
+		e.act = "clamp"
+		e.lo, okLo = bound(args[1], math.Inf(-1))
+		e.hi, okHi = bound(args[2], math.Inf(1))
+		if !okLo || !okHi || (name == "aten.hardtanh.default" && (b.IsNull(args[1]) || b.IsNull(args[2]))) {
+			return e, false, nil
+		}
+	case "aten.gelu.default":
+		switch approx, err := b.String(args[1]); {
+		case err != nil:
+			return e, false, nil
+		case approx == "none":
+			e.act = "gelu"
+		case approx == "tanh":
+			e.act = "gelu_tanh"
+		default:
+			return e, false, nil
+		}
+	}
+	e.out = args[len(args)-1]
+	t, err := b.Tensor(e.out)
+	if err != nil || e.out == out || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
+		return e, false, nil
+	}
+	if err := b.SetDims(e.out, dims); err != nil {
+		return e, false, nil
+	}
+	if err := b.(Fuser).Absorb(idx); err != nil {
+		return e, false, err
+	}
+	return e, true, nil
 }
 
 func mmOp(b Builder, args []int32) error {
@@ -324,7 +433,39 @@ func linearOp(b Builder, args []int32) error {
 	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
 		return err
 	}
+	if pw, ok, err := linearPacked(b, args[1], w); err != nil {
+		return err
+	} else if ok && m > 1 {
+		call.b, call.transB = pw, false
+	}
 	return recordMatmul(b, call)
+}
+
+// linearPacked returns the id of linear weight w (value id, [N, K])
+// transposed to [K, N] by the graph's packer, the layout the mm kernel
+// reads: there each loop trip loads one vec4 of four output columns per
+// weight row instead of four rows' vec4s along K. ok is false when the
+// weight cannot be packed (not a constant, no packer, packing disabled);
+// the caller then reads the weight as exported. The weight is packed
+// whatever M is, so that the first recording (serialized dims) already
+// creates it and a re-recording with another M never has to pack.
+func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
+	p, isPacker := b.(Packer)
+	if !isPacker || !linearPack.Load() || w.Numel == 0 {
+		return 0, false, nil
+	}
+	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return 0, false, nil
+	}
+	t, err := p.PackWeight(id, spec)
+	if errors.Is(err, ErrArg) {
+		return 0, false, nil // not a weight
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return t.ID, true, nil
 }
 
 // matmulOperand fetches tensor id (argument arg) and requires float32.
@@ -351,6 +492,7 @@ type matmulShader struct {
 	Cols   []int // 0..columns (vec4 columns for Vec4) per invocation-1
 	WGX    int
 	WGY    int
+	Act    string // epilogue activation (matmulEpilogue.act), or ""
 }
 
 // Register tile per invocation (rows × columns; vec4 columns for the vec4
@@ -359,7 +501,11 @@ type matmulShader struct {
 // mm and linear alike; 32×4 and 16×8 gave no more. Scalar 4×4 ≈6, 8×8 ≈10,
 // 16×8 ≈13. Bigger tiles cost LLVM JIT time at the first dispatch when the
 // Mesa shader cache is cold (vec4 8×1 0.09 s, 16×4 0.93 s; scalar 8×8 0.2 s,
-// 16×8 0.6 s), so the scalar fallback stays at 8×8.
+// 16×8 0.6 s), so the scalar fallback stays at 8×8. Re-measured side by side
+// (mm, kernel rate relative to 16×4 with 8×2 workgroups, 512 and 1024):
+// 16×4 in 16×1 workgroups 0.95–1.1, in 8×4 0.85–1.0, in 4×2 0.67–0.70;
+// 32×2 0.76–0.9; 8×8 0.63–0.69. At 64 (one workgroup of 16×4 tiles)
+// smaller tiles with more workgroups were slower still (8×4 0.33–0.58).
 const (
 	matmulVec4Rows   = 16
 	matmulVec4Cols   = 4
@@ -392,8 +538,25 @@ func recordMatmul(b Builder, c matmulCall) error {
 	if batch == 0 {
 		return nil
 	}
-	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && MatmulPath(matmulPath.Load()) != MatmulScalar
-	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0}
+	outT, err := b.Tensor(c.out)
+	if err != nil {
+		return err
+	}
+	epi, fused, err := fuseEpilogue(b, c.out, outT.Dims)
+	if err != nil {
+		return err
+	}
+	dst := c.out
+	if fused {
+		dst = epi.out
+	}
+	path := MatmulPath(matmulPath.Load())
+	if c.m == 1 && batch == 1 && c.transB && c.k > 0 && c.k%4 == 0 &&
+		((c.n*c.k >= gemvMinWeights && path == MatmulAuto) || path == MatmulGEMV) {
+		return recordGEMV(b, c, epi, dst)
+	}
+	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
+	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
 	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
@@ -439,20 +602,91 @@ func recordMatmul(b Builder, c matmulCall) error {
 		gz := min(batch-z0, maxg)
 		for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
 			end := min(begin+matmulMaxTrips, trips)
-			accumulate := uint32(0)
+			accumulate, last := uint32(0), uint32(0)
 			if begin > 0 {
 				accumulate = 1
+			}
+			if begin+matmulMaxTrips >= trips {
+				last = 1
 			}
 			var p Params
 			p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
 			p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
 			p.F32(c.alpha).F32(c.beta)
 			p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
-			p.U32(0).U32(0).U32(0).U32(0)
+			p.F32(epi.lo).F32(epi.hi).U32(last).U32(0)
 			p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
-			if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+			if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
 				return fmt.Errorf("ops: matmul: %w", err)
 			}
+		}
+	}
+	return nil
+}
+
+// gemvShader is the template data of shaders/gemv.wgsl.
+type gemvShader struct {
+	Bias   bool
+	Act    string
+	Cols   []int // output columns per invocation (at most 4)
+	LK     int   // lanes along K per column group
+	Groups int   // column groups per workgroup
+	WG     int   // LK·Groups
+}
+
+// gemvMinWeights is the weight size (elements) from which a one-row linear
+// uses the GEMV kernel. Measured against the vec4 kernel on lavapipe in the
+// same run (GEMV kernel rate over the vec4 kernel's; K = N): on a quiet
+// host 1024 0.89–0.95, 2048 0.88–0.95, 4096 1.28–1.87; under heavy load
+// from other processes (load average 4–10 on 2 cores) 1024 0.57–1.5
+// (median 1.0), 2048 1.27–2.27, 4096 1.24–1.88. Both load every weight once
+// as a per-lane vec4 gather; the GEMV kernel's sequential row streams win
+// once the weight is far from the caches, and lose little before.
+const gemvMinWeights = 4 << 20
+
+// GEMV tiling: 8 lanes (one AVX2 vector on llvmpipe) along K, 8 groups of
+// 4 columns per workgroup.
+const (
+	gemvLanes  = 8
+	gemvGroups = 8
+	gemvCols   = 4
+)
+
+// recordGEMV records c (M = 1, one batch, transB, K%4 == 0) with the GEMV
+// kernel, writing dst, applying epi.
+func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
+	sh := gemvShader{Bias: c.bias >= 0, Act: epi.act, Cols: matmulTile(gemvCols, gemvCols), LK: gemvLanes, Groups: gemvGroups}
+	sh.WG = sh.LK * sh.Groups
+	perWG := int64(sh.Groups * len(sh.Cols))
+	groups, err := Grid(uint64((c.n+perWG-1)/perWG), 1, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	inputs := []int32{c.a, c.b}
+	if sh.Bias {
+		inputs = append(inputs, c.bias)
+	}
+	k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	trips := c.k / 4
+	chunk := int64(matmulMaxTrips * sh.LK)
+	for begin := int64(0); begin < trips; begin += chunk {
+		end := min(begin+chunk, trips)
+		accumulate, last := uint32(0), uint32(0)
+		if begin > 0 {
+			accumulate = 1
+		}
+		if end == trips {
+			last = 1
+		}
+		var p Params
+		p.U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin)).U32(uint32(end))
+		p.U32(accumulate).U32(last).F32(c.alpha).F32(c.beta)
+		p.U32(uint32(c.biasSN)).F32(epi.lo).F32(epi.hi).U32(0)
+		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
+			return fmt.Errorf("ops: matmul: %w", err)
 		}
 	}
 	return nil

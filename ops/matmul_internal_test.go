@@ -24,6 +24,7 @@ type recorder struct {
 type recorded struct {
 	k      *shaders.Kernel
 	in     []int32
+	out    []int32
 	params []byte
 	groups [3]uint32
 }
@@ -71,7 +72,7 @@ func (r *recorder) SetInt(id int32, v int64) error {
 }
 
 func (r *recorder) Dispatch(k *shaders.Kernel, in, out []int32, params []byte, groups [3]uint32) error {
-	r.dispatches = append(r.dispatches, recorded{k, in, params, groups})
+	r.dispatches = append(r.dispatches, recorded{k, in, out, params, groups})
 	return nil
 }
 

@@ -58,14 +58,47 @@ struct Params {
   bias_sn: u32,
   batch_base: u32, // first batch of this dispatch
   nbatch: u32,     // number of batch dims
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
+  act_lo: f32,     // clamp bounds of the epilogue
+  act_hi: f32,
+  last: u32,       // this dispatch writes the final sums: apply the epilogue
   _p3: u32,
   bdims: array<vec4<u32>, 2>,   // batch dims of C
   astride: array<vec4<u32>, 2>, // A's batch strides, in storage words
   bstride: array<vec4<u32>, 2>,
 }
+
+{{- if .Act}}
+{{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
+
+// act is the fused activation epilogue (ops/matmul.go fuseEpilogue), with
+// the NaN behaviour of the unary op it replaces (shaders/unary.wgsl).
+fn act(v: {{$t}}) -> {{$t}} {
+{{- if eq .Act "relu"}}
+  return select(v, {{$t}}(), v < {{$t}}());
+{{- else if eq .Act "clamp"}}
+  // Selects keep NaN; lo > hi gives hi, as torch.
+  let a = select(v, {{$t}}(params.act_lo), v < {{$t}}(params.act_lo));
+  return select(a, {{$t}}(params.act_hi), a > {{$t}}(params.act_hi));
+{{- else if eq .Act "sigmoid"}}
+  // e = exp(-|v|) is in (0, 1]: neither branch overflows.
+  let e = exp(-abs(v));
+  return select({{$t}}(1.0), e, v < {{$t}}()) / (1.0 + e);
+{{- else if eq .Act "gelu"}}
+  // v·Phi(v) with Phi(v) = erfc(-v/sqrt2)/2 (erfc by Numerical Recipes'
+  // erfcc fit, relative error below 1.2e-7, so the tail stays accurate).
+  let z = abs(v) * 0.70710678118654752;
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+      + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  let c = 0.5 * t * exp(-z * z + p);
+  return v * select(c, 1.0 - c, v > {{$t}}());
+{{- else if eq .Act "gelu_tanh"}}
+  // 0.5·v·(1+tanh(u)) = v·sigmoid(2u), u = sqrt(2/pi)·(v+0.044715v³).
+  let u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
+  return v / (1.0 + exp(-2.0 * u));
+{{- end}}
+}
+{{- end}}
 
 @compute @workgroup_size({{.WGX}}, {{.WGY}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -164,7 +197,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       base = params.beta * bias[r{{$i}} * params.bias_sm + c{{$j}} * params.bias_sn];
 {{- end}}
     }{{end}}
+{{- if $.Act}}
+    var v = base + params.alpha * acc{{$i}}_{{$j}};
+    if (params.last != 0u) {
+      v = act(v);
+    }
+    c[o] = v;
+{{- else}}
     c[o] = base + params.alpha * acc{{$i}}_{{$j}};
+{{- end}}
   }
 {{- end}}{{end}}
 }

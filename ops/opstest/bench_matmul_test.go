@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -12,68 +16,233 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// BenchmarkMatmul runs square mm and linear graphs (weight and bias as named
-// constants bound directly) with the vec4 and the scalar kernel side by
-// side. One Execute uploads the N×N input, runs the dispatches and reads the
-// N×N output back; GFLOP/s counts 2·N³ per Execute.
+// matmulBenchSizes are the square sizes of BenchmarkMatmul and
+// BenchmarkMatmulGonum.
+var matmulBenchSizes = []int64{64, 256, 512, 1024}
+
+// BenchmarkMatmul runs aten.mm on N×N operands (self a graph input, mat2 a
+// named constant) and reports the kernel's GFLOP/s (2·N³ per product) for
+// comparison with BenchmarkMatmulGonum in the same run.
 //
-//	go test -run '^$' -bench Matmul ./ops/opstest
+// Method: every iteration executes the mm graph, an identity graph
+// (aten.clone of the same N×N input to an N×N output: the same upload,
+// readback and submit, plus one copy dispatch) and gonum's blas32.Gemm on
+// the same shapes, each timed separately. The kernel time is t(mm) −
+// t(identity); GFLOP/s uses it, e2e-GFLOP/s uses the whole Execute, and
+// x-gonum is t(gonum)/t(kernel), measured side by side in each iteration
+// so that load from other processes hits both alike. The kernel time is a
+// difference: on a busy host a small kernel's can come out at or below zero
+// (it is then taken as 1 ns), so read the small sizes with care.
+//
+//	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	paths := []struct {
-		name string
-		path ops.MatmulPath
-	}{{"vec4", ops.MatmulAuto}, {"scalar", ops.MatmulScalar}}
-	for _, op := range []string{"mm", "linear"} {
-		for _, n := range []int64{256, 512} {
-			for _, p := range paths {
-				b.Run(fmt.Sprintf("%s/N%d/%s", op, n, p.name), func(b *testing.B) {
-					benchMatmul(b, dev, op, n, p.path)
-				})
-			}
-		}
+	for _, n := range matmulBenchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			sb := serialization.NewBuilder()
+			x := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			w, _ := sb.NamedConst(f, Dims([]int64{n, n}), RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
+			out := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			sb.Op("aten.mm.default", x, w, out)
+			sb.Inputs(x)
+			sb.Outputs(out)
+			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+			gemm := gonumGemm(r, n)
+			benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", gemm)
+		})
 	}
 }
 
-func benchMatmul(b *testing.B, dev *gpu.Device, op string, n int64, path ops.MatmulPath) {
-	prev := ops.SetMatmulPath(path)
-	defer ops.SetMatmulPath(prev)
-
-	r := rand.New(rand.NewPCG(1, 2))
-	f := serialization.Float32
-	sb := serialization.NewBuilder()
-	x := sb.Tensor(f, []uint32{uint32(n), uint32(n)}, -1)
-	w, _ := sb.NamedConst(f, []uint32{uint32(n), uint32(n)}, RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
-	out := sb.Tensor(f, []uint32{uint32(n), uint32(n)}, -1)
-	if op == "mm" {
-		sb.Op("aten.mm.default", x, w, out)
-	} else {
-		bias, _ := sb.NamedConst(f, []uint32{uint32(n)}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
-		sb.Op("aten.linear.default", x, w, bias, out)
+// gonumGemm returns a func running blas32.Gemm on random N×N operands.
+func gonumGemm(r *rand.Rand, n int64) func() {
+	gen := func() blas32.General {
+		m := blas32.General{Rows: int(n), Cols: int(n), Stride: int(n), Data: make([]float32, n*n)}
+		for i := range m.Data {
+			m.Data[i] = float32(r.Float64()*2 - 1)
+		}
+		return m
 	}
-	sb.Inputs(x)
-	sb.Outputs(out)
-	g := buildBenchGraph(b, dev, sb)
-	defer g.Close()
+	x, y, c := gen(), gen(), gen()
+	return func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, c) }
+}
 
-	in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
-	ctx := context.Background()
-	// The first Execute JIT-compiles the kernel; keep it out of the timing.
-	if _, err := g.Execute(ctx, in); err != nil {
+// BenchmarkMatmulGonum is gonum's blas32.Gemm (float32 Sgemm) on the shapes
+// of BenchmarkMatmul, the CPU reference the kernel is measured against.
+func BenchmarkMatmulGonum(b *testing.B) {
+	for _, n := range matmulBenchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			gemm := gonumGemm(rand.New(rand.NewPCG(1, 2)), n)
+			gemm()
+			for b.Loop() {
+				gemm()
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(2*float64(n*n*n)/sec/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGEMV runs a one-row aten.linear (input [1, K], weight [K, K] a
+// named constant, no bias) and reports the weight bandwidth of the kernel,
+// GB/s = 4·K² bytes / kernel time, with the kernel time measured as in
+// BenchmarkMatmul (minus an identity graph of the [1, K] input). Three
+// graphs run in every iteration: auto-GB/s is the kernel ops picks,
+// gemv-GB/s the GEMV kernel and vec4-GB/s the vec4 matmul kernel, forced
+// (ops.SetMatmulPath); gemv/vec4 is the ratio of those two.
+func BenchmarkGEMV(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
+	defer dev.Close()
+	for _, k := range []int64{1024, 2048, 4096} {
+		b.Run(fmt.Sprint(k), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			sb := serialization.NewBuilder()
+			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
+			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), RandTensor(r, f, []int64{k, k}, -1, 1).Encode())
+			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
+			sb.Op("aten.linear.default", x, w, sb.Null(), out)
+			sb.Inputs(x)
+			sb.Outputs(out)
+			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
+			path := func(p ops.MatmulPath) func() func() {
+				return func() func() {
+					prev := ops.SetMatmulPath(p)
+					return func() { ops.SetMatmulPath(prev) }
+				}
+			}
+			benchVariants(b, dev, []*serialization.Builder{sb, sb, sb}, []string{"gemv", "vec4", "auto"},
+				[]func() func(){path(ops.MatmulGEMV), path(ops.MatmulNoGEMV), path(ops.MatmulAuto)}, in, 4*float64(k*k)/1e9, "GB/s", nil)
+		})
+	}
+}
+
+// BenchmarkLinear runs aten.linear on N×N operands (weight [N, N] and bias
+// [N] named constants) with the weight packed for the mm kernel and
+// unpacked (read as exported): both graphs run in every iteration, kernel
+// times as in BenchmarkMatmul; packed/unpacked is the ratio of their rates.
+func BenchmarkLinear(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, n := range []int64{256, 512, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			f := serialization.Float32
+			wv := RandTensor(r, f, []int64{n, n}, -1, 1).Encode()
+			bv := RandTensor(r, f, []int64{n}, -1, 1).Encode()
+			var sbs []*serialization.Builder
+			for range 2 {
+				sb := serialization.NewBuilder()
+				x := sb.Tensor(f, Dims([]int64{n, n}), -1)
+				w, _ := sb.NamedConst(f, Dims([]int64{n, n}), wv)
+				bias, _ := sb.NamedConst(f, Dims([]int64{n}), bv)
+				out := sb.Tensor(f, Dims([]int64{n, n}), -1)
+				sb.Op("aten.linear.default", x, w, bias, out)
+				sb.Inputs(x)
+				sb.Outputs(out)
+				sbs = append(sbs, sb)
+			}
+			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
+			benchKernels(b, dev, sbs, []string{"packed", "unpacked"}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", nil)
+		})
+	}
+}
+
+// benchKernels times the graphs sbs (one input, one output each; with two,
+// the first is built with linear packing on and the second with it off)
+// against an identity graph (aten.clone of an input shaped like in[0] into
+// an output of the same shape), all executed in every iteration, and
+// reports for each graph work/kernel time as <name>-<unit> (work in
+// giga-units; just unit for a single unnamed graph), its kernel time and,
+// for one graph, the end-to-end rate (e2e-<unit>, work over the whole
+// Execute). With several graphs it reports the first's rate over the
+// second's;
+// with ref (a CPU reference run each iteration) x-gonum, t(ref)/t(kernel).
+func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, in []graph.Tensor, work float64, unit string, ref func()) {
+	benchVariants(b, dev, sbs, names, nil, in, work, unit, ref)
+}
+
+// benchVariants is benchKernels with setup[i] (if any) in effect while
+// graph i is built.
+func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, setup []func() func(), in []graph.Tensor, work float64, unit string, ref func()) {
+	gs := make([]*graph.WebGPUGraph, len(sbs))
+	for i, sb := range sbs {
+		restore := func() {}
+		switch {
+		case setup != nil:
+			restore = setup[i]()
+		case len(sbs) == 2:
+			prev := ops.SetLinearPacking(i == 0)
+			restore = func() { ops.SetLinearPacking(prev) }
+		}
+		gs[i] = buildBenchGraph(b, dev, sb)
+		restore()
+		defer gs[i].Close()
+	}
+	ib := serialization.NewBuilder()
+	x := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
+	y := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
+	ib.Op("aten.clone.default", x, ib.Null(), y)
+	ib.Inputs(x)
+	ib.Outputs(y)
+	id := buildBenchGraph(b, dev, ib)
+	defer id.Close()
+	ctx := context.Background()
+	exec := func(g *graph.WebGPUGraph) time.Duration {
+		t0 := time.Now()
 		if _, err := g.Execute(ctx, in); err != nil {
 			b.Fatal(err)
 		}
+		return time.Since(t0)
 	}
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(2*float64(n*n*n)/sec/1e9, "GFLOP/s")
-	b.ReportMetric(sec*1e6, "µs/exec")
+	// The first Execute JIT-compiles the kernel; keep it out of the timing.
+	for _, g := range gs {
+		exec(g)
+	}
+	exec(id)
+	tg := make([]time.Duration, len(gs))
+	var tid, tref time.Duration
+	for b.Loop() {
+		for i, g := range gs {
+			tg[i] += exec(g)
+		}
+		tid += exec(id)
+		if ref != nil {
+			t0 := time.Now()
+			ref()
+			tref += time.Since(t0)
+		}
+	}
+	rates := make([]float64, len(gs))
+	for i := range gs {
+		kernel := max((tg[i]-tid).Seconds()/float64(b.N), 1e-9)
+		rates[i] = work / kernel
+		prefix := ""
+		if names[i] != "" {
+			prefix = names[i] + "-"
+		}
+		b.ReportMetric(rates[i], prefix+unit)
+		b.ReportMetric(kernel*1e3, prefix+"kernel-ms")
+		if ref != nil {
+			b.ReportMetric(tref.Seconds()/float64(b.N)/kernel, "x-gonum")
+		}
+	}
+	if len(gs) == 1 {
+		b.ReportMetric(work/(tg[0].Seconds()/float64(b.N)), "e2e-"+unit)
+	} else if len(gs) >= 2 {
+		b.ReportMetric(rates[0]/rates[1], names[0]+"/"+names[1])
+	}
 }
 
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *graph.WebGPUGraph {

@@ -55,6 +55,24 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 	return id
 }
 
+// linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
+// GEMV for one row of K%4 == 0 and at least 4M weights).
+func linearPathName(m, k, n int64) string {
+	if m == 1 && k > 0 && k%4 == 0 && n*k >= 4<<20 {
+		return "gemv"
+	}
+	return matmulPathName(k, n)
+}
+
+// numel is the element count of shape.
+func numel(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
 func matmulPathName(k, n int64) string {
 	if k > 0 && k%4 == 0 && n%4 == 0 {
 		return "vec4"
@@ -83,7 +101,7 @@ func mmCase(m, k, n int64, mat2 weightSrc) Case {
 
 func linearCase(in []int64, n int64, bias bool, weight weightSrc) Case {
 	k := in[len(in)-1]
-	name := fmt.Sprintf("linear/%s_N%d/%s/%s/%s", shapeName(in), n, weight, map[bool]string{true: "bias", false: "nobias"}[bias], matmulPathName(k, n))
+	name := fmt.Sprintf("linear/%s_N%d/%s/%s/%s", shapeName(in), n, weight, map[bool]string{true: "bias", false: "nobias"}[bias], linearPathName(numel(in[:len(in)-1]), k, n))
 	return Case{
 		Name: name,
 		Tol:  matmulTol(k),
@@ -175,6 +193,11 @@ func init() {
 		mmCase(3, 70001, 3, weightNamed),
 		linearCase([]int64{2, 270000}, 4, true, weightNamed),
 		linearCase([]int64{70001}, 5, true, weightPrepack),
+		// One-row linears big enough for the GEMV kernel (N·K >= 4M):
+		// K split into chunks (600000/4 = 150000 vec4s > 8 lanes × 16384
+		// trips), and more than 65535·32 columns (a folded 2-D grid).
+		linearCase([]int64{600000}, 14, true, weightNamed),
+		linearCase([]int64{1, 4}, 2100000, false, weightInput),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
 		// MLP-ish chains, one per kernel family, then mixed.
@@ -370,4 +393,217 @@ func init() {
 		edgeMatmulCase("linear", 7, 5, 9),
 		edgeMatmulCase("linear", 9, 8, 8),
 	)
+}
+
+// epilogueForm says how an activation follows its matmul.
+type epilogueForm int
+
+const (
+	epiFused  epilogueForm = iota // the activation is the intermediate's sole reader: fused
+	epiOutput                     // the intermediate is also a graph output: not fused
+	epiShared                     // the intermediate has a second reader (neg): not fused
+)
+
+func (f epilogueForm) String() string { return [...]string{"fused", "output", "shared"}[f] }
+
+// addAct records activation act (relu, relu6, sigmoid, clamp..., hardtanh,
+// gelu, gelu_tanh) of x into a new tensor shaped dims and returns it.
+func addAct(b *serialization.Builder, act string, x int32, dims []int64) int32 {
+	f := serialization.Float32
+	y := b.Tensor(f, Dims(dims), -1)
+	switch act {
+	case "relu", "relu6", "sigmoid":
+		b.Op("aten."+act+".default", x, y)
+	case "clamp":
+		b.Op("aten.clamp.default", x, b.Double(-0.5), b.Double(2), y)
+	case "clamp_min":
+		b.Op("aten.clamp.default", x, b.Int(0), b.Null(), y)
+	case "clamp_max":
+		b.Op("aten.clamp.default", x, b.Null(), b.Double(0.25), y)
+	case "clamp_inverted": // min > max: everything becomes max, as torch
+		b.Op("aten.clamp.default", x, b.Double(1), b.Double(-1), y)
+	case "hardtanh":
+		b.Op("aten.hardtanh.default", x, b.Double(-1), b.Double(1), y)
+	case "gelu":
+		b.Op("aten.gelu.default", x, b.String("none"), y)
+	case "gelu_tanh":
+		b.Op("aten.gelu.default", x, b.String("tanh"), y)
+	default:
+		panic("unknown activation " + act)
+	}
+	return y
+}
+
+// epilogueCase runs op (linear, mm, addmm, bmm or matmul) on [m, k] ·
+// [k, n] operands (bmm: two batches) followed by activation act, in the
+// given form. The weight comes from w; with edge set, the input is
+// sprinkled with NaN, ±Inf and ±0.
+func epilogueCase(op string, m, k, n int64, w weightSrc, act string, form epilogueForm, edge bool) Case {
+	path := matmulPathName(k, n)
+	if op == "linear" {
+		path = linearPathName(m, k, n)
+	}
+	name := fmt.Sprintf("%s/epilogue/%s/%s/M%d_K%d_N%d/%s/%s", op, act, form, m, k, n, w, path)
+	if edge {
+		name += "/edge"
+	}
+	return Case{
+		Name: name,
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			lead := []int64{m}
+			if op == "bmm" || op == "matmul" {
+				lead = []int64{2, m}
+			}
+			xs := append(append([]int64(nil), lead...), k)
+			outDims := append(append([]int64(nil), lead...), n)
+			xv := RandTensor(r, f, xs, -1, 1)
+			if edge {
+				special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1)}
+				for i := range xv.V {
+					if r.IntN(7) == 0 {
+						xv.V[i] = special[r.IntN(len(special))]
+					}
+				}
+			}
+			x := b.Tensor(f, Dims(xs), -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{xv}
+			h := b.Tensor(f, Dims(outDims), -1)
+			switch op {
+			case "linear":
+				wt := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), w, &inputs)
+				bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightNamed, &inputs)
+				b.Op("aten.linear.default", x, wt, bias, h)
+			case "mm":
+				y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), w, &inputs)
+				b.Op("aten.mm.default", x, y, h)
+			case "addmm":
+				y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), w, &inputs)
+				bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightNamed, &inputs)
+				b.Op("aten.addmm.default", bias, x, y, b.Double(0.5), b.Double(2), h)
+			case "bmm":
+				y := addWeight(b, RandTensor(r, f, []int64{2, k, n}, -1, 1), w, &inputs)
+				b.Op("aten.bmm.default", x, y, h)
+			case "matmul":
+				y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), w, &inputs)
+				b.Op("aten.matmul.default", x, y, h)
+			}
+			out := addAct(b, act, h, outDims)
+			switch form {
+			case epiFused:
+				b.Outputs(out)
+			case epiOutput:
+				b.Outputs(h, out)
+			case epiShared:
+				neg := b.Tensor(f, Dims(outDims), -1)
+				b.Op("aten.neg.default", h, neg)
+				b.Outputs(out, neg)
+			}
+			return inputs
+		},
+	}
+}
+
+// mlpActCase is linear → act → linear with the hidden tensors in shared
+// memory objects, the shape of a real MLP block.
+func mlpActCase(m, k1, k2, n int64, act string) Case {
+	return Case{
+		Name: fmt.Sprintf("linear/epilogue/mlp/%s/M%d_%d-%d-%d", act, m, k1, k2, n),
+		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(float64(k1*k2)), Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{m, k1}, -1, 1)
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			var inputs []*reference.Tensor
+			w1 := addWeight(b, RandTensor(r, f, []int64{k2, k1}, -1, 1), weightNamed, &inputs)
+			b1 := addWeight(b, RandTensor(r, f, []int64{k2}, -1, 1), weightNamed, &inputs)
+			w2 := addWeight(b, RandTensor(r, f, []int64{n, k2}, -1, 1), weightInline, &inputs)
+			h := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 0)
+			a := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 1)
+			y := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+			b.Op("aten.linear.default", x, w1, b1, h)
+			switch act {
+			case "gelu":
+				b.Op("aten.gelu.default", h, b.String("none"), a)
+			default:
+				b.Op("aten."+act+".default", h, a)
+			}
+			b.Op("aten.linear.default", a, w2, b.Null(), y)
+			b.Outputs(y)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	acts := []string{"relu", "relu6", "sigmoid", "clamp", "clamp_min", "clamp_max", "clamp_inverted", "hardtanh", "gelu", "gelu_tanh"}
+	for i, act := range acts {
+		// Each activation fused on a vec4 and a scalar shape, with the
+		// weight from each source in turn.
+		Cases = append(Cases,
+			epilogueCase("linear", 7, 64, 36, weightSrc(i%4), act, epiFused, false),
+			epilogueCase("linear", 5, 13, 9, weightSrc((i+1)%4), act, epiFused, false),
+		)
+	}
+	Cases = append(Cases,
+		// Not fused: the intermediate is a graph output, or has two readers.
+		epilogueCase("linear", 7, 64, 36, weightNamed, "relu", epiOutput, false),
+		epilogueCase("linear", 5, 13, 9, weightInline, "clamp", epiOutput, false),
+		epilogueCase("linear", 7, 64, 36, weightInline, "gelu", epiShared, false),
+		epilogueCase("mm", 9, 8, 12, weightInput, "relu", epiShared, false),
+		// Other producers.
+		epilogueCase("mm", 33, 64, 8, weightNamed, "relu", epiFused, false),
+		epilogueCase("mm", 7, 13, 5, weightInput, "hardtanh", epiFused, false),
+		epilogueCase("addmm", 33, 64, 8, weightPrepack, "clamp", epiFused, false),
+		epilogueCase("addmm", 7, 13, 5, weightNamed, "sigmoid", epiFused, false),
+		epilogueCase("bmm", 7, 16, 8, weightInput, "relu", epiFused, false),
+		epilogueCase("matmul", 3, 13, 5, weightNamed, "gelu", epiFused, false),
+		// One-row (decode) linear.
+		epilogueCase("linear", 1, 64, 129, weightNamed, "relu6", epiFused, false),
+		epilogueCase("linear", 1, 64, 128, weightInline, "gelu_tanh", epiFused, false),
+		epilogueCase("linear", 1, 4096, 2049, weightNamed, "clamp", epiFused, false), // GEMV kernel
+		// NaN and ±Inf through the epilogue.
+		epilogueCase("linear", 9, 8, 8, weightNamed, "relu", epiFused, true),
+		epilogueCase("linear", 9, 8, 8, weightNamed, "clamp", epiFused, true),
+		epilogueCase("mm", 7, 5, 9, weightInput, "hardtanh", epiFused, true),
+		epilogueCase("linear", 9, 8, 8, weightNamed, "sigmoid", epiFused, true),
+		// K split into accumulating chunks: the epilogue applies only to the
+		// final sums (vec4: 270000/4 = 67500 trips; scalar 70001 trips).
+		epilogueCase("linear", 2, 270000, 4, weightNamed, "clamp", epiFused, false),
+		epilogueCase("mm", 3, 70001, 3, weightNamed, "relu", epiFused, false),
+		mlpActCase(5, 64, 128, 36, "relu"),
+		mlpActCase(3, 33, 64, 7, "gelu"),
+	)
+}
+
+// A dynamic MLP block: every seed feeds another row count (0 to 8) to one
+// loaded graph (TestDynamicReexecute), so the fused epilogue and the kernel
+// choice are redone on each re-recording; 0 rows records no matmul and
+// leaves the activation unfused on an empty tensor.
+func init() {
+	f := serialization.Float32
+	Cases = append(Cases, Case{
+		Name: "dynamic/linear_relu_linear",
+		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(64*32), Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			var inputs []*reference.Tensor
+			x := b.Tensor(f, []uint32{8, 64}, -1)
+			b.Inputs(x)
+			// Inline weights: TestDynamicReexecute passes no named data.
+			w1 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 7)), f, []int64{32, 64}, -1, 1), weightInline, &inputs)
+			b1 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 8)), f, []int64{32}, -1, 1), weightInline, &inputs)
+			w2 := addWeight(b, RandTensor(rand.New(rand.NewPCG(7, 9)), f, []int64{12, 32}, -1, 1), weightInline, &inputs)
+			h := b.Tensor(f, []uint32{8, 32}, 0)
+			a := b.Tensor(f, []uint32{8, 32}, 1)
+			y := b.Tensor(f, []uint32{8, 12}, -1)
+			b.Op("aten.linear.default", x, w1, b1, h)
+			b.Op("aten.relu.default", h, a)
+			b.Op("aten.linear.default", a, w2, b.Null(), y)
+			b.Outputs(y)
+			return []*reference.Tensor{RandTensor(r, f, []int64{r.Int64N(9), 64}, -1, 1)}
+		},
+	})
 }

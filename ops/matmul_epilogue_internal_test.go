@@ -1,0 +1,157 @@
+package ops
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// recordLinear records a one-row aten.linear ([1, K] · [N, K]ᵀ, no bias)
+// without a device.
+func recordLinear(t *testing.T, k, n uint32, maxPerDim uint32) *recorder {
+	t.Helper()
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	x, w, out := b.Tensor(f, []uint32{1, k}, -1), b.Tensor(f, []uint32{n, k}, -1), b.Tensor(f, []uint32{1, n}, -1)
+	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
+	if err := linearOp(r, []int32{x, w, b.Null(), out}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestGEMVChoiceAndChunks: a one-row linear uses the GEMV kernel from
+// gemvMinWeights on, its K chunks cover every vec4 exactly once with no
+// invocation looping more than matmulMaxTrips times, only the last chunk
+// is marked last, and a wide N folds the grid into 2-D.
+func TestGEMVChoiceAndChunks(t *testing.T) {
+	for _, c := range []struct {
+		k, n     uint32
+		gemv     bool
+		chunks   int
+		foldedGY bool
+	}{
+		{1024, 1024, false, 1, false},
+		{2048, 2048, true, 1, false},
+		{600000, 14, true, 2, false},
+		{4, 2100000, true, 1, true},
+		{2050, 2048, false, 1, false}, // K%4 != 0
+	} {
+		r := recordLinear(t, c.k, c.n, 65535)
+		if len(r.dispatches) != c.chunks {
+			t.Fatalf("K=%d N=%d: %d dispatches, want %d", c.k, c.n, len(r.dispatches), c.chunks)
+		}
+		if got := strings.HasPrefix(r.dispatches[0].k.Name, "gemv.wgsl"); got != c.gemv {
+			t.Fatalf("K=%d N=%d: kernel %s, want GEMV %v", c.k, c.n, r.dispatches[0].k.Name, c.gemv)
+		}
+		if !c.gemv {
+			continue
+		}
+		next := uint32(0)
+		for i, d := range r.dispatches {
+			begin, end, acc, last := u32At(d.params, 2), u32At(d.params, 3), u32At(d.params, 4), u32At(d.params, 5)
+			if begin != next || end <= begin || (end-begin+gemvLanes-1)/gemvLanes > matmulMaxTrips ||
+				(acc != 0) != (i > 0) || (last != 0) != (i == len(r.dispatches)-1) {
+				t.Errorf("K=%d chunk %d: [%d, %d) accumulate %d last %d after %d", c.k, i, begin, end, acc, last, next)
+			}
+			next = end
+		}
+		if next != c.k/4 {
+			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, c.k/4)
+		}
+		g := r.dispatches[0].groups
+		perWG := uint64(gemvGroups * gemvCols)
+		if uint64(g[0])*uint64(g[1])*perWG < uint64(c.n) || (g[1] > 1) != c.foldedGY {
+			t.Errorf("K=%d N=%d: grid %v", c.k, c.n, g)
+		}
+	}
+}
+
+// fuser is a recorder that implements Fuser over its serialized chain.
+type fuser struct {
+	*recorder
+	outputs  map[int32]bool
+	absorbed []int
+}
+
+func (f *fuser) Consumers(id int32) []int {
+	var out []int
+	for i, op := range f.G.Chain {
+		for _, a := range op.Args[:len(op.Args)-1] {
+			if a == id {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (f *fuser) OpAt(i int) (string, []int32) { return f.G.Chain[i].Name, f.G.Chain[i].Args }
+func (f *fuser) IsOutput(id int32) bool       { return f.outputs[id] }
+func (f *fuser) Absorb(i int) error           { f.absorbed = append(f.absorbed, i); return nil }
+
+// TestEpilogueDecision: which activations a matmul absorbs, with which
+// parameters, and that it then writes the activation's output.
+func TestEpilogueDecision(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		act    func(b *serialization.Builder, h, y int32)
+		output bool // the intermediate is a graph output
+		want   string
+		lo, hi float32
+	}{
+		{"relu", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu.default", h, y) }, false, "relu", 0, 0},
+		{"relu6", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu6.default", h, y) }, false, "clamp", 0, 6},
+		{"clamp", func(b *serialization.Builder, h, y int32) {
+			b.Op("aten.clamp.default", h, b.Int(-2), b.Null(), y)
+		}, false, "clamp", -2, float32(math.Inf(1))},
+		{"hardtanh", func(b *serialization.Builder, h, y int32) {
+			b.Op("aten.hardtanh.default", h, b.Double(-0.5), b.Double(0.5), y)
+		}, false, "clamp", -0.5, 0.5},
+		{"gelu_tanh", func(b *serialization.Builder, h, y int32) {
+			b.Op("aten.gelu.default", h, b.String("tanh"), y)
+		}, false, "gelu_tanh", 0, 0},
+		{"gelu_bad", func(b *serialization.Builder, h, y int32) {
+			b.Op("aten.gelu.default", h, b.String("cubic"), y)
+		}, false, "", 0, 0},
+		{"relu_output", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu.default", h, y) }, true, "", 0, 0},
+		{"tanh", func(b *serialization.Builder, h, y int32) { b.Op("aten.tanh.default", h, y) }, false, "", 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := serialization.NewBuilder()
+			f := serialization.Float32
+			x, w := b.Tensor(f, []uint32{8, 16}, -1), b.Tensor(f, []uint32{16, 8}, -1)
+			h, y := b.Tensor(f, []uint32{8, 8}, -1), b.Tensor(f, []uint32{8, 8}, -1)
+			b.Op("aten.mm.default", x, w, h)
+			c.act(b, h, y)
+			fr := &fuser{recorder: &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}, outputs: map[int32]bool{y: true, h: c.output}}
+			if err := mmOp(fr, []int32{x, w, h}); err != nil {
+				t.Fatal(err)
+			}
+			d := fr.dispatches[0]
+			name := d.k.Name
+			if c.want == "" {
+				if len(fr.absorbed) != 0 || !strings.Contains(name, "Act:}") {
+					t.Fatalf("fused (%v, %s), want not", fr.absorbed, name)
+				}
+				return
+			}
+			if len(fr.absorbed) != 1 || fr.absorbed[0] != 1 || !strings.Contains(name, "Act:"+c.want+"}") {
+				t.Fatalf("absorbed %v, kernel %s; want op 1 absorbed into %s", fr.absorbed, name, c.want)
+			}
+			lo, hi := math.Float32frombits(u32At(d.params, 12)), math.Float32frombits(u32At(d.params, 13))
+			if c.want == "clamp" && (lo != c.lo || hi != c.hi) {
+				t.Errorf("bounds %v %v, want %v %v", lo, hi, c.lo, c.hi)
+			}
+			if len(d.out) != 1 || d.out[0] != y {
+				t.Errorf("matmul writes %v, want the activation's output %d", d.out, y)
+			}
+			if got, _ := fr.Tensor(y); len(got.Dims) != 2 || got.Dims[0] != 8 || got.Dims[1] != 8 {
+				t.Errorf("activation output dims %v", got.Dims)
+			}
+		})
+	}
+}

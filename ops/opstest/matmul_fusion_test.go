@@ -1,0 +1,116 @@
+package opstest
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// buildCase loads case c (seed 1) as a GPU graph.
+func buildCase(t *testing.T, dev *gpu.Device, c Case) *graph.WebGPUGraph {
+	t.Helper()
+	b := serialization.NewBuilder()
+	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+	raw, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := serialization.DecodeBlob(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := serialization.NewNamedDataMap()
+	for _, nb := range b.NamedBlobs() {
+		if err := named.Add(nb.Key, nb.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestMatmulEpilogueFusion checks that the epilogue cases fuse exactly when
+// they should: in the fused form no dispatch belongs to the activation, in
+// the unfused forms one does. (The conformance suite checks the values.)
+func TestMatmulEpilogueFusion(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	n := 0
+	for _, c := range Cases {
+		if !strings.Contains(c.Name, "/epilogue/") {
+			continue
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			g := buildCase(t, dev, c)
+			defer g.Close()
+			var matmuls, acts int
+			for _, d := range g.Dispatches() {
+				switch d.OpName {
+				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default":
+					matmuls++
+				case "aten.neg.default":
+				default:
+					acts++
+				}
+			}
+			if matmuls == 0 {
+				t.Fatal("no matmul dispatch")
+			}
+			fused := strings.Contains(c.Name, "/fused/") || strings.Contains(c.Name, "/mlp/")
+			if fused && acts != 0 {
+				t.Errorf("fused form records %d activation dispatches", acts)
+			}
+			if !fused && acts == 0 {
+				t.Error("unfused form records no activation dispatch")
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no epilogue cases")
+	}
+}
+
+// TestLinearPacked runs the linear cases with linear weight packing on
+// (ops.SetLinearPacking): a constant weight is transposed on the device into
+// the [K, N] layout of the mm kernel, and the results must still match the
+// reference. Cases whose weight is a constant must have packed it.
+func TestLinearPacked(t *testing.T) {
+	prev := ops.SetLinearPacking(true)
+	defer ops.SetLinearPacking(prev)
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	var cases []Case
+	for _, c := range Cases {
+		if strings.HasPrefix(c.Name, "linear/") && !strings.Contains(c.Name, "/gemv") {
+			cases = append(cases, c)
+		}
+	}
+	Run(t, dev, cases)
+	for _, c := range cases {
+		constant := strings.Contains(c.Name, "/named/") || strings.Contains(c.Name, "/inline/") || strings.Contains(c.Name, "/prepack/")
+		if !constant {
+			continue
+		}
+		g := buildCase(t, dev, c)
+		if st := g.PackedCacheStats(); st.Misses+st.Hits == 0 {
+			t.Errorf("%s: weight not packed", c.Name)
+		}
+		g.Close()
+	}
+}
