@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -76,4 +77,75 @@ func BenchmarkExecuteCopyBandwidth(b *testing.B) {
 	}
 	// Two kernels each read and write 16 MiB.
 	b.ReportMetric(float64(4*elems*2*2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "kernelGB/s")
+}
+
+// tinyChain builds a chain of n tiny float32 elementwise ops (cycling
+// through unary and Scalar ops) over elems elements, ping-ponging between
+// two shared buffers.
+func tinyChain(n int, elems int64) *serialization.Builder {
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	x := b.Tensor(f, dims(elems), -1)
+	cur := x
+	for i := 0; i < n; i++ {
+		mem := int32(i % 2)
+		if i == n-1 {
+			mem = -1
+		}
+		next := b.Tensor(f, dims(elems), mem)
+		switch i % 4 {
+		case 0:
+			b.Op("aten.add.Scalar", cur, b.Double(0.5), b.Int(1), next)
+		case 1:
+			b.Op("aten.relu.default", cur, next)
+		case 2:
+			b.Op("aten.mul.Scalar", cur, b.Double(0.75), next)
+		default:
+			b.Op("aten.neg.default", cur, next)
+		}
+		cur = next
+	}
+	b.Inputs(x)
+	b.Outputs(cur)
+	return b
+}
+
+// BenchmarkChain200 executes a graph of 200 tiny elementwise ops (64
+// elements) and reports the time of one Execute divided by 200 (µs/op):
+// the upload, the one submit, the readback and every dispatch included.
+// unfused records one dispatch per op (ops.FuseElementwise off: the
+// per-dispatch floor of one compute pass); fused lets the chain fuse
+// (dispatches says into how many kernels).
+//
+//	go test -run '^$' -bench Chain200 -count 5 .
+func BenchmarkChain200(b *testing.B) {
+	const n = 200
+	for _, fuse := range []bool{false, true} {
+		name := "unfused"
+		if fuse {
+			name = "fused"
+		}
+		b.Run(name, func(b *testing.B) {
+			ops.FuseElementwise = fuse
+			m, err := load(b, tinyChain(n, 64))
+			ops.FuseElementwise = true
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{64}, make([]float32, 64))}
+			ctx := context.Background()
+			if _, err := m.Execute(ctx, in...); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.Execute(ctx, in...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/op")
+			b.ReportMetric(float64(m.MemoryStats().NumDispatches), "dispatches")
+		})
+	}
 }
