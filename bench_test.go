@@ -3,9 +3,12 @@ package wgdelegate_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/bench/models"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -145,6 +148,41 @@ func BenchmarkChain200(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/op")
+			b.ReportMetric(float64(m.MemoryStats().NumDispatches), "dispatches")
+		})
+	}
+}
+
+// BenchmarkModels measures the end-to-end latency of one Execute (upload,
+// every dispatch in one submit, readback) of each benchmark model of
+// bench/models (the example MLP, a larger MLP, an elementwise chain), as
+// the median over the iterations in ms; bench/compare.sh runs the same
+// models in PyTorch.
+//
+//	go test -run '^$' -bench Models -count 5 .
+func BenchmarkModels(b *testing.B) {
+	for _, mod := range models.All() {
+		b.Run(mod.Name, func(b *testing.B) {
+			m, err := load(b, mod.Builder)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			x := wgdelegate.Float32Tensor(mod.Input.Shape, mod.Input.Data)
+			ctx := context.Background()
+			if _, err := m.Execute(ctx, x); err != nil {
+				b.Fatal(err)
+			}
+			var ts []float64
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := m.Execute(ctx, x); err != nil {
+					b.Fatal(err)
+				}
+				ts = append(ts, float64(time.Since(t0).Nanoseconds())/1e6)
+			}
+			slices.Sort(ts)
+			b.ReportMetric(ts[len(ts)/2], "median-ms")
 			b.ReportMetric(float64(m.MemoryStats().NumDispatches), "dispatches")
 		})
 	}

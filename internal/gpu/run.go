@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -184,12 +185,21 @@ func (d *Device) waitIdleLocked(ctx context.Context) error {
 	return d.waitLocked(ctx, func() bool { return cellValue(d.idleCell) != 0 })
 }
 
+// spinBudget is how long waitLocked polls back to back before it sleeps.
+// Go's shortest sleep is about 1 ms here (a 5 µs time.Sleep took that long
+// under load), so sleeping after only a few polls turned every short
+// Execute into a millisecond: a graph of 4 tiny dispatches took 0.8-1.5 ms
+// with 64 polls and 0.18-0.41 ms with this budget. Longer work pays at
+// most this much spinning on one core.
+const spinBudget = 300 * time.Microsecond
+
 // waitLocked polls without blocking until ready reports true. Poll(true) is
 // never used: past 5 s it reports an empty queue and fires callbacks while
 // lavapipe is still running. Callbacks only fire inside Poll, so the loop
 // alternates non-blocking polls with short, growing sleeps.
 func (d *Device) waitLocked(ctx context.Context, ready func() bool) error {
 	sleep := 5 * time.Microsecond
+	spinEnd := time.Now().Add(spinBudget)
 	for spins := 0; ; spins++ {
 		d.rawPoll()
 		if ready() {
@@ -198,7 +208,8 @@ func (d *Device) waitLocked(ctx context.Context, ready func() bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if spins < 64 {
+		if spins < 64 || time.Now().Before(spinEnd) {
+			runtime.Gosched()
 			continue
 		}
 		time.Sleep(sleep)
