@@ -20,9 +20,9 @@ import (
 //	mul:        x = x * Weight             (broadcast)
 //	mul_scalar: x = x * Scalar
 type Layer struct {
-	Op     string `json:"op"`
-	Weight string `json:"weight,omitempty"` // a key of Model.Weights
-	Bias   string `json:"bias,omitempty"`
+	Op     string  `json:"op"`
+	Weight string  `json:"weight,omitempty"` // a key of Model.Weights
+	Bias   string  `json:"bias,omitempty"`
 	Scalar float64 `json:"scalar,omitempty"`
 }
 
