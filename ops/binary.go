@@ -46,6 +46,9 @@ import (
 //
 // bitwise_* take int32 and bool (not float); with a bool out they run on
 // the comparison kernel (ops/compare.go).
+//
+// float32 add, sub, rsub, mul, div, minimum and maximum start or join a
+// fused chain of elementwise ops when fusion applies (ops/fuse.go).
 func init() {
 	arith := func(name, op string, layout binaryLayout) {
 		Register(name, func(b Builder, args []int32) error { return binaryOp(b, op, layout, args) })

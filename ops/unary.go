@@ -37,6 +37,9 @@ import (
 // tanh, sigmoid and gelu use overflow- and cancellation-free forms, and
 // sin/cos/tan reduce arguments past 2^20 themselves (Payne-Hanek), where
 // llvmpipe's own reduction loses digits.
+//
+// A float32 op of this family (not sin, cos, tan, pow) starts or joins a
+// fused chain of elementwise ops when fusion applies (ops/fuse.go).
 func init() {
 	for _, op := range []string{"abs", "neg", "exp", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
 		"relu", "relu6", "round", "log10", "hardswish", "hardsigmoid", "bitwise_not", "logical_not"} {
