@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -134,8 +135,9 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 			m.Close()
 		}
 	}()
+	var cacheFile string
 	if c.packedCache != "" {
-		log.Debug("wgdelegate: packed-weight cache directory recorded, not used yet", "dir", c.packedCache)
+		cacheFile = filepath.Join(c.packedCache, PackedCacheFile)
 	}
 	built := map[int]*graph.WebGPUGraph{}
 	var done int64
@@ -143,7 +145,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 		g := built[cl.delegate]
 		if g == nil {
 			report(Progress{Phase: PhaseBuild, Delegate: len(built), Delegates: nGraphs, BytesDone: done, BytesTotal: total})
-			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log,
+			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log, PackedCache: cacheFile,
 				OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
 			if err != nil {
 				if len(calls) > 1 {
@@ -438,6 +440,23 @@ func (m *Model) OutputInfo(i int) (DataType, []int64) {
 
 // NumDelegates returns how many delegate graphs the model built.
 func (m *Model) NumDelegates() int { return len(m.graphs) }
+
+// PackedCacheStats sums the packed-weight counters of the model's graphs:
+// weights taken from the cache (Hits), packed at load (Misses), and the
+// bytes of all packed weights.
+func (m *Model) PackedCacheStats() PackedCacheStats {
+	var s PackedCacheStats
+	for _, g := range m.graphs {
+		p := g.PackedCacheStats()
+		s.Hits += p.Hits
+		s.Misses += p.Misses
+		s.Bytes += p.Bytes
+	}
+	return s
+}
+
+// PackedCacheStats counts a model's packed weights.
+type PackedCacheStats = graph.PackedCacheStats
 
 // PackedCache returns the WithPackedCache directory ("" when unset).
 func (m *Model) PackedCache() string { return m.cache }

@@ -53,11 +53,14 @@ func WithDevice(d *Device) Option {
 	return func(c *config) { c.device = d }
 }
 
-// WithPackedCache sets the directory of the packed-weight cache: a place to
-// keep constants in the layout the kernels want, so a second load of the
-// same model skips repacking. The value is recorded and passed on to the
-// loader; nothing consumes it yet (the cache is being built), so today it
-// has no effect. "" (the default) disables the cache.
+// WithPackedCache sets the directory of the packed-weight cache: weights
+// in the layout the kernels want (PackedCacheFile in dir), so a second load
+// of the same model, in this or a later process, packs nothing and writes
+// the packed bytes from the file's memory mapping straight to the GPU.
+// Entries are keyed by the weight's content and tagged with the packing
+// kernel's content ID, so a changed kernel repacks instead of using stale
+// data. Delete the directory to clear it. "" (the default) disables the
+// cache.
 func WithPackedCache(dir string) Option {
 	return func(c *config) { c.packedCache = dir }
 }
@@ -114,3 +117,7 @@ type Progress struct {
 	// Elapsed is the time since the load started.
 	Elapsed time.Duration
 }
+
+// PackedCacheFile is the name of the packed-weight cache file inside the
+// WithPackedCache directory.
+const PackedCacheFile = "packed-weights.wgdc"

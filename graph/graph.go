@@ -150,11 +150,18 @@ type WebGPUGraph struct {
 	mutatesState bool
 
 	// packed weights (ops.Packer)
-	packCache   *prepack.Cache
-	packed      map[string]int32 // cache key -> packed tensor id
-	prepackSrc  map[int32]int32  // prepack output -> its constant
-	weightKeys  map[int32]string // constant id -> content ID
-	packStaging []*gpu.Buffer    // mapped readbacks the cache holds until Save
+	packCache  *prepack.Cache
+	packed     map[string]int32 // cache key -> packed tensor id
+	prepackSrc map[int32]int32  // prepack output -> its constant
+	weightKeys map[int32]string // constant id -> content ID
+	persistent map[int32]int32  // constant id -> its writable copy
+
+	// host reads (select_as_symint): inputs whose values ops read while
+	// recording, and their data in the current Execute
+	hostRead    map[int32]bool
+	hostIn      map[int32]Tensor
+	hostConst   map[hostKey]float64 // constant elements read at load
+	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
 	// fusion (ops.Fuser)
@@ -180,7 +187,8 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
 	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
-		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}}
+		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{},
+		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()
@@ -208,6 +216,13 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	if err := g.checkIO(); err != nil {
 		return nil, err
+	}
+	for _, op := range g.graph.Chain {
+		for _, a := range ops.HostReads(op.Name) {
+			if a < len(op.Args) {
+				g.hostRead[op.Args[a]] = true
+			}
+		}
 	}
 	limit := opts.MemoryLimit
 	if limit <= 0 {
@@ -626,7 +641,21 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 // dims, or a SymInt's value. It appends to dst.
 func (g *WebGPUGraph) inputKey(id int32, dst []int64) []int64 {
 	if ts := g.tensors[id]; ts != nil {
-		return append(dst[:0], ts.live...)
+		dst = append(dst[:0], ts.live...)
+		if in, ok := g.hostIn[id]; ok && g.hostRead[id] {
+			// An op reads this input's values on the host
+			// (select_as_symint): they are part of the key.
+			dst = append(dst, int64(len(in.Data)))
+			for k := 0; k+8 <= len(in.Data); k += 8 {
+				dst = append(dst, int64(le64(in.Data[k:])))
+			}
+			if r := len(in.Data) % 8; r != 0 {
+				var w [8]byte
+				copy(w[:], in.Data[len(in.Data)-r:])
+				dst = append(dst, int64(le64(w[:])))
+			}
+		}
+		return dst
 	}
 	v, _ := g.symInt(id)
 	return append(dst[:0], v)
@@ -637,10 +666,12 @@ func (g *WebGPUGraph) symInt(id int32) (int64, error) {
 	return ops.Values{G: g.graph, Sym: g.symValue}.Int(id)
 }
 
-// hasSymIntInputs reports whether any graph input is a SymInt.
+// hasSymIntInputs reports whether any graph input is a SymInt or has its
+// values read on the host: the load-time recording then only has
+// placeholders.
 func (g *WebGPUGraph) hasSymIntInputs() bool {
 	for _, id := range g.inputs {
-		if g.tensors[id] == nil {
+		if g.tensors[id] == nil || g.hostRead[id] {
 			return true
 		}
 	}
@@ -825,6 +856,9 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 				return nil, err
 			}
 			ts.setLive(in.Shape, Numel(in.Shape))
+			if g.hostRead[id] {
+				g.hostIn[id] = in
+			}
 		}
 		g.liveKey = g.inputKey(id, g.liveKey)
 		if !slices.Equal(g.liveKey, g.recordedIn[i]) {

@@ -46,11 +46,17 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	if !ok {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a weight (a constant or a prepacked constant)", id)
 	}
-	wkey, err := g.weightKey(weight)
-	if err != nil {
+	var wkey string
+	var err error
+	if spec.Kernel == nil {
+		wkey = fmt.Sprintf("value:%d", weight) // identity: never cached
+	} else if wkey, err = g.weightKey(weight); err != nil {
 		return ops.Tensor{}, err
 	}
-	seed := packSeed(spec)
+	var seed [32]byte
+	if spec.Kernel != nil {
+		seed = packSeed(spec)
+	}
 	// The key names the weight and the transform, not the kernel: a
 	// changed kernel finds its old entry under another seed and replaces it.
 	key := wkey + "|" + spec.Name
@@ -72,17 +78,32 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.packed[key] = vid
-	g.packStats.Bytes += nbytes
 
+	if spec.Kernel == nil { // IdentitySpec: the weight as exported
+		ws := g.tensors[weight]
+		if ws.nbytes != nbytes {
+			return ops.Tensor{}, ops.Errorf(-1, "identity packing of value %d changes its size", id)
+		}
+		data, err := g.constantBytes(weight, ws)
+		if err != nil {
+			return ops.Tensor{}, err
+		}
+		if err := g.dev.Write(buf, 0, data); err != nil {
+			return ops.Tensor{}, err
+		}
+		return b.Tensor(vid)
+	}
 	if g.packCache != nil {
 		if data, ok := g.packCache.Get(key, seed); ok && int64(len(data)) == nbytes {
 			if err := g.dev.Write(buf, 0, data); err != nil {
 				return ops.Tensor{}, err
 			}
 			g.packStats.Hits++
+			g.packStats.Bytes += nbytes
 			return b.Tensor(vid)
 		}
 	}
+	g.packStats.Bytes += nbytes
 	g.packStats.Misses++
 	if err := g.runPack(b.ctx, src, id, weight, ts, spec, key, seed); err != nil {
 		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s): %w", id, spec.Name, err)
@@ -239,4 +260,95 @@ func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 		return nil
 	}
 	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+}
+
+var _ ops.Persister = (*opBuilder)(nil)
+
+// Persistent implements ops.Persister.
+func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
+	g := b.g
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a tensor", id)
+	}
+	ts := g.tensors[id]
+	if !ts.constant {
+		return b.Tensor(id)
+	}
+	if vid, ok := g.persistent[id]; ok {
+		return b.Tensor(vid)
+	}
+	if g.replay || ts.constID < 0 {
+		return ops.Tensor{}, ops.Errorf(-1, "value %d: cannot make a writable copy now", id)
+	}
+	data, err := g.constantBytes(id, ts)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	buf, err := g.newBuffer(gpu.Storage, uint64(ts.nbytes), fmt.Sprintf("persistent copy of %d", id))
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	if err := g.dev.Write(buf, 0, data); err != nil {
+		return ops.Tensor{}, err
+	}
+	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,
+		buf: buf, materialized: true}
+	cp.setLive(ts.dims, ts.numel)
+	vid := int32(len(g.tensors))
+	g.tensors = append(g.tensors, cp)
+	g.persistent[id] = vid
+	return b.Tensor(vid)
+}
+
+var _ ops.HostReader = (*opBuilder)(nil)
+
+// HostElement implements ops.HostReader for graph inputs (the data given to
+// the current Execute) and constants.
+func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
+	g := b.g
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return 0, ops.Errorf(-1, "value %d is not a tensor", id)
+	}
+	ts := g.tensors[id]
+	var data []byte
+	dt := ts.dtype
+	switch {
+	case g.hostRead[id]:
+		in, ok := g.hostIn[id]
+		if !ok {
+			return 0, ops.Errorf(-1, "value %d: no input data yet", id)
+		}
+		data, dt = in.Data, in.DType
+	case ts.constant && ts.constID >= 0 && !g.replay:
+		var err error
+		if data, err = g.constantBytes(id, ts); err != nil {
+			return 0, err
+		}
+	case ts.constant:
+		v, ok := g.hostConst[hostKey{id, flat}]
+		if !ok {
+			return 0, ops.Errorf(-1, "value %d: constant element %d was not read at load", id, flat)
+		}
+		return v, nil
+	default:
+		return 0, ops.Errorf(-1, "value %d is computed on the device; its values cannot be read while recording (only graph inputs and constants)", id)
+	}
+	es := int64(dt.Size())
+	if flat < 0 || es == 0 || (flat+1)*es > int64(len(data)) {
+		return 0, ops.Errorf(-1, "value %d: element %d out of range", id, flat)
+	}
+	t := Tensor{DType: dt, Shape: []int64{1}, Data: data[flat*es : (flat+1)*es]}
+	v, err := t.scalar()
+	if err != nil {
+		return 0, ops.Errorf(-1, "value %d: %v", id, err)
+	}
+	if ts.constant {
+		g.hostConst[hostKey{id, flat}] = v
+	}
+	return v, nil
+}
+
+type hostKey struct {
+	id   int32
+	flat int64
 }

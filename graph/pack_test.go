@@ -30,7 +30,22 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 }`}
 
 // test.packed_transpose [w, out]: out = the transpose packing of w.
+// test.packed_identity [w, out] reads w through PackWeight as exported and
+// is registered as packing arg 0, so a constant w used only there gets no
+// buffer of its own.
 func init() {
+	ops.RegisterPacked("test.packed_identity", 0)
+	ops.Register("test.packed_identity", func(b ops.Builder, args []int32) error {
+		w, err := b.Tensor(args[0])
+		if err != nil {
+			return err
+		}
+		packed, err := b.(ops.Packer).PackWeight(args[0], ops.IdentitySpec(w))
+		if err != nil {
+			return err
+		}
+		return testCopy(b, packed, args[1])
+	})
 	ops.Register("test.packed_transpose", func(b ops.Builder, args []int32) error {
 		w, err := b.Tensor(args[0])
 		if err != nil {
@@ -44,18 +59,23 @@ func init() {
 		if err != nil {
 			return err
 		}
-		out, err := ops.Output(b, 1, args[1], packed.DType, packed.Dims)
-		if err != nil {
-			return err
-		}
-		var p ops.Params
-		p.U32(uint32(out.Numel))
-		grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
-		if err != nil {
-			return err
-		}
-		return b.Dispatch(testCopyKernel, []int32{packed.ID}, []int32{out.ID}, p.Bytes(), grid)
+		return testCopy(b, packed, args[1])
 	})
+}
+
+// testCopy copies packed into out.
+func testCopy(b ops.Builder, packed ops.Tensor, outID int32) error {
+	out, err := ops.Output(b, 1, outID, packed.DType, packed.Dims)
+	if err != nil {
+		return err
+	}
+	var p ops.Params
+	p.U32(uint32(out.Numel))
+	grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	return b.Dispatch(testCopyKernel, []int32{packed.ID}, []int32{out.ID}, p.Bytes(), grid)
 }
 
 // packedGraph is a weight [r, c] (named data, behind et_vk.prepack) whose
@@ -163,5 +183,44 @@ func TestPackedWeightLoadHeap(t *testing.T) {
 			checkTransposed(t, g, w, r, c)
 		}
 		g.Close()
+	}
+}
+
+// TestPackedArgDeferred: a weight used only through PackWeight (an op's
+// registered packed argument) gets no buffer of its own; the identity
+// packing holds it as exported.
+func TestPackedArgDeferred(t *testing.T) {
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	raw := make([]byte, 4*6*5)
+	for i := range raw {
+		raw[i] = byte(i * 7)
+	}
+	w, _ := b.NamedConst(f, []uint32{6, 5}, raw)
+	out := b.Tensor(f, []uint32{6, 5}, -1)
+	b.Op("test.packed_identity", w, out)
+	b.Outputs(out)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := serialization.NewNamedDataMap()
+	for _, nb := range b.NamedBlobs() {
+		named.Add(nb.Key, nb.Data)
+	}
+	g, err := Load(context.Background(), device(t), blob, Options{NamedData: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s := g.MemoryStats(); s.NumDeferredConstants != 1 {
+		t.Errorf("%d deferred constants, want 1 (the packed weight)", s.NumDeferredConstants)
+	}
+	res, err := g.Execute(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res[0].Data) != string(raw) {
+		t.Errorf("identity packing changed the weight")
 	}
 }

@@ -87,3 +87,23 @@ func (t Tensor) Int64s() ([]int64, error) {
 	}
 	return out, nil
 }
+
+// scalar decodes a one-element tensor of any host dtype as a float64.
+func (t Tensor) scalar() (float64, error) {
+	d := t.Data
+	switch t.DType {
+	case serialization.Float32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(d))), nil
+	case serialization.Float64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(d)), nil
+	case serialization.Int32:
+		return float64(int32(binary.LittleEndian.Uint32(d))), nil
+	case serialization.Int64:
+		return float64(int64(binary.LittleEndian.Uint64(d))), nil
+	case serialization.Int8:
+		return float64(int8(d[0])), nil
+	case serialization.Uint8, serialization.Bool:
+		return float64(d[0]), nil
+	}
+	return 0, fmt.Errorf("cannot read a %v element", t.DType)
+}

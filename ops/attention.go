@@ -25,8 +25,9 @@ import (
 // The llama KV-cache ops use the [B, S, H, D] layout of ExecuTorch's
 // extension/llm custom ops. update_cache writes value into cache rows
 // input_pos .. input_pos+S-1, in place: the cache must be a writable tensor
-// (an et_vk.prepack output, which persists across Execute calls), not a
-// constant. sdpa_with_kv_cache updates both caches, then attends q over
+// (an et_vk.prepack output, which persists across Execute calls); a
+// constant cache gets a persistent writable copy (ops.Persister), made once
+// at load. sdpa_with_kv_cache updates both caches, then attends q over
 // cache rows [0, input_pos+S); custom_sdpa only attends. With is_causal
 // (the llama export passes True) query i sits at absolute position
 // input_pos+i and sees keys up to it. attn_mask must be Null there (as in
@@ -382,6 +383,17 @@ func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
 	if len(c.Dims) != 4 {
 		return Tensor{}, Errorf(ca, "%s dims %v: want [B, max_seq_len, heads, head_dim]", what, c.Dims)
 	}
+	if p, ok := b.(Persister); ok && c.Constant {
+		// sdpa_with_kv_cache handles its own prepacking: the exporter
+		// passes the cache constant itself, and the op keeps a writable
+		// copy that persists across Execute calls (as the Vulkan backend
+		// does with a tensor "like" the constant).
+		pc, err := p.Persistent(c.ID)
+		if err != nil {
+			return Tensor{}, argErr(ca, err)
+		}
+		return pc, nil
+	}
 	return c, nil
 }
 
@@ -505,7 +517,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 	if _, err := Output(b, outArg, args[outArg], serialization.Float32, []int64{bsz, sq, hq, dv}); err != nil {
 		return none, err
 	}
-	return attnCall{q: args[qa], k: args[ka], v: args[va], mask: -1, out: args[outArg],
+	return attnCall{q: args[qa], k: kc.ID, v: vc.ID, mask: -1, out: args[outArg],
 		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale,
 		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
 		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
@@ -542,8 +554,14 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 			return Errorf(1+i, "dims %v: want [B, %d, heads, head_dim] like q", x.Dims, call.sq)
 		}
 	}
-	kc, _ := b.Tensor(args[3])
-	vc, _ := b.Tensor(args[4])
+	kc, err := kvCache(b, args, 3, "k_cache")
+	if err != nil {
+		return err
+	}
+	vc, err := kvCache(b, args, 4, "v_cache")
+	if err != nil {
+		return err
+	}
 	if err := recordCacheUpdate(b, k, kc, 1, 3, 5, pos, -1); err != nil {
 		return err
 	}

@@ -194,15 +194,18 @@ func arangeOp(b Builder, args []int32) error {
 	}
 	v := fillVariant{Op: "arange", WG: fillWG}
 	var p fillParams
-	integral := start == math.Trunc(start) && step == math.Trunc(step)
 	switch out.DType {
 	case serialization.Float32:
 		v.S = "f32"
 	case serialization.Int32:
+		// As torch: the count comes from the float arguments, the values
+		// from start and step cast to the integer type first (arange(0.5,
+		// 9.5, 1.5, dtype=int) is 0, 1, ..., 5).
 		v.S = "i32"
-		if !integral {
-			v.S = "f32" // computed in float, then truncated
+		if step = math.Trunc(step); step == 0 {
+			return Errorf(2, "step %v truncates to 0 for an integer arange", s[2])
 		}
+		start = math.Trunc(start)
 	default:
 		return Errorf(7, "out is %v, want float32 or int32", out.DType)
 	}

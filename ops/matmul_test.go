@@ -247,8 +247,8 @@ func TestAttentionRopeRejects(t *testing.T) {
 		"sdpa_with_kv_cache/negative pos":       func(b *serialization.Builder) { kv(b, -1, b.Null(), 0, -1) },
 		"sdpa_with_kv_cache/mask":               func(b *serialization.Builder) { kv(b, 0, in(b, 2, 2), 0, -1) },
 		"sdpa_with_kv_cache/dropout":            func(b *serialization.Builder) { kv(b, 0, b.Null(), 0.1, -1) },
-		"sdpa_with_kv_cache/constant cache": func(b *serialization.Builder) {
-			kv(b, 0, b.Null(), 0, b.InlineConst(f, []uint32{1, 6, 2, 8}, make([]byte, 4*96)))
+		"sdpa_with_kv_cache/cache shape": func(b *serialization.Builder) {
+			kv(b, 0, b.Null(), 0, b.InlineConst(f, []uint32{1, 6, 3, 8}, make([]byte, 4*144)))
 		},
 		"update_cache/head mismatch": func(b *serialization.Builder) {
 			b.Op("update_cache.default", in(b, 1, 2, 3, 8), cache(b, 1, 6, 2, 8), b.Int(0), ten(b, 1))

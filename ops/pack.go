@@ -29,6 +29,13 @@ type Packer interface {
 	PackWeight(id int32, spec PackSpec) (Tensor, error)
 }
 
+// IdentitySpec is the PackSpec for weight w as exported: its bytes go
+// straight from the file to a buffer of its own, with no kernel and no
+// cache entry.
+func IdentitySpec(w Tensor) PackSpec {
+	return PackSpec{Name: "identity", DType: w.DType, Dims: append([]int64(nil), w.MaxDims...)}
+}
+
 // TransposeSpec is the PackSpec that turns a 4-byte [..., R, C] weight into
 // [..., C, R] (e.g. a linear weight [N, K] into [K, N], the layout the mm
 // kernel reads).
@@ -90,4 +97,14 @@ func SoleConsumer(b Builder, id int32) (index int, name string, args []int32, ok
 	}
 	name, args = f.OpAt(cs[0])
 	return cs[0], name, args, true
+}
+
+// Persister is implemented by builders that can give an op a writable,
+// persistent version of a constant (a KV cache that an op such as
+// sdpa_with_kv_cache receives as a constant and updates in place).
+type Persister interface {
+	// Persistent returns id itself when it is a writable tensor, else a
+	// per-graph writable copy of constant id, initialised with its bytes
+	// once at load and kept across Execute calls.
+	Persistent(id int32) (Tensor, error)
 }

@@ -30,6 +30,52 @@ func Register(name string, fn Func) {
 	registry[name] = fn
 }
 
+var (
+	hostReads  = map[string][]int{}
+	packedArgs = map[string][]int{}
+)
+
+// RegisterPacked declares that op name reads its arguments args (weights)
+// only through Packer.PackWeight. A constant whose every use is such an
+// argument (or an et_vk.prepack source) then gets no buffer of its own:
+// only its packed form is on the device. The op must call PackWeight for
+// those arguments on every path (IdentitySpec when it wants the weight as
+// exported).
+func RegisterPacked(name string, args ...int) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	packedArgs[name] = append([]int(nil), args...)
+}
+
+// PackedArgs returns the argument indices op name reads through PackWeight.
+func PackedArgs(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return packedArgs[name]
+}
+
+// RegisterHostRead declares that op name reads the VALUES of its tensor
+// arguments args on the host while recording (HostReader): the graph then
+// re-records whenever those values change, as it does for new shapes.
+func RegisterHostRead(name string, args ...int) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	hostReads[name] = append([]int(nil), args...)
+}
+
+// HostReads returns the argument indices op name reads on the host.
+func HostReads(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return hostReads[name]
+}
+
+// HostReader is implemented by builders that can hand an op the host value
+// of a graph input's element (flat row-major index) during recording.
+type HostReader interface {
+	HostElement(id int32, flat int64) (float64, error)
+}
+
 // Lookup returns the implementation registered for name.
 func Lookup(name string) (Func, bool) {
 	regMu.RLock()

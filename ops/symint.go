@@ -7,7 +7,14 @@ import (
 // sym_size.int args:                 [self, dim, out(SymInt)]
 // add / sub / mul / floordiv args:   [a, b, out(SymInt)] (Python operators
 // on symbolic ints; the exporter gives them bare names and no schema)
-// aten._assert_scalar.default args:  [self, assert_msg, out]
+// lt / le / gt / ge / eq / ne args:  [a, b, out] (a symbolic bool, held as
+// a SymInt 0/1)
+// et_vk.select_as_symint.default args: [x, dim, index, out(SymInt)]:
+// x.select(dim, index).item(), where the selection holds one element; x must
+// be a graph input or a constant (its values are read on the host while
+// recording, and a new value re-records the graph)
+// aten._assert_scalar.default, aten.sym_constrain_range_for_size.default:
+// no-ops (the exporter normally removes them)
 //
 // These run on the host while the graph is recorded: they read live tensor
 // sizes and SymInt values and set SymInt outputs, which later ops read as
@@ -16,10 +23,14 @@ import (
 func init() {
 	Register("sym_size.int", symSize)
 	Register("aten.sym_size.int", symSize)
-	for _, op := range []string{"add", "sub", "mul", "floordiv"} {
+	for _, op := range []string{"add", "sub", "mul", "floordiv", "lt", "le", "gt", "ge", "eq", "ne"} {
 		Register(op, symArith(op))
 	}
-	Register("aten._assert_scalar.default", func(b Builder, args []int32) error { return nil })
+	Register("et_vk.select_as_symint.default", selectAsSymInt)
+	RegisterHostRead("et_vk.select_as_symint.default", 0)
+	noop := func(b Builder, args []int32) error { return nil }
+	Register("aten._assert_scalar.default", noop)
+	Register("aten.sym_constrain_range_for_size.default", noop)
 }
 
 func symSize(b Builder, args []int32) error {
@@ -65,6 +76,11 @@ func symArith(op string) Func {
 			v = x - y
 		case "mul":
 			v = x * y
+		case "lt", "le", "gt", "ge", "eq", "ne":
+			v = boolInt(map[string]bool{"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y, "eq": x == y, "ne": x != y}[op])
+			if b.Kind(args[2]) == serialization.KindBool {
+				return nil // a folded SymBool: nothing to set
+			}
 		case "floordiv":
 			if y == 0 {
 				return Errorf(1, "floordiv by zero")
@@ -93,6 +109,13 @@ func setSym(b Builder, arg int, id int32, v int64) error {
 	return Errorf(arg, "out is %v, want a SymInt", b.Kind(id))
 }
 
+func boolInt(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 // NormDim turns a possibly negative dim into an index into a shape of the
 // given rank, the torch way (a scalar accepts dims 0 and -1).
 func NormDim(d int64, rank int) (int, error) {
@@ -107,4 +130,48 @@ func NormDim(d int64, rank int) (int, error) {
 		d += r
 	}
 	return int(d), nil
+}
+
+func selectAsSymInt(b Builder, args []int32) error {
+	if len(args) != 4 {
+		return Errorf(-1, "want 4 args [x, dim, index, out], have %d", len(args))
+	}
+	x, err := b.Tensor(args[0])
+	if err != nil {
+		return argErr(0, err)
+	}
+	d, err := b.Int(args[1])
+	if err != nil {
+		return argErr(1, err)
+	}
+	idx, err := b.Int(args[2])
+	if err != nil {
+		return argErr(2, err)
+	}
+	if len(x.Dims) == 0 {
+		return Errorf(0, "select_as_symint of a scalar tensor")
+	}
+	dim, err := NormDim(d, len(x.Dims))
+	if err != nil {
+		return argErr(1, err)
+	}
+	n := x.Dims[dim]
+	if idx < -n || idx >= n {
+		return Errorf(2, "index %d out of range for dim %d of size %d", idx, dim, n)
+	}
+	if idx < 0 {
+		idx += n
+	}
+	if x.Numel != n {
+		return Errorf(0, "select_as_symint needs a selection of one element; x is %v", x.Dims)
+	}
+	hr, ok := b.(HostReader)
+	if !ok {
+		return Errorf(0, "this builder cannot read tensor values on the host")
+	}
+	v, err := hr.HostElement(args[0], idx)
+	if err != nil {
+		return argErr(0, err)
+	}
+	return setSym(b, 3, args[3], int64(v))
 }

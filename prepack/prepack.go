@@ -1,13 +1,19 @@
 package prepack
 
-import "github.com/wgdelegate/wgdelegate/serialization"
+import (
+	"slices"
+
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
 
 // Op is the prepack operator's name in OperatorCall.name.
 const Op = "et_vk.prepack.default"
 
 // Deferred returns the constant tensors that get no buffer of
-// their own: those whose only uses are as arg 0 of et_vk.prepack.default.
-// Every argument of every other op is a direct use, ValueList items
+// their own: those whose only uses are as arg 0 of et_vk.prepack.default,
+// or as an argument an op reads through PackWeight (ops.RegisterPacked).
+// Every other argument of every op is a direct use, ValueList items
 // included, and so is every graph output. Build writes a deferred constant
 // straight into each prepack output. Build and the CLI's inspect both use it, so they
 // agree.
@@ -28,7 +34,12 @@ func Deferred(g *serialization.Graph) map[int32]bool {
 			prepackSrc[op.Args[0]] = true
 			continue
 		}
-		for _, a := range op.Args {
+		packed := ops.PackedArgs(op.Name)
+		for i, a := range op.Args {
+			if i < len(op.Args)-1 && slices.Contains(packed, i) && a >= 0 && a < n && g.Values[a].Kind == serialization.KindTensor {
+				prepackSrc[a] = true // a packed use: the op makes its own buffer
+				continue
+			}
 			use(a)
 		}
 	}

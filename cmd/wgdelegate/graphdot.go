@@ -137,10 +137,24 @@ func tensorLabel(t *serialization.Tensor) string {
 	return s
 }
 
-// tensorIDs returns the tensor ids among id: id itself, or a ValueList's
-// tensor items.
+// isSym reports whether id is a SymInt (drawn like a tensor: sizes flow
+// from sym_size.int into views and slices).
+func (d *dotWriter) isSym(id int32) bool {
+	return id >= 0 && int(id) < len(d.g.Values) && d.g.Values[id].Kind == serialization.KindSymInt
+}
+
+// valueLabel labels a tensor by its dims and a SymInt as such.
+func (d *dotWriter) valueLabel(id int32) string {
+	if t := d.tensor(id); t != nil {
+		return tensorLabel(t)
+	}
+	return "SymInt"
+}
+
+// tensorIDs returns the tensor and SymInt ids among id: id itself, or a
+// ValueList's tensor and SymInt items.
 func (d *dotWriter) tensorIDs(id int32) []int32 {
-	if d.tensor(id) != nil {
+	if d.tensor(id) != nil || d.isSym(id) {
 		return []int32{id}
 	}
 	if id < 0 || int(id) >= len(d.g.Values) || d.g.Values[id].Kind != serialization.KindValueList {
@@ -148,7 +162,7 @@ func (d *dotWriter) tensorIDs(id int32) []int32 {
 	}
 	var out []int32
 	for _, it := range d.g.Values[id].IDs {
-		if d.tensor(it) != nil {
+		if d.tensor(it) != nil || d.isSym(it) {
 			out = append(out, it)
 		}
 	}
@@ -160,7 +174,7 @@ func (d *dotWriter) node(name, label, attrs string) {
 }
 
 func (d *dotWriter) edge(from, to string, id int32) {
-	fmt.Fprintf(d.w, "%s%s -> %s [label=%s];\n", d.indent, from, to, dotQuote(tensorLabel(d.tensor(id))))
+	fmt.Fprintf(d.w, "%s%s -> %s [label=%s];\n", d.indent, from, to, dotQuote(d.valueLabel(id)))
 }
 
 // source returns the node providing tensor id, creating a constant or a
@@ -171,7 +185,9 @@ func (d *dotWriter) source(id int32) string {
 	}
 	t := d.tensor(id)
 	name := fmt.Sprintf("%sv%d", d.prefix, id)
-	if t.IsConstant() {
+	if t == nil { // a SymInt nothing in the chain sets
+		d.node(name, fmt.Sprintf("SymInt value %d", id), `shape=ellipse, style=dashed`)
+	} else if t.IsConstant() {
 		what := "inline constant"
 		if c := t.ConstantID; int(c) < len(d.g.Constants) && d.g.Constants[c].IsNamed() {
 			what = d.g.Constants[c].NamedKey
@@ -189,6 +205,11 @@ func (d *dotWriter) source(id int32) string {
 
 func (d *dotWriter) write() {
 	for i, id := range d.g.InputIDs {
+		if d.isSym(int32(id)) {
+			name := fmt.Sprintf("%sin%d", d.prefix, i)
+			d.node(name, fmt.Sprintf("input %d\nSymInt", i), `shape=invhouse, style=filled, fillcolor="#d5e8d4"`)
+			d.producer[int32(id)] = name
+		}
 		if t := d.tensor(int32(id)); t != nil {
 			name := fmt.Sprintf("%sin%d", d.prefix, i)
 			d.node(name, fmt.Sprintf("input %d\n%v %s", i, t.DataType, list(t.Dims)), `shape=invhouse, style=filled, fillcolor="#d5e8d4"`)
@@ -206,7 +227,11 @@ func (d *dotWriter) write() {
 		}
 		shapes := make([]string, len(outs))
 		for j, o := range outs {
-			shapes[j] = list(d.tensor(o).Dims)
+			if t := d.tensor(o); t != nil {
+				shapes[j] = list(t.Dims)
+			} else {
+				shapes[j] = "SymInt"
+			}
 		}
 		fill := "#dae8fc"
 		if _, ok := ops.Lookup(op.Name); !ok {
@@ -222,11 +247,15 @@ func (d *dotWriter) write() {
 	}
 	for i, id := range d.g.OutputIDs {
 		t := d.tensor(int32(id))
-		if t == nil {
+		if t == nil && !d.isSym(int32(id)) {
 			continue
 		}
 		name := fmt.Sprintf("%sout%d", d.prefix, i)
-		d.node(name, fmt.Sprintf("output %d\n%v %s", i, t.DataType, list(t.Dims)), `shape=house, style=filled, fillcolor="#e1d5e7"`)
+		label := fmt.Sprintf("output %d\nSymInt", i)
+		if t != nil {
+			label = fmt.Sprintf("output %d\n%v %s", i, t.DataType, list(t.Dims))
+		}
+		d.node(name, label, `shape=house, style=filled, fillcolor="#e1d5e7"`)
 		d.edge(d.source(int32(id)), name, int32(id))
 	}
 }

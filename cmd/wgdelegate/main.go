@@ -19,6 +19,8 @@ const usage = `Usage:
   wgdelegate run [flags] MODEL       run a model on .npy inputs
   wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
   wgdelegate graph [-o FILE] MODEL   draw a model's op graph (Graphviz DOT or SVG)
+  wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
+  wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -31,6 +33,8 @@ Examples:
   wgdelegate inspect model.pte
   wgdelegate inspect --json model.pte | jq '.graphs[0].ops'
   wgdelegate graph -o model.svg model.pte
+  wgdelegate profile --trace trace.json model.pte
+  wgdelegate bench --json model.pte
 
 Every error exits with status 1 and one line on stderr.
 `
@@ -54,9 +58,12 @@ Flags:
 
 Input dtypes must match the model's, except that int64 data may feed an
 int32 input and float64 data a float32 input: it is narrowed, and an int64
-value that does not fit is an error. Shapes must match exactly. A load that
-takes more than a second shows its progress on stderr (a bar on a terminal,
-plain lines otherwise).
+value that does not fit is an error. A model's input shapes are upper
+bounds (dynamic shapes): an input may be smaller in any dim, with the same
+rank, and the outputs are written with their live shapes. A SymInt input
+takes a one-element int32 or int64 array. A load that takes more than a
+second shows its progress on stderr (a bar on a terminal, plain lines
+otherwise).
 
 Examples:
   # a model whose weights are inside the .pte
@@ -153,6 +160,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, graphUsage)
 			return 0
 		}
+	case "profile":
+		err = profileCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, profileUsage)
+			return 0
+		}
+	case "bench":
+		err = benchCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, benchUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if len(rest) > 0 {
 			return fail(stderr, fmt.Errorf("version takes no arguments"))
@@ -189,6 +208,10 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, inspectUsage)
 	case args[0] == "graph":
 		io.WriteString(stdout, graphUsage)
+	case args[0] == "profile":
+		io.WriteString(stdout, profileUsage)
+	case args[0] == "bench":
+		io.WriteString(stdout, benchUsage)
 	case args[0] == "version" || args[0] == "help":
 		io.WriteString(stdout, usage)
 	default:

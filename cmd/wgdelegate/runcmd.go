@@ -207,6 +207,9 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 		// Serialized dims are upper bounds (dynamic shapes): an input may
 		// be smaller in any dim, not larger, and has the same rank.
 		fits := len(in.Shape) == len(shape)
+		if len(shape) == 0 && graph.Numel(in.Shape) == 1 {
+			fits = true // a SymInt (or scalar) input given as a one-element array
+		}
 		for j := 0; fits && j < len(shape); j++ {
 			fits = in.Shape[j] >= 0 && in.Shape[j] <= shape[j]
 		}

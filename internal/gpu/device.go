@@ -66,6 +66,8 @@ type Device struct {
 	lostReason atomic.Value   // string: why; set by Destroy or a device-lost error
 	pad        [4]byte        // Write's tail word (under mu)
 	idleCell   unsafe.Pointer // C status cell for queue-idle waits
+	timestamps bool           // the TimestampQuery feature is enabled (see profile.go)
+	prof       profState
 
 	// mu serialises queue use (submit, write, map) and cache access. The
 	// WebGPU objects are not documented as safe for concurrent use through
@@ -133,10 +135,17 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	// Binding bug: MaxPushConstantSize is read uninitialised. We use no push
 	// constants, so ask for none.
 	limits.MaxPushConstantSize = 0
+	// Timestamp queries (for Program.Profile) only where the adapter has them.
+	var features []wgpu.FeatureName
+	if ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
+		features = append(features, wgpu.FeatureNameTimestampQuery)
+	}
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
-		Label:          "wgdelegate",
-		RequiredLimits: &wgpu.RequiredLimits{Limits: limits},
+		Label:            "wgdelegate",
+		RequiredFeatures: features,
+		RequiredLimits:   &wgpu.RequiredLimits{Limits: limits},
 	})
+	d.timestamps = err == nil && dev != nil && len(features) > 0
 	if err != nil || dev == nil {
 		ad.Release()
 		d.inst.Release()

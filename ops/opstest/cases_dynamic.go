@@ -73,3 +73,22 @@ func init() {
 		}},
 	)
 }
+
+// select_as_symint reads an input tensor's value on the host (a position
+// given as a tensor), and the value sizes a slice: every seed changes it.
+func init() {
+	f, i32 := serialization.Float32, serialization.Int32
+	Cases = append(Cases, Case{Name: "dynamic/select_as_symint", Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+		x := b.Tensor(f, []uint32{9, 3}, -1)
+		pos := b.Tensor(i32, []uint32{2}, -1)
+		end := b.SymInt(0)
+		b.Op("et_vk.select_as_symint.default", pos, b.Int(0), b.Int(-1), end)
+		sl := b.Tensor(f, []uint32{9, 3}, -1)
+		b.Op("aten.slice_copy.Tensor", x, b.Int(0), b.Int(0), end, b.Int(1), sl)
+		b.Inputs(x, pos)
+		b.Outputs(sl, end)
+		p := reference.New(i32, []int64{2})
+		p.V[0], p.V[1] = float64(r.Int64N(100)), float64(1+r.Int64N(9))
+		return []*reference.Tensor{RandTensor(r, f, []int64{9, 3}, -1, 1), p}
+	}})
+}

@@ -66,7 +66,8 @@ func fillRef(e *Env, a []int32, n, sizeFrom, val int, def float64) error {
 	return nil
 }
 
-// arangeRef: ceil((end-start)/step) values start + i*step, in float64.
+// arangeRef: ceil((end-start)/step) values start + i*step, in float64
+// (start and step truncated first for an integer out, as torch does).
 func arangeRef(e *Env, a []int32) error {
 	if len(a) != 8 {
 		return fmt.Errorf("%d args, want 8", len(a))
@@ -87,8 +88,13 @@ func arangeRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
+	start, step := s[0], s[2]
+	if y.DType != serialization.Float32 && y.DType != serialization.Float64 {
+		// torch casts start and step to the integer type first.
+		start, step = math.Trunc(start), math.Trunc(step)
+	}
 	for i := range y.V {
-		y.V[i] = convert(y.DType, s[0]+float64(i)*s[2])
+		y.V[i] = convert(y.DType, start+float64(i)*step)
 	}
 	e.Set(a[7], y)
 	return nil

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+)
+
+const benchUsage = `Usage:
+  wgdelegate bench [flags] MODEL
+
+Loads MODEL, executes it once (the first execute), then N more times, and
+reports what loading and executing cost:
+
+  load_ms                 time to load the model (the device is opened first
+                          and not counted)
+  first_execute_ms        the first Execute
+  execute_ms              min, median and max of the next N
+  dispatches_per_execute  GPU dispatches one Execute records
+  submits_per_execute     GPU submissions per Execute (one per delegate call)
+  allocs_per_execute      Go heap allocations per Execute (mean over the N)
+  load_heap_bytes         Go heap allocated during the load
+  gpu_bytes               GPU memory the model holds (tensor, staging and
+                          uniform buffers)
+  pipelines               compute pipelines created and cache hits during
+                          the load
+  packed_cache            packed-weight cache hits, misses and bytes
+
+Without --input, inputs are generated: small random values of each input's
+dtype and shape (integers 1..3, floats in [-1, 1)). Runs longer than a
+second show progress on stderr.
+
+Flags:
+  --iterations N       timed executes after the first (default 10)
+  --packed-cache DIR   use DIR as the packed-weight cache
+  --json               print the results as one JSON object
+  --data FILE          a .ptd file holding named constants (repeatable)
+  --input FILE         a .npy file for the next model input (repeatable)
+  -v, --verbose        debug logs on stderr
+  -h, --help           print this help
+
+Examples:
+  wgdelegate bench model.pte
+  wgdelegate bench --iterations 50 --json model.pte
+  # cold, then warm, load through the packed-weight cache
+  wgdelegate bench --packed-cache /tmp/wgd-cache --json model.pte
+  wgdelegate bench --packed-cache /tmp/wgd-cache --json model.pte
+`
+
+// benchOptions are the parsed arguments of "wgdelegate bench".
+type benchOptions struct {
+	model       string
+	data        []string
+	inputs      []string
+	iterations  int
+	packedCache string
+	json        bool
+	verbose     bool
+}
+
+func parseBenchArgs(args []string) (benchOptions, error) {
+	o := benchOptions{iterations: 10}
+	specs := []flagSpec{
+		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
+		{names: []string{"packed-cache"}, value: true, set: func(v string) error { o.packedCache = v; return nil }},
+		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
+		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
+	}
+	pos, err := parseArgs("bench", args, specs)
+	if err != nil {
+		return o, err
+	}
+	o.model, err = oneModel("bench", pos)
+	return o, err
+}
+
+func benchCommand(args []string, stdout, stderr io.Writer) error {
+	o, err := parseBenchArgs(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return benchModel(ctx, o, stdout, stderr)
+}
+
+// benchResult is what bench prints; the JSON names are a stable interface.
+type benchResult struct {
+	LoadMS               float64      `json:"load_ms"`
+	FirstExecuteMS       float64      `json:"first_execute_ms"`
+	ExecuteMS            execStats    `json:"execute_ms"`
+	DispatchesPerExecute int          `json:"dispatches_per_execute"`
+	SubmitsPerExecute    int          `json:"submits_per_execute"`
+	AllocsPerExecute     float64      `json:"allocs_per_execute"`
+	LoadHeapBytes        uint64       `json:"load_heap_bytes"`
+	GPUBytes             int64        `json:"gpu_bytes"`
+	Pipelines            pipeStats    `json:"pipelines"`
+	PackedCache          packedCStats `json:"packed_cache"`
+}
+
+type execStats struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+type pipeStats struct {
+	Created int64 `json:"created"`
+	Hits    int64 `json:"hits"`
+}
+
+type packedCStats struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// loadMeasure records the cost of one load: wall time, Go heap allocated
+// (TotalAlloc delta) and the device's pipeline counters. Its methods do
+// nothing on a nil receiver.
+type loadMeasure struct {
+	start     time.Time
+	heap0     uint64
+	pipes0    wgdelegate.PipelineStats
+	elapsed   time.Duration
+	heapBytes uint64
+	pipes     wgdelegate.PipelineStats
+}
+
+func (lm *loadMeasure) begin(dev *wgdelegate.Device) {
+	if lm == nil {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	lm.heap0 = ms.TotalAlloc
+	lm.pipes0 = dev.PipelineStats()
+	lm.start = time.Now()
+}
+
+func (lm *loadMeasure) end(dev *wgdelegate.Device) {
+	if lm == nil {
+		return
+	}
+	lm.elapsed = time.Since(lm.start)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	lm.heapBytes = ms.TotalAlloc - lm.heap0
+	p := dev.PipelineStats()
+	lm.pipes = wgdelegate.PipelineStats{Hits: p.Hits - lm.pipes0.Hits, Created: p.Created - lm.pipes0.Created}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
+	log := newLogger(stderr, o.verbose)
+	var lm loadMeasure
+	var opts []wgdelegate.Option
+	if o.packedCache != "" {
+		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
+	}
+	l, err := openModel(ctx, o.model, o.data, o.inputs, log, stderr, &lm, opts...)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	m := l.m
+	res := benchResult{
+		LoadMS:        ms(lm.elapsed),
+		LoadHeapBytes: lm.heapBytes,
+		Pipelines:     pipeStats{Created: lm.pipes.Created, Hits: lm.pipes.Hits},
+	}
+
+	pr := newIterProgress(stderr, filepath.Base(o.model), o.iterations+1)
+	defer pr.finish()
+	start := time.Now()
+	if _, err := m.Execute(ctx, l.inputs...); err != nil {
+		return err
+	}
+	res.FirstExecuteMS = ms(time.Since(start))
+	pr.set(1)
+
+	times := make([]time.Duration, o.iterations)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range times {
+		t := time.Now()
+		if _, err := m.Execute(ctx, l.inputs...); err != nil {
+			return err
+		}
+		times[i] = time.Since(t)
+		pr.set(i + 2)
+	}
+	runtime.ReadMemStats(&after)
+	pr.finish()
+	res.AllocsPerExecute = float64(after.Mallocs-before.Mallocs) / float64(len(times))
+	slices.Sort(times)
+	res.ExecuteMS = execStats{Min: ms(times[0]), Median: ms(median(times)), Max: ms(times[len(times)-1])}
+
+	st := m.MemoryStats()
+	res.DispatchesPerExecute = st.NumDispatches
+	res.SubmitsPerExecute = m.NumCalls()
+	res.GPUBytes = st.TotalBytes()
+	pc := m.PackedCacheStats()
+	res.PackedCache = packedCStats{Hits: int64(pc.Hits), Misses: int64(pc.Misses), Bytes: pc.Bytes}
+
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printBench(stdout, res)
+	return nil
+}
+
+// median of sorted, non-empty ds.
+func median(ds []time.Duration) time.Duration {
+	n := len(ds)
+	if n%2 == 1 {
+		return ds[n/2]
+	}
+	return (ds[n/2-1] + ds[n/2]) / 2
+}
+
+func printBench(w io.Writer, r benchResult) {
+	tab := newTable(w)
+	tab.row("load", fmt.Sprintf("%.1f ms", r.LoadMS))
+	tab.row("first execute", fmt.Sprintf("%.2f ms", r.FirstExecuteMS))
+	tab.row("execute", fmt.Sprintf("min %.2f ms, median %.2f ms, max %.2f ms", r.ExecuteMS.Min, r.ExecuteMS.Median, r.ExecuteMS.Max))
+	tab.row("dispatches per execute", r.DispatchesPerExecute)
+	tab.row("submits per execute", r.SubmitsPerExecute)
+	tab.row("allocs per execute", fmt.Sprintf("%.1f", r.AllocsPerExecute))
+	tab.row("load heap", fmt.Sprintf("%d bytes (%s)", r.LoadHeapBytes, mib(int64(r.LoadHeapBytes))))
+	tab.row("gpu memory", fmt.Sprintf("%d bytes (%s)", r.GPUBytes, mib(r.GPUBytes)))
+	tab.row("pipelines", fmt.Sprintf("%d created, %d cache hits", r.Pipelines.Created, r.Pipelines.Hits))
+	tab.row("packed cache", fmt.Sprintf("%d hits, %d misses, %d bytes", r.PackedCache.Hits, r.PackedCache.Misses, r.PackedCache.Bytes))
+	tab.flush()
+}
+
+// iterProgress shows a benchmark's executes on stderr once they have run
+// longer than progressDelay (the load's own progress is newProgress's):
+// a redrawn bar on a terminal, a plain line per second otherwise.
+type iterProgress struct {
+	w      io.Writer
+	tty    bool
+	label  string
+	total  int
+	start  time.Time
+	mu     sync.Mutex
+	last   time.Time // last plain line
+	shown  bool
+	closed bool
+}
+
+func newIterProgress(w io.Writer, label string, total int) *iterProgress {
+	return &iterProgress{w: w, tty: isTerminal(w), label: label, total: total, start: time.Now()}
+}
+
+// set reports that done executes have finished.
+func (p *iterProgress) set(done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	elapsed := time.Since(p.start)
+	if p.closed || elapsed < progressDelay {
+		return
+	}
+	line := fmt.Sprintf("bench %s: execute %d/%d", p.label, done, p.total)
+	if p.tty {
+		const width = 24
+		n := done * width / max(p.total, 1)
+		fmt.Fprintf(p.w, "\r\033[K[%s%s] %s (%.1fs)", strings.Repeat("#", n), strings.Repeat(" ", width-n), line, elapsed.Seconds())
+		p.shown = true
+		return
+	}
+	if done == p.total || time.Since(p.last) >= time.Second {
+		fmt.Fprintf(p.w, "%s (%.1fs)\n", line, elapsed.Seconds())
+		p.last = time.Now()
+		p.shown = true
+	}
+}
+
+// finish ends the bar's line; it is safe to call twice.
+func (p *iterProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if p.shown && p.tty {
+		fmt.Fprintln(p.w)
+	}
+}

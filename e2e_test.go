@@ -1,0 +1,177 @@
+package wgdelegate_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
+)
+
+// End-to-end model tests: whole networks written with the serialization
+// writer (internal/models, shared with the examples), saved as files,
+// opened with wgdelegate.Open on the real device and compared with the
+// plain-Go reference interpreter at 1e-3 relative (models.Tol).
+
+// openModel writes f to a temporary directory and opens it on the shared
+// test device.
+func openModel(t *testing.T, f models.Files) *wgdelegate.Model {
+	t.Helper()
+	dir := t.TempDir()
+	pte := filepath.Join(dir, "model.pte")
+	if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := []wgdelegate.Option{wgdelegate.WithDevice(device(t))}
+	if f.PTD != nil {
+		ptd := filepath.Join(dir, "weights.ptd")
+		if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, wgdelegate.WithDataFiles(ptd))
+	}
+	m, err := wgdelegate.Open(context.Background(), pte, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// compareOutputs checks every output against the reference's.
+func compareOutputs(t *testing.T, what string, got []wgdelegate.Tensor, want []*reference.Tensor) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d outputs, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		d, err := models.Compare(got[i], want[i], models.Tol)
+		if err != nil {
+			t.Fatalf("%s: output %d: %v", what, i, err)
+		}
+		t.Logf("%s: output %d %v: %v", what, i, got[i].Shape, d)
+	}
+}
+
+// TestE2ECNN: conv 3×3 + batch norm + relu, max pool, depthwise conv with
+// stride 2, pointwise conv + relu, avg pool, view, linear, softmax, with
+// the weights in the .pte's own named data; executed twice with different
+// images. The dynamic variant declares a batch of 3 as the bound and runs
+// batches of 1, 3 and 2 through one loaded model (the flattening view
+// sized by sym_size.int).
+func TestE2ECNN(t *testing.T) {
+	dyn := models.CNNConfig{N: 3, C: 3, H: 16, W: 24, C1: 8, C2: 12, Classes: 5, Seed: 4, BatchNormEpsilon: 1e-3, DynamicBatch: true}
+	for _, tc := range []struct {
+		name    string
+		cfg     models.CNNConfig
+		batches []int64
+	}{
+		{"default", models.DefaultCNN, []int64{1, 1}},
+		{"dynamic_batch", dyn, []int64{1, 3, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := models.NewCNN(tc.cfg)
+			f, err := models.Encode(m.B, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := openModel(t, f)
+			for run, n := range tc.batches {
+				x := m.BatchInput(n, uint64(10+run))
+				got, err := model.Execute(context.Background(), wgdelegate.FromFloat32(m.BatchShape(n), x))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := m.Reference(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareOutputs(t, fmt.Sprintf("run %d (batch %d)", run, n), got, want)
+			}
+		})
+	}
+}
+
+// TestE2EDecoderKVCache: a transformer decoder layer (rms_norm, q/k/v
+// projections, rotary embedding, KV-cache attention with grouped-query
+// heads, SwiGLU feed-forward, residuals) with its weights in a .ptd,
+// stepped over several Execute calls of one loaded model. The token count
+// per step is dynamic (prefill 3, then 1, 1, 2, 1), input_pos is a SymInt
+// input, and the attended sequence grows from 3 to 8 positions; then a
+// new 4-token prompt restarts at input_pos 0, overwriting the cache rows,
+// and decodes once more. Each step is checked against a reference that
+// replays the same steps, which holds only if the cache rows each Execute
+// writes persist into the next. Both cache op styles run:
+// sdpa_with_kv_cache, and update_cache ×2 + llama.custom_sdpa.
+func TestE2EDecoderKVCache(t *testing.T) {
+	type step struct {
+		tokens []int32
+		pos    int64
+	}
+	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{64}, 7},
+		{[]int32{9, 2, 71, 40}, 0}, {[]int32{12}, 4}}
+	for _, split := range []bool{false, true} {
+		name := "sdpa_with_kv_cache"
+		if split {
+			name = "update_cache+custom_sdpa"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := models.DefaultDecoder
+			cfg.SplitCache = split
+			d, err := models.NewDecoder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := models.Encode(d.B, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := openModel(t, f)
+			ref := d.NewReference()
+			for i, s := range steps {
+				got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				want, err := ref.Step(s.tokens, s.pos)
+				if err != nil {
+					t.Fatalf("step %d: reference: %v", i, err)
+				}
+				compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
+			}
+		})
+	}
+}
+
+// TestE2EMLPDynamicBatch: one loaded MLP (declared batch 8, an upper
+// bound) executed with batches of 1, 3, 8 and 3 again; outputs come back
+// with the live batch size.
+func TestE2EMLPDynamicBatch(t *testing.T) {
+	m := models.NewMLP(models.DefaultMLP)
+	f, err := models.Encode(m.B, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := openModel(t, f)
+	for i, rows := range []int64{1, 3, 8, 3} {
+		x := m.Input(rows, uint64(20+i))
+		got, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{rows, m.Cfg.In}, x))
+		if err != nil {
+			t.Fatalf("batch %d: %v", rows, err)
+		}
+		want, err := m.Reference(x, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareOutputs(t, fmt.Sprintf("batch %d", rows), got, []*reference.Tensor{want})
+	}
+	// Over the bound is an error, not a crash.
+	rows := m.Cfg.MaxBatch + 1
+	if _, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{rows, m.Cfg.In}, m.Input(rows, 1))); err == nil {
+		t.Fatalf("batch %d over the bound %d: no error", rows, m.Cfg.MaxBatch)
+	}
+}

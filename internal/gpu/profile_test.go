@@ -1,0 +1,131 @@
+package gpu
+
+import (
+	"context"
+	"testing"
+)
+
+// profileProgram prepares three dispatches of the inc kernel over n words,
+// plus one with an empty grid.
+func profileProgram(t *testing.T, n int) *Program {
+	t.Helper()
+	d := testDev
+	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := d.NewBuffer(Storage, uint64(4*n), "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(buf.Release)
+	bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bg.Release)
+	wg := uint32((n + 63) / 64)
+	return d.Prepare([]Dispatch{
+		{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+		{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+		{Pipeline: p, Group: bg, X: 0, Y: 1, Z: 1},
+		{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+	}, nil)
+}
+
+func checkProfile(t *testing.T, prog *Program, wantSource string) {
+	t.Helper()
+	durs, source, err := prog.Profile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("source %s, durations %v", source, durs)
+	if source != wantSource {
+		t.Errorf("source %q, want %q", source, wantSource)
+	}
+	if len(durs) != 4 {
+		t.Fatalf("%d durations, want 4", len(durs))
+	}
+	for _, i := range []int{0, 1, 3} {
+		if durs[i] <= 0 {
+			t.Errorf("dispatch %d took %v, want > 0", i, durs[i])
+		}
+	}
+	if durs[2] != 0 {
+		t.Errorf("empty dispatch took %v, want 0", durs[2])
+	}
+}
+
+func TestProfile(t *testing.T) {
+	want := ProfileCPU
+	if testDev.HasTimestamps() {
+		want = ProfileTimestamp
+		period, err := testDev.TimestampPeriod(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("timestamp queries available; period %g ns", period)
+		if period <= 0 {
+			t.Fatalf("period %g", period)
+		}
+	} else {
+		t.Log("no timestamp queries on this adapter: CPU timing")
+	}
+	checkProfile(t, profileProgram(t, 1<<16), want)
+}
+
+func TestProfileCPUFallback(t *testing.T) {
+	d := testDev
+	d.mu.Lock()
+	d.prof.forceCPU = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.prof.forceCPU = false
+		d.mu.Unlock()
+	}()
+	checkProfile(t, profileProgram(t, 1<<16), ProfileCPU)
+}
+
+// TestProfileChunks times more dispatches than one query set holds, and
+// leaves no buffers behind.
+func TestProfileChunks(t *testing.T) {
+	before := testDev.LiveObjects()
+	prog := profileProgram(t, 64)
+	// Repeat the first record past one query set's worth.
+	base := prog.p.dispatches[0]
+	prog.p.dispatches = prog.p.dispatches[:0]
+	for range profileChunk + 5 {
+		prog.p.dispatches = append(prog.p.dispatches, base)
+	}
+	durs, _, err := prog.Profile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(durs) != profileChunk+5 {
+		t.Fatalf("%d durations, want %d", len(durs), profileChunk+5)
+	}
+	for i, x := range durs {
+		if x <= 0 {
+			t.Fatalf("dispatch %d: %v", i, x)
+		}
+	}
+	after := testDev.LiveObjects()
+	// profileProgram's buffer and bind group are released at cleanup.
+	if after.Buffers != before.Buffers+1 || after.BindGroups != before.BindGroups+1 {
+		t.Errorf("live objects %+v, before %+v", after, before)
+	}
+}
+
+func TestProfileCancelled(t *testing.T) {
+	prog := profileProgram(t, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := prog.Profile(ctx); err == nil {
+		t.Fatal("no error with a cancelled context")
+	}
+	// The device still works.
+	if _, _, err := prog.Profile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,64 @@
+package models
+
+import (
+	"github.com/wgdelegate/wgdelegate/ops/reference"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// MLPConfig sizes the MLP: up to MaxBatch rows of In features, Hidden
+// units, Out outputs.
+type MLPConfig struct {
+	MaxBatch, In, Hidden, Out int64
+	Seed                      uint64
+}
+
+// DefaultMLP takes batches of up to 8 rows of 16 features.
+var DefaultMLP = MLPConfig{MaxBatch: 8, In: 16, Hidden: 32, Out: 8, Seed: 3}
+
+// MLP is y = linear(gelu(linear(x))) with a dynamic batch: x is declared
+// [MaxBatch, In], an upper bound, and Execute takes any batch up to it;
+// every op derives its output shape from its input's live shape, so y has
+// as many rows as x. Input: x. Output: y.
+type MLP struct {
+	Cfg MLPConfig
+	B   *serialization.Builder
+}
+
+// NewMLP builds the graph with weights drawn from cfg.Seed.
+func NewMLP(cfg MLPConfig) *MLP {
+	r := newRNG(cfg.Seed)
+	f := serialization.Float32
+	b := serialization.NewBuilder()
+	x := b.Tensor(f, dims(cfg.MaxBatch, cfg.In), -1)
+	w1 := weight(b, r.normal(cfg.Hidden*cfg.In, 0.5), cfg.Hidden, cfg.In)
+	b1 := weight(b, r.normal(cfg.Hidden, 0.1), cfg.Hidden)
+	w2 := weight(b, r.normal(cfg.Out*cfg.Hidden, 0.3), cfg.Out, cfg.Hidden)
+	b2 := weight(b, r.normal(cfg.Out, 0.1), cfg.Out)
+	h := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 0)
+	g := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 1)
+	y := b.Tensor(f, dims(cfg.MaxBatch, cfg.Out), -1)
+	b.Op("aten.linear.default", x, w1, b1, h)
+	b.Op("aten.gelu.default", h, b.String("none"), g)
+	b.Op("aten.linear.default", g, w2, b2, y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return &MLP{Cfg: cfg, B: b}
+}
+
+// Input returns a deterministic random batch of rows.
+func (m *MLP) Input(rows int64, seed uint64) []float32 {
+	return newRNG(seed).uniform(rows*m.Cfg.In, -2, 2)
+}
+
+// Reference runs the MLP on the reference interpreter for a batch of rows.
+func (m *MLP) Reference(x []float32, rows int64) (*reference.Tensor, error) {
+	in := reference.New(serialization.Float32, []int64{rows, m.Cfg.In})
+	for i, v := range x {
+		in.V[i] = float64(v)
+	}
+	outs, err := RunReference(m.B, []*reference.Tensor{in})
+	if err != nil {
+		return nil, err
+	}
+	return outs[0], nil
+}
