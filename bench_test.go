@@ -155,28 +155,32 @@ func BenchmarkChain200(b *testing.B) {
 
 // BenchmarkModels measures the end-to-end latency of one Execute (upload,
 // every dispatch in one submit, readback) of each benchmark model of
-// bench/models (the example MLP, a larger MLP, an elementwise chain), as
+// bench/models (internal/models' CNN, MLP and decoder layer, the example
+// MLP, a larger MLP, an elementwise chain), as
 // the median over the iterations in ms; bench/compare.sh runs the same
 // models in PyTorch.
 //
 //	go test -run '^$' -bench Models -count 5 .
 func BenchmarkModels(b *testing.B) {
-	for _, mod := range models.All() {
+	all, err := models.All()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mod := range all {
 		b.Run(mod.Name, func(b *testing.B) {
 			m, err := load(b, mod.Builder)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer m.Close()
-			x := wgdelegate.Float32Tensor(mod.Input.Shape, mod.Input.Data)
 			ctx := context.Background()
-			if _, err := m.Execute(ctx, x); err != nil {
+			if _, err := m.Execute(ctx, mod.Inputs...); err != nil {
 				b.Fatal(err)
 			}
 			var ts []float64
 			for b.Loop() {
 				t0 := time.Now()
-				if _, err := m.Execute(ctx, x); err != nil {
+				if _, err := m.Execute(ctx, mod.Inputs...); err != nil {
 					b.Fatal(err)
 				}
 				ts = append(ts, float64(time.Since(t0).Nanoseconds())/1e6)

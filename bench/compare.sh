@@ -9,13 +9,15 @@
 #   WGDELEGATE=/path/to/wgdelegate bench/compare.sh   # use that binary
 #
 # Models come from bench/models (written by bench/emit: model.pte,
-# weights.ptd, input.npy, the weights as .npy, spec.json, and out.npy,
-# wgdelegate's own result). The wgdelegate side runs
+# weights.ptd, input_<i>.npy, graph.json with the constants as c<id>.npy,
+# and out_<i>.npy, wgdelegate's own results). The wgdelegate side runs
 # "wgdelegate bench --json" when the command exists, else "bench/emit
 # -bench" (same JSON fields: load_ms, first_execute_ms,
-# execute_ms{min,median,max}). The PyTorch side replays spec.json with the
-# same weights and input, checks its result against out.npy and times the
-# forward pass under torch.inference_mode with all CPU threads.
+# execute_ms{min,median,max}). The PyTorch side (bench/torch_replay.py)
+# replays graph.json op by op with torch.ops.aten on the same weights and
+# inputs, checks its results against out_<i>.npy and times the forward
+# pass under torch.inference_mode with all CPU threads; a graph with
+# custom (non-aten) ops shows n/a.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -68,42 +70,6 @@ median_of() {
 	python3 -c 'import sys, statistics as s; v = sorted(map(float, sys.argv[1:])); print("%.4f %.4f %.4f" % (s.median(v), v[0], v[-1]))' "$@"
 }
 
-TORCH_PY='
-import json, os, sys, time
-import numpy as np
-import torch
-d, iters = sys.argv[1], int(sys.argv[2])
-torch.set_num_threads(os.cpu_count())
-spec = json.load(open(os.path.join(d, "spec.json")))
-load = lambda n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
-x0 = load("input")
-W = {l[k]: load(l[k]) for l in spec["layers"] for k in ("weight", "bias") if l.get(k)}
-F = torch.nn.functional
-def forward(x):
-    for l in spec["layers"]:
-        op = l["op"]
-        if op == "linear": x = F.linear(x, W[l["weight"]], W[l["bias"]])
-        elif op == "relu": x = torch.relu(x)
-        elif op == "gelu": x = F.gelu(x)
-        elif op == "sigmoid": x = torch.sigmoid(x)
-        elif op == "tanh": x = torch.tanh(x)
-        elif op == "add": x = x + W[l["weight"]]
-        elif op == "mul": x = x * W[l["weight"]]
-        elif op == "mul_scalar": x = x * l["scalar"]
-        else: raise SystemExit("unknown layer " + op)
-    return x
-with torch.inference_mode():
-    y = forward(x0)
-    ref = np.load(os.path.join(d, "out.npy"))
-    diff = float(np.max(np.abs(y.numpy() - ref))) if ref.size else 0.0
-    for _ in range(3): forward(x0)
-    ts = []
-    for _ in range(iters):
-        t = time.perf_counter(); forward(x0); ts.append((time.perf_counter() - t) * 1e3)
-ts.sort()
-print(json.dumps({"median": ts[len(ts) // 2], "min": ts[0], "max": ts[-1], "max_abs_diff": diff, "threads": torch.get_num_threads()}))
-'
-
 field() { python3 -c 'import json, sys; j = json.loads(sys.argv[1]); print(eval("j" + sys.argv[2]))' "$1" "$2"; }
 
 printf '\n%-14s %-32s %-32s %8s %10s\n' model "wgdelegate ms (median [min-max])" "pytorch ms (median [min-max])" "wgd/pt" "max|diff|"
@@ -114,25 +80,26 @@ for dir in "$OUT"/models/*/; do
 	diff="-"
 	for _ in $(seq "$RUNS"); do
 		if [ -n "$WGD" ]; then
-			j=$("$WGD" bench --json --iterations "$ITER" --data "$dir/weights.ptd" --input "$dir/input.npy" "$dir/model.pte" 2>/dev/null)
+			ins=()
+			for f in "$dir"/input_*.npy; do ins+=(--input "$f"); done
+			j=$("$WGD" bench --json --iterations "$ITER" --data "$dir/weights.ptd" "${ins[@]}" "$dir/model.pte" 2>/dev/null)
 		else
 			j=$("$OUT/emit" -bench "$dir" -iterations "$ITER" 2>/dev/null)
 		fi
 		wg+=("$(field "$j" '["execute_ms"]["median"]')")
-		if [ -n "$PY" ]; then
-			j=$("$PY" -c "$TORCH_PY" "$dir" "$ITER")
+		if [ -n "$PY" ] && j=$("$PY" bench/torch_replay.py "$dir" "$ITER"); then
 			pt+=("$(field "$j" '["median"]')")
 			diff=$(field "$j" '["max_abs_diff"]')
 		fi
 	done
 	read -r wm wlo whi < <(median_of "${wg[@]}")
-	if [ -n "$PY" ]; then
+	if [ ${#pt[@]} -gt 0 ]; then
 		read -r pm plo phi < <(median_of "${pt[@]}")
 		ratio=$(python3 -c "print('%.2f' % ($wm / $pm))")
 		printf '%-14s %-32s %-32s %8s %10.2g\n' "$name" "$(printf '%.3f [%.3f-%.3f]' "$wm" "$wlo" "$whi")" \
 			"$(printf '%.3f [%.3f-%.3f]' "$pm" "$plo" "$phi")" "$ratio" "$diff"
 	else
-		printf '%-14s %-32s %-32s %8s %10s\n' "$name" "$(printf '%.3f [%.3f-%.3f]' "$wm" "$wlo" "$whi")" "-" "-" "-"
+		printf '%-14s %-32s %-32s %8s %10s\n' "$name" "$(printf '%.3f [%.3f-%.3f]' "$wm" "$wlo" "$whi")" "n/a" "-" "-"
 	fi
 done
 echo
