@@ -282,3 +282,16 @@ func (b *opBuilder) Absorb(i int) error {
 	b.g.absorbed[i] = true
 	return nil
 }
+
+// SameBuffer reports whether tensors x and y live in one GPU buffer (the
+// same value, or one shared mem_obj_id). A fusing op uses it so that its
+// fused kernel never reads a buffer it writes: the exporter's memory plan
+// may give a chain's last output the buffer of a value the chain's first op
+// reads, which is safe only while they are separate dispatches.
+func (b *opBuilder) SameBuffer(x, y int32) bool {
+	t := b.g.tensors
+	if x < 0 || y < 0 || int(x) >= len(t) || int(y) >= len(t) || t[x] == nil || t[y] == nil {
+		return false
+	}
+	return x == y || (t[x].buf != nil && t[x].buf == t[y].buf)
+}

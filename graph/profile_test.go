@@ -4,10 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 func TestProfile(t *testing.T) {
+	// One dispatch per op: elementwise fusion would run add and mul as one
+	// kernel.
+	ops.FuseElementwise = false
+	defer func() { ops.FuseElementwise = true }()
 	const n = 4096
 	f := serialization.Float32
 	b := serialization.NewBuilder()

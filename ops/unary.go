@@ -37,6 +37,9 @@ import (
 // tanh, sigmoid and gelu use overflow- and cancellation-free forms, and
 // sin/cos/tan reduce arguments past 2^20 themselves (Payne-Hanek), where
 // llvmpipe's own reduction loses digits.
+//
+// A float32 op of this family (not sin, cos, tan, pow) starts or joins a
+// fused chain of elementwise ops when fusion applies (ops/fuse.go).
 func init() {
 	for _, op := range []string{"abs", "neg", "exp", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
 		"relu", "relu6", "round", "log10", "hardswish", "hardsigmoid", "bitwise_not", "logical_not"} {
@@ -139,6 +142,9 @@ func unaryOp(b Builder, op string, args []int32) error {
 		return err
 	}
 	if _, err := Output(b, outArg, args[outArg], outT.DType, in.Dims); err != nil {
+		return err
+	}
+	if done, err := fuseUnaryHead(b, "aten."+op+".default", args, v, p, in); done || err != nil {
 		return err
 	}
 	return unaryDispatch(b, v, p, args[0], args[outArg], in.Numel, outArg)

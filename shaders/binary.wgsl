@@ -13,6 +13,8 @@
 //     one element and splatted.
 //   - BScalar: b is the uniform params.s_f / s_i (the .Scalar ops), and
 //     has no binding.
+//   - Per: outputs per invocation of the Rank 1 kernel (1, or 4 for
+//     large tensors), see main.
 //   - Rank: 1 when the broadcast merges to one dimension (a and b are each
 //     the whole tensor or a single element). Otherwise 2..8, and each
 //     invocation walks params.dims to find its inputs; the rank is baked in
@@ -316,6 +318,24 @@ fn apply(x: {{.CT}}, y: {{.CT}}) -> {{.CT}} {
 {{- end}}
 }
 
+{{- if gt .Per 1}}
+
+// Per > 1: each invocation computes Per outputs, one per workgroup-wide
+// block (lanes stay on consecutive elements); llvmpipe then pays its
+// per-invocation cost once per Per outputs (about 10-15% faster on a
+// 16M-element add).
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let w = wid.x + wid.y * nwg.x;
+  for (var k = 0u; k < {{.Per}}u; k++) {
+    let i = (w * {{.Per}}u + k) * {{.WG}}u + lid;
+    if (i < params.n) {
+      o[i] = {{.OBuf}}(apply(load_a({{if .AVec}}i{{else}}0u{{end}}), load_b({{if .BVec}}i{{else}}0u{{end}})));
+    }
+  }
+}
+{{- else}}
+
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
@@ -340,3 +360,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   o[i] = {{.OBuf}}(apply(load_a({{if .AVec}}i{{else}}0u{{end}}), load_b({{if .BVec}}i{{else}}0u{{end}})));
 {{- end}}
 }
+{{- end}}

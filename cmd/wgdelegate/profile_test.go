@@ -15,6 +15,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -22,6 +23,10 @@ import (
 // ops of one dispatch each, and returns its path.
 func chainModel(t *testing.T, dir string) string {
 	t.Helper()
+	// One dispatch per op: elementwise fusion (decided at load) would run
+	// the chain as one kernel.
+	ops.FuseElementwise = false
+	t.Cleanup(func() { ops.FuseElementwise = true })
 	const n = 1 << 14
 	f := serialization.Float32
 	b := serialization.NewBuilder()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -27,6 +28,9 @@ func BenchmarkAdd(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
+	// Each add of the chain must be its own dispatch.
+	ops.FuseElementwise = false
+	defer func() { ops.FuseElementwise = true }()
 	const n = 1 << 22
 	for _, c := range []struct {
 		name   string

@@ -188,6 +188,10 @@ func init() {
 		{{1000, 257}, {1000, 257}},
 		{{300, 1001}, {1001}},
 		{{256, 1024}, {256, 1}},
+		// Over 2^16 invocations of the rank-1 kernel: 4 per invocation
+		// (vec4, and scalar with a single-element other), with a tail.
+		{{4, 65539}, {4, 65539}},
+		{{262147}, {1}},
 	}
 	for _, op := range []string{"add", "sub", "mul", "div"} {
 		for _, p := range pairs {
