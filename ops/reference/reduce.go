@@ -204,11 +204,7 @@ func softmaxRef(e *Env, log bool, a []int32) error {
 	if len(a) != 4 {
 		return fmt.Errorf("softmax: %d args, want 4", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, d, err := e.inInt(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,21 @@ func shPick(v float64, n int64) (int64, bool) {
 	return i, i >= 0 && i < n
 }
 
+// pickAlong fills out, whose coordinates run over shape os, from x (shape
+// xs): element i takes x at its own coordinates but index(i, c) along dim
+// (c its coordinates); an index out of range leaves a zero.
+func pickAlong(out, x *Tensor, os, xs []int64, dim int, index func(i int, c []int64) float64) {
+	for i := range out.V {
+		c := shCoords(int64(i), os)
+		j, ok := shPick(index(i, c), xs[dim])
+		if !ok {
+			continue
+		}
+		c[dim] = j
+		out.V[i] = x.V[shFlat(c, xs)]
+	}
+}
+
 func catRef(e *Env, a []int32) error {
 	ids, err := e.ValueList(a[0])
 	if err != nil {
@@ -168,20 +183,12 @@ func sliceTo(e *Env, x *Tensor, dim int, start, end, step int64, id int32) error
 }
 
 func sliceRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
 	if len(x.Shape) == 0 {
 		return fmt.Errorf("slice of a scalar")
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
-	if err != nil {
-		return err
 	}
 	n := x.Shape[dim]
 	bound := func(id int32, def int64) (int64, error) {
@@ -222,11 +229,7 @@ func sliceRef(e *Env, a []int32) error {
 }
 
 func selectRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -236,10 +239,6 @@ func selectRef(e *Env, a []int32) error {
 	}
 	if len(x.Shape) == 0 {
 		return fmt.Errorf("select from a scalar")
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
-	if err != nil {
-		return err
 	}
 	if idx < 0 {
 		idx += x.Shape[dim]
@@ -267,19 +266,11 @@ func selectRef(e *Env, a []int32) error {
 }
 
 func splitRef(e *Env, a []int32, withSizes bool) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[2])
+	x, dim, err := e.inDim(a[0], a[2])
 	if err != nil {
 		return err
 	}
 	outs, err := e.ValueList(a[3])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
 	if err != nil {
 		return err
 	}
@@ -393,11 +384,7 @@ func repeatRef(e *Env, a []int32) error {
 }
 
 func repeatInterleaveRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	r, err := e.Int(a[1])
+	x, r, err := e.inInt(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -466,19 +453,11 @@ func flipRef(e *Env, a []int32) error {
 }
 
 func indexSelectRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
 	ix, err := e.In(a[2])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
 	if err != nil {
 		return err
 	}
@@ -495,33 +474,17 @@ func indexSelectRef(e *Env, a []int32) error {
 	}
 	os := append([]int64{}, xs...)
 	os[dim] = int64(len(ix.V))
-	for i := range out.V {
-		c := shCoords(int64(i), os)
-		j, ok := shPick(ix.V[c[dim]], xs[dim])
-		if !ok {
-			continue
-		}
-		c[dim] = j
-		out.V[i] = x.V[shFlat(c, xs)]
-	}
+	pickAlong(out, x, os, xs, dim, func(_ int, c []int64) float64 { return ix.V[c[dim]] })
 	e.Set(a[3], out)
 	return nil
 }
 
 func gatherRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
 	ix, err := e.In(a[2])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
 	if err != nil {
 		return err
 	}
@@ -533,15 +496,7 @@ func gatherRef(e *Env, a []int32) error {
 	if len(xs) == 0 {
 		xs, is = []int64{1}, []int64{1}
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), is)
-		j, ok := shPick(ix.V[i], xs[dim])
-		if !ok {
-			continue
-		}
-		c[dim] = j
-		out.V[i] = x.V[shFlat(c, xs)]
-	}
+	pickAlong(out, x, is, xs, dim, func(i int, _ []int64) float64 { return ix.V[i] })
 	e.Set(a[4], out)
 	return nil
 }
@@ -661,11 +616,7 @@ func indexRef(e *Env, a []int32) error {
 }
 
 func embeddingRef(e *Env, a []int32) error {
-	w, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[1])
+	w, ix, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -234,11 +234,7 @@ func gridSamplerRef(e *Env, a []int32) error {
 	if len(a) != 6 {
 		return fmt.Errorf("%d args, want 6", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	g, err := e.In(a[1])
+	x, g, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}
