@@ -42,3 +42,30 @@ func (e *Env) in2(xID, yID int32) (*Tensor, *Tensor, error) {
 	}
 	return x, y, nil
 }
+
+// inInts reads tensor xID and IntList lID.
+func (e *Env) inInts(xID, lID int32) (*Tensor, []int64, error) {
+	x, err := e.In(xID)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := e.IntList(lID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, l, nil
+}
+
+// selfDimIndex reads the leading [self, dim, index] of a: self, dim
+// normalized for it, and the index tensor.
+func (e *Env) selfDimIndex(a []int32) (*Tensor, int, *Tensor, error) {
+	x, dim, err := e.inDim(a[0], a[1])
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ix, err := e.In(a[2])
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return x, dim, ix, nil
+}

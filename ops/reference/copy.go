@@ -43,11 +43,7 @@ func copyOp(e *Env, in, out int32, shape []int64) error {
 }
 
 func viewRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	size, err := e.IntList(a[1])
+	x, size, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -76,11 +72,7 @@ func viewRef(e *Env, a []int32) error {
 }
 
 func squeezeRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}

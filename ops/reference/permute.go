@@ -14,11 +14,7 @@ func permuteRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("permute: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -309,11 +309,7 @@ func splitRef(e *Env, a []int32, withSizes bool) error {
 }
 
 func expandRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	size, err := e.IntList(a[1])
+	x, size, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -334,25 +330,26 @@ func expandRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), shape)[lead:]
-		for k := range c {
-			if x.Shape[k] == 1 {
-				c[k] = 0
-			}
-		}
-		out.V[i] = x.V[shFlat(c, x.Shape)]
-	}
+	tileFrom(out, x, lead)
 	e.Set(a[3], out)
 	return nil
 }
 
-func repeatRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
+// tileFrom fills out from x, whose dims align with out's last dims (the
+// first lead are new): each output coordinate is taken modulo x's size, so
+// size-1 dims broadcast (expand) and larger ones repeat (repeat).
+func tileFrom(out, x *Tensor, lead int) {
+	for i := range out.V {
+		c := shCoords(int64(i), out.Shape)[lead:]
+		for k := range c {
+			c[k] %= x.Shape[k]
+		}
+		out.V[i] = x.V[shFlat(c, x.Shape)]
 	}
-	reps, err := e.IntList(a[1])
+}
+
+func repeatRef(e *Env, a []int32) error {
+	x, reps, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -372,13 +369,7 @@ func repeatRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), shape)[lead:]
-		for k := range c {
-			c[k] %= x.Shape[k]
-		}
-		out.V[i] = x.V[shFlat(c, x.Shape)]
-	}
+	tileFrom(out, x, lead)
 	e.Set(a[2], out)
 	return nil
 }
@@ -419,11 +410,7 @@ func repeatInterleaveRef(e *Env, a []int32) error {
 }
 
 func flipRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -453,11 +440,7 @@ func flipRef(e *Env, a []int32) error {
 }
 
 func indexSelectRef(e *Env, a []int32) error {
-	x, dim, err := e.inDim(a[0], a[1])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[2])
+	x, dim, ix, err := e.selfDimIndex(a)
 	if err != nil {
 		return err
 	}
@@ -480,11 +463,7 @@ func indexSelectRef(e *Env, a []int32) error {
 }
 
 func gatherRef(e *Env, a []int32) error {
-	x, dim, err := e.inDim(a[0], a[1])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[2])
+	x, dim, ix, err := e.selfDimIndex(a)
 	if err != nil {
 		return err
 	}
