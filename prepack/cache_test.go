@@ -84,6 +84,16 @@ var testEntries = []struct {
 	{"w/e", 4097},
 }
 
+// openTestCache writes the test cache to a new file and opens it with
+// warnings discarded; it returns the cache and the file's path.
+func openTestCache(t *testing.T) (*Cache, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.wgdpack")
+	writeTestCache(t, path)
+	_, opts := newLog()
+	return OpenCache(path, opts), path
+}
+
 // writeTestCache creates a cache at path holding testEntries, saved in
 // one Save, and returns it re-read.
 func writeTestCache(t testing.TB, path string) {
@@ -141,10 +151,7 @@ func TestCacheRoundTrip(t *testing.T) {
 // TestCacheHitAliasesMapping checks that a hit is a capped sub-slice of
 // the file mapping, 256-byte aligned, and not a heap copy.
 func TestCacheHitAliasesMapping(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, _ := openTestCache(t)
 	defer c.Close()
 	if len(c.sources) != 1 || c.sources[0].mf == nil {
 		t.Fatalf("file not mapped: %d sources", len(c.sources))
@@ -177,10 +184,7 @@ func TestCacheHitAliasesMapping(t *testing.T) {
 // TestCacheStaleSeed checks that a seed mismatch is a stale miss and that
 // the repacked entry replaces the old one after Save and reopen.
 func TestCacheStaleSeed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, path := openTestCache(t)
 	if _, ok := c.Get("w/b", seedOf("v2")); ok {
 		t.Fatal("hit under another seed")
 	}
@@ -197,6 +201,7 @@ func TestCacheStaleSeed(t *testing.T) {
 	}
 	c.Close()
 
+	_, opts := newLog()
 	c = OpenCache(path, opts)
 	defer c.Close()
 	if b, ok := c.Get("w/b", seedOf("v2")); !ok || !bytes.Equal(b, repacked) {
@@ -902,10 +907,7 @@ func TestPutBadKey(t *testing.T) {
 // TestClosed checks that a closed Cache misses, ignores Puts and refuses
 // to Save.
 func TestClosed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, _ := openTestCache(t)
 	c.Close()
 	c.Close()
 	if _, ok := c.Get("w/a", seedOf("v1")); ok {
