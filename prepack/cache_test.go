@@ -488,22 +488,31 @@ func openBytes(t testing.TB, dir string, b []byte, noMmap bool) (*Cache, *logRec
 	return OpenCache(path, opts), l
 }
 
+// savedTwice writes the test cache to dir/c.wgdpack, then adds an entry
+// "second" of size bytes in a second Save; it returns the file's bytes
+// after each Save.
+func savedTwice(t *testing.T, dir string, size int) (one, two []byte) {
+	t.Helper()
+	path := filepath.Join(dir, "c.wgdpack")
+	writeTestCache(t, path)
+	one, _ = os.ReadFile(path)
+	_, opts := newLog()
+	c := OpenCache(path, opts)
+	c.Put("second", seedOf("v1"), payload("second", size))
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	two, _ = os.ReadFile(path)
+	return one, two
+}
+
 // TestTruncationEveryByte cuts a valid file (saved once, and saved twice)
 // at every byte of its index and footer (and throughout its regions):
 // nothing but the whole file yields entries.
 func TestTruncationEveryByte(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "c.wgdpack")
-	writeTestCache(t, path)
-	one, _ := os.ReadFile(path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
-	c.Put("second", seedOf("v1"), payload("second", 600))
-	if err := c.Save(); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	two, _ := os.ReadFile(path)
+	one, two := savedTwice(t, dir, 600)
 	for name, full := range map[string][]byte{"one": one, "two": two} {
 		for _, noMmap := range []bool{false, true} {
 			// Every byte of the index and footer; every 37th of the regions.
@@ -533,17 +542,7 @@ func TestTruncationEveryByte(t *testing.T) {
 // reads as empty; the full write reads as both saves.
 func TestTornAppend(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "c.wgdpack")
-	writeTestCache(t, path)
-	one, _ := os.ReadFile(path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
-	c.Put("second", seedOf("v1"), payload("second", 3000))
-	if err := c.Save(); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	two, _ := os.ReadFile(path)
+	one, two := savedTwice(t, dir, 3000)
 	start := int(binary.LittleEndian.Uint64(one[len(one)-FooterSize:]))
 	for k := start + 1; k < len(two); k++ {
 		torn := bytes.Clone(two[:k])
@@ -561,7 +560,7 @@ func TestTornAppend(t *testing.T) {
 			c.Close()
 		}
 	}
-	c, _ = openBytes(t, dir, two, false)
+	c, _ := openBytes(t, dir, two, false)
 	defer c.Close()
 	if n := c.Stats().Entries; n != len(testEntries)+1 {
 		t.Errorf("full file: %d entries", n)
