@@ -151,6 +151,16 @@ func twoOutputGraph() *serialization.Builder {
 	return b
 }
 
+// mustBlob encodes b, failing t on an error.
+func mustBlob(t testing.TB, b *serialization.Builder) []byte {
+	t.Helper()
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob
+}
+
 // reluGraph is float32 x --relu--> y of dims, x and y in memory objects
 // xMem and yMem (-1: their own).
 func reluGraph(t *testing.T, dims []uint32, xMem, yMem int32) []byte {
@@ -161,11 +171,7 @@ func reluGraph(t *testing.T, dims []uint32, xMem, yMem int32) []byte {
 	b.Op("aten.relu.default", x, y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob
+	return mustBlob(t, b)
 }
 
 // twoDelegatePTE writes dir/two.pte: a program with two VulkanBackend
@@ -193,11 +199,7 @@ func viewGraph(t *testing.T, dt serialization.DataType) []byte {
 	b.Op("aten.view_copy.default", x, b.IntList(3, 2), y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob
+	return mustBlob(t, b)
 }
 
 // fixture writes the two-output graph as a raw blob plus .ptd, as a .pte
@@ -211,10 +213,7 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	b := twoOutputGraph()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	ptd, err := serialization.EncodePTD(b.NamedBlobs())
 	if err != nil {
 		t.Fatal(err)
@@ -542,10 +541,7 @@ func TestInspect(t *testing.T) {
 // runtime reports after loading the same model.
 func TestPlanMatchesRuntime(t *testing.T) {
 	b := twoOutputGraph()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	dec, err := serialization.DecodeBlob(blob)
 	if err != nil {
 		t.Fatal(err)

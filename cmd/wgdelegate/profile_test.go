@@ -35,10 +35,7 @@ func chainModel(t *testing.T, dir string) string {
 	b.Op("aten.relu.default", p, r)
 	b.Inputs(x, y)
 	b.Outputs(r)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	return write(t, dir, "chain.bin", blob)
 }
 
