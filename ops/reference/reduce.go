@@ -129,13 +129,8 @@ func reduceRef(e *Env, op string, a []int32) error {
 	}
 	// groups[o] lists the values of output o in reduced row-major order.
 	groups := make([][]float64, len(out.V))
-	coord := make([]int64, rank)
 	for i, v := range x.V {
-		rest := int64(i)
-		for d := rank - 1; d >= 0; d-- {
-			coord[d] = rest % x.Shape[d]
-			rest /= x.Shape[d]
-		}
+		coord := shCoords(int64(i), x.Shape)
 		o := int64(0)
 		for d := 0; d < rank; d++ {
 			if !red[d] {
