@@ -91,14 +91,18 @@ func writeRows(cache, value *reference.Tensor, pos int64) {
 	}
 }
 
-func buildKV(t *testing.T, dev *gpu.Device, b *serialization.Builder) (*graph.WebGPUGraph, serialization.NamedData, error) {
+// buildKV encodes b and builds it on dev.
+func buildKV(t *testing.T, dev *gpu.Device, b *serialization.Builder) *graph.WebGPUGraph {
 	t.Helper()
 	blob, named, err := encodeGraph(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
-	return g, named, err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func hostTensors(ts ...*reference.Tensor) []graph.Tensor {
@@ -157,10 +161,7 @@ func kvCacheSteps(t *testing.T, direct bool) {
 	out := b.Tensor(f, Dims(qs), -1)
 	b.Op("sdpa_with_kv_cache.default", qi, ki, vi, kci, vci, pos, b.Int(kvS), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
 	b.Outputs(out)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	kc, vc := cloneRef(kc0), cloneRef(vc0)
@@ -210,10 +211,7 @@ func TestKVCacheChain(t *testing.T) {
 		outs = append(outs, out)
 	}
 	b.Outputs(outs...)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	// Rows past the last step keep the prepacked values in every Execute;
@@ -289,10 +287,7 @@ func TestKVCachePersists(t *testing.T) {
 	b.Op("update_cache.default", ki, kci, b.Int(pos), b.Tensor(f, []uint32{1}, -1))
 	b.Op("update_cache.default", vi, vci, b.Int(pos), b.Tensor(f, []uint32{1}, -1))
 	b.Outputs(out)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	kc, vc := cloneRef(kc0), cloneRef(vc0)
