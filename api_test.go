@@ -172,6 +172,16 @@ func f32spec(sizes ...int32) serialization.EValueSpec {
 	return serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: sizes}
 }
 
+// mustBlob encodes b, failing t on an error.
+func mustBlob(t testing.TB, b *serialization.Builder) []byte {
+	t.Helper()
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob
+}
+
 // addBlob is y = x + w (alpha 1), all float32 of n elements.
 func addBlob(t testing.TB, n int64) []byte {
 	b := serialization.NewBuilder()
@@ -181,11 +191,7 @@ func addBlob(t testing.TB, n int64) []byte {
 	b.Op("aten.add.Tensor", x, w, b.Double(1), y)
 	b.Inputs(x, w)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob
+	return mustBlob(t, b)
 }
 
 // reluBlob is y = relu(x), float32 of n elements.
@@ -196,11 +202,7 @@ func reluBlob(t testing.TB, n int64) []byte {
 	b.Op("aten.relu.default", x, y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob
+	return mustBlob(t, b)
 }
 
 // chainSpec: values 0 x, 1 w, 2 s = add(x, w), 3 r = relu(s),
@@ -383,10 +385,7 @@ func TestOpenOptions(t *testing.T) {
 	b.Op("aten.add.Tensor", x, c, b.Double(1), y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{{ID: serialization.VulkanBackendID, Blob: blob,
 		Inputs: []serialization.EValueSpec{f32spec(4)}, Outputs: []serialization.EValueSpec{f32spec(4)}}}})
 	if err != nil {

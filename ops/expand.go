@@ -128,11 +128,7 @@ func repeatInterleave(b Builder, args []int32) error {
 	src := []int64{in.Numel}
 	dim := 0
 	if !b.IsNull(args[2]) {
-		d, err := gatherInt(b, args, 2, "dim")
-		if err != nil {
-			return err
-		}
-		if dim, err = gatherDim(2, d, len(in.Dims)); err != nil {
+		if dim, err = gatherDimArg(b, args, 2, len(in.Dims)); err != nil {
 			return err
 		}
 		src = in.Dims

@@ -128,11 +128,11 @@ func fillOp(b Builder, args []int32, n, shape int, def float64) error {
 func fillWord(b Builder, valArg int, args []int32, dt serialization.DataType, def float64) (uint32, error) {
 	v := def
 	if valArg >= 0 {
-		f, err := scalarValue(b, args[valArg])
+		f, err := scalarArg(b, valArg, args[valArg])
 		if err != nil {
-			return 0, argErr(valArg, err)
+			return 0, err
 		}
-		v = f
+		v = f.F
 	}
 	intRange := func(lo, hi float64) (int64, error) {
 		t := math.Trunc(v)
@@ -168,10 +168,11 @@ func arangeOp(b Builder, args []int32) error {
 	}
 	var s [3]float64
 	for k := range s {
-		f, err := scalarValue(b, args[k])
+		sk, err := scalarArg(b, k, args[k])
 		if err != nil {
-			return argErr(k, err)
+			return err
 		}
+		f := sk.F
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return Errorf(k, "%v is not finite", f)
 		}
@@ -244,21 +245,4 @@ func fillDispatch(b Builder, v fillVariant, p fillParams, out int32) error {
 		return err
 	}
 	return b.Dispatch(k, nil, []int32{out}, p.bytes(), grid)
-}
-
-// scalarValue reads a Scalar argument: Double, Int, Bool (0 or 1) or SymInt
-// (its live value; arange's end is often a symbolic size).
-func scalarValue(b Builder, id int32) (float64, error) {
-	switch b.Kind(id) {
-	case serialization.KindBool:
-		t, err := b.Bool(id)
-		if t {
-			return 1, err
-		}
-		return 0, err
-	case serialization.KindSymInt:
-		i, err := b.Int(id)
-		return float64(i), err
-	}
-	return b.Float(id)
 }

@@ -284,6 +284,16 @@ func gatherDim(arg int, dim int64, rank int) (int, error) {
 	return int(d), nil
 }
 
+// gatherDimArg reads the Int dim argument arg and normalizes it with
+// gatherDim for a rank-rank tensor.
+func gatherDimArg(b Builder, args []int32, arg int, rank int) (int, error) {
+	d, err := gatherInt(b, args, arg, "dim")
+	if err != nil {
+		return 0, err
+	}
+	return gatherDim(arg, d, rank)
+}
+
 // gatherInput reads a tensor argument.
 func gatherInput(b Builder, args []int32, arg int) (Tensor, error) {
 	t, err := b.Tensor(args[arg])

@@ -49,23 +49,29 @@ func indexTensorArg(b Builder, id int32, arg int, what string) (Tensor, error) {
 	return t, nil
 }
 
+// selfDimIndex reads the leading [self, dim, index] of index_select and
+// gather: self, dim normalized for it, and the int32 index tensor.
+func selfDimIndex(b Builder, args []int32) (Tensor, int, Tensor, error) {
+	in, err := gatherInput(b, args, 0)
+	if err != nil {
+		return Tensor{}, 0, Tensor{}, err
+	}
+	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
+	if err != nil {
+		return Tensor{}, 0, Tensor{}, err
+	}
+	ix, err := indexTensorArg(b, args[2], 2, "index")
+	if err != nil {
+		return Tensor{}, 0, Tensor{}, err
+	}
+	return in, dim, ix, nil
+}
+
 func indexSelect(b Builder, args []int32) error {
 	if err := gatherArgs(args, 4, "[self, dim, index, out]"); err != nil {
 		return err
 	}
-	in, err := gatherInput(b, args, 0)
-	if err != nil {
-		return err
-	}
-	d, err := gatherInt(b, args, 1, "dim")
-	if err != nil {
-		return err
-	}
-	dim, err := gatherDim(1, d, len(in.Dims))
-	if err != nil {
-		return err
-	}
-	ix, err := indexTensorArg(b, args[2], 2, "index")
+	in, dim, ix, err := selfDimIndex(b, args)
 	if err != nil {
 		return err
 	}
@@ -100,19 +106,7 @@ func gatherOp(b Builder, args []int32) error {
 	if err := gatherArgs(args, 5, "[self, dim, index, sparse_grad, out]"); err != nil {
 		return err
 	}
-	in, err := gatherInput(b, args, 0)
-	if err != nil {
-		return err
-	}
-	d, err := gatherInt(b, args, 1, "dim")
-	if err != nil {
-		return err
-	}
-	dim, err := gatherDim(1, d, len(in.Dims))
-	if err != nil {
-		return err
-	}
-	ix, err := indexTensorArg(b, args[2], 2, "index")
+	in, dim, ix, err := selfDimIndex(b, args)
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,41 @@ func normOptional(b Builder, arg int, id int32, n int64, what string) (bool, err
 	return true, nil
 }
 
+// normAffine reads the optional weight and bias at args wArg and wArg+1,
+// each of n float32 elements, and returns ins with those present appended.
+func normAffine(b Builder, args []int32, wArg int, n int64, ins []int32) (_ []int32, hasW, hasB bool, err error) {
+	if hasW, err = normOptional(b, wArg, args[wArg], n, "weight"); err != nil {
+		return nil, false, false, err
+	}
+	if hasB, err = normOptional(b, wArg+1, args[wArg+1], n, "bias"); err != nil {
+		return nil, false, false, err
+	}
+	if hasW {
+		ins = append(ins, args[wArg])
+	}
+	if hasB {
+		ins = append(ins, args[wArg+1])
+	}
+	return ins, hasW, hasB, nil
+}
+
+// normFloat reads the Float argument arg (what names it in errors).
+func normFloat(b Builder, args []int32, arg int, what string) (float64, error) {
+	v, err := b.Float(args[arg])
+	if err != nil {
+		return 0, Errorf(arg, "%s: %s", what, argMsg(err))
+	}
+	return v, nil
+}
+
+// normRows is the number of rows of n elements in numel (0 when n is 0).
+func normRows(numel, n int64) uint32 {
+	if n == 0 {
+		return 0
+	}
+	return uint32(numel / n)
+}
+
 // normInput reads the float32 input tensor at arg.
 func normInput(b Builder, arg int, id int32) (Tensor, error) {
 	t, err := b.Tensor(id)
@@ -185,17 +220,13 @@ func layerNormOp(b Builder, args []int32) error {
 		return Errorf(1, "normalized_shape %v does not match the trailing dims of input %v", ns, in.Dims)
 	}
 	n := NumelOf(ns)
-	hasW, err := normOptional(b, 2, args[2], n, "weight")
+	ins, hasW, hasB, err := normAffine(b, args, 2, n, []int32{args[0]})
 	if err != nil {
 		return err
 	}
-	hasB, err := normOptional(b, 3, args[3], n, "bias")
+	eps, err := normFloat(b, args, 4, "eps")
 	if err != nil {
 		return err
-	}
-	eps, err := b.Float(args[4])
-	if err != nil {
-		return Errorf(4, "eps: %s", argMsg(err))
 	}
 	stats := slices.Clone(in.Dims)
 	for i := r - len(ns); i < r; i++ {
@@ -205,24 +236,13 @@ func layerNormOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	ins := []int32{args[0]}
-	if hasW {
-		ins = append(ins, args[2])
-	}
-	if hasB {
-		ins = append(ins, args[3])
-	}
-	rows := uint32(0)
-	if n > 0 {
-		rows = uint32(in.Numel / n)
-	}
 	if n == 0 && NumelOf(stats) > 0 {
 		// Normalizing zero elements: torch gives NaN statistics; not
 		// worth a kernel variant.
 		return Errorf(1, "normalized_shape %v has no elements", ns)
 	}
 	return recordRowNorm(b, normVariant{Op: "layer", HasW: hasW, HasB: hasB},
-		normParams{Rows: rows, Len: uint32(n), Eps: float32(eps)}, ins, outs)
+		normParams{Rows: normRows(in.Numel, n), Len: uint32(n), Eps: float32(eps)}, ins, outs)
 }
 
 func rmsNormOp(b Builder, args []int32) error {
@@ -241,9 +261,9 @@ func rmsNormOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	eps, err := b.Float(args[2])
+	eps, err := normFloat(b, args, 2, "eps")
 	if err != nil {
-		return Errorf(2, "eps: %s", argMsg(err))
+		return err
 	}
 	if _, err := Output(b, 3, args[3], serialization.Float32, in.Dims); err != nil {
 		return err
@@ -252,12 +272,8 @@ func rmsNormOp(b Builder, args []int32) error {
 	if hasW {
 		ins = append(ins, args[1])
 	}
-	rows := uint32(0)
-	if n > 0 {
-		rows = uint32(in.Numel / n)
-	}
 	return recordRowNorm(b, normVariant{Op: "rms", HasW: hasW},
-		normParams{Rows: rows, Len: uint32(n), Eps: float32(eps)}, ins, []int32{args[3]})
+		normParams{Rows: normRows(in.Numel, n), Len: uint32(n), Eps: float32(eps)}, ins, []int32{args[3]})
 }
 
 func groupNormOp(b Builder, args []int32) error {
@@ -281,28 +297,17 @@ func groupNormOp(b Builder, args []int32) error {
 	if g <= 0 || c%g != 0 {
 		return Errorf(6, "group %d does not divide C=%d", g, c)
 	}
-	hasW, err := normOptional(b, 1, args[1], c, "weight")
+	ins, hasW, hasB, err := normAffine(b, args, 1, c, []int32{args[0]})
 	if err != nil {
 		return err
 	}
-	hasB, err := normOptional(b, 2, args[2], c, "bias")
+	eps, err := normFloat(b, args, 7, "eps")
 	if err != nil {
 		return err
-	}
-	eps, err := b.Float(args[7])
-	if err != nil {
-		return Errorf(7, "eps: %s", argMsg(err))
 	}
 	outs, err := normOutputs(b, 8, args[8], in.Dims, []int64{nN, g})
 	if err != nil {
 		return err
-	}
-	ins := []int32{args[0]}
-	if hasW {
-		ins = append(ins, args[1])
-	}
-	if hasB {
-		ins = append(ins, args[2])
 	}
 	if (c/g)*hw == 0 && nN*g > 0 {
 		return Errorf(0, "groups of input %v have no elements", in.Dims)
@@ -324,11 +329,7 @@ func batchNormOp(b Builder, args []int32) error {
 		return Errorf(0, "input %v needs a channel dim (rank >= 2)", in.Dims)
 	}
 	c := in.Dims[1]
-	hasW, err := normOptional(b, 1, args[1], c, "weight")
-	if err != nil {
-		return err
-	}
-	hasB, err := normOptional(b, 2, args[2], c, "bias")
+	ins, hasW, hasB, err := normAffine(b, args, 1, c, []int32{args[0], args[3], args[4]})
 	if err != nil {
 		return err
 	}
@@ -340,12 +341,12 @@ func batchNormOp(b Builder, args []int32) error {
 			return err
 		}
 	}
-	if _, err := b.Float(args[5]); err != nil {
-		return Errorf(5, "momentum: %s", argMsg(err))
+	if _, err := normFloat(b, args, 5, "momentum"); err != nil {
+		return err
 	}
-	eps, err := b.Float(args[6])
+	eps, err := normFloat(b, args, 6, "eps")
 	if err != nil {
-		return Errorf(6, "eps: %s", argMsg(err))
+		return err
 	}
 	l, err := b.ValueList(args[7])
 	if err != nil || len(l) != 3 {
@@ -387,13 +388,6 @@ func batchNormOp(b Builder, args []int32) error {
 	}
 	if n == 0 {
 		return nil
-	}
-	ins := []int32{args[0], args[3], args[4]}
-	if hasW {
-		ins = append(ins, args[1])
-	}
-	if hasB {
-		ins = append(ins, args[2])
 	}
 	v := normVariant{Op: "batch", HasW: hasW, HasB: hasB, Stats: stats, WG: batchNormWG}
 	v.bind()

@@ -48,11 +48,7 @@ func sliceCopy(b Builder, args []int32) error {
 	if len(in.Dims) == 0 {
 		return Errorf(0, "slice of a scalar")
 	}
-	d, err := gatherInt(b, args, 1, "dim")
-	if err != nil {
-		return err
-	}
-	dim, err := gatherDim(1, d, len(in.Dims))
+	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
 	if err != nil {
 		return err
 	}
@@ -106,11 +102,7 @@ func selectCopy(b Builder, args []int32) error {
 	if len(in.Dims) == 0 {
 		return Errorf(0, "select from a scalar")
 	}
-	d, err := gatherInt(b, args, 1, "dim")
-	if err != nil {
-		return err
-	}
-	dim, err := gatherDim(1, d, len(in.Dims))
+	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
 	if err != nil {
 		return err
 	}
@@ -151,11 +143,7 @@ func splitCopy(b Builder, args []int32, withSizes bool) error {
 	if len(in.Dims) == 0 {
 		return Errorf(0, "split of a scalar")
 	}
-	d, err := gatherInt(b, args, 2, "dim")
-	if err != nil {
-		return err
-	}
-	dim, err := gatherDim(2, d, len(in.Dims))
+	dim, err := gatherDimArg(b, args, 2, len(in.Dims))
 	if err != nil {
 		return err
 	}

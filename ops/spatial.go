@@ -104,6 +104,19 @@ func spatialInput(b Builder, id int32, arg int, rank int, dts ...serialization.D
 	return t, nil
 }
 
+// spatialOutput sets the dims of output id (arg) like Output and checks
+// that its elements fit the kernels' 32-bit indexing.
+func spatialOutput(b Builder, arg int, id int32, dt serialization.DataType, dims []int64) (Tensor, error) {
+	out, err := Output(b, arg, id, dt, dims)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if out.Numel > spatialMaxElem {
+		return Tensor{}, Errorf(arg, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
+	}
+	return out, nil
+}
+
 // upsampleDim is one spatial dim's source-index rule, as the kernels take it.
 type upsampleDim struct {
 	kind  uint32  // 0 identity, 1 halve (nearest, out = 2·in), 2 scaled
@@ -165,12 +178,9 @@ func upsampleOp(b Builder, args []int32, bilinear bool) error {
 			return Errorf(sizeArg, "input %v and output size %v must be positive", in, size)
 		}
 	}
-	out, err := Output(b, nargs-1, args[nargs-1], serialization.Float32, []int64{x.Dims[0], x.Dims[1], size[0], size[1]})
+	out, err := spatialOutput(b, nargs-1, args[nargs-1], serialization.Float32, []int64{x.Dims[0], x.Dims[1], size[0], size[1]})
 	if err != nil {
 		return err
-	}
-	if out.Numel > spatialMaxElem {
-		return Errorf(nargs-1, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
 	}
 	if out.Numel == 0 {
 		return nil
@@ -283,12 +293,9 @@ func constantPadOp(b Builder, args []int32) error {
 			return Errorf(1, "pad %v makes dim %d of %v negative", pad, d, x.Dims)
 		}
 	}
-	out, err := Output(b, 3, args[3], x.DType, outDims)
+	out, err := spatialOutput(b, 3, args[3], x.DType, outDims)
 	if err != nil {
 		return err
-	}
-	if out.Numel > spatialMaxElem {
-		return Errorf(3, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
 	}
 	if out.Numel == 0 {
 		return nil
@@ -396,12 +403,9 @@ func gridSamplerOp(b Builder, args []int32) error {
 	if x.Dims[2] < 1 || x.Dims[3] < 1 {
 		return Errorf(0, "input dims %v: spatial dims must be positive", x.Dims)
 	}
-	out, err := Output(b, 5, args[5], serialization.Float32, []int64{x.Dims[0], x.Dims[1], g.Dims[1], g.Dims[2]})
+	out, err := spatialOutput(b, 5, args[5], serialization.Float32, []int64{x.Dims[0], x.Dims[1], g.Dims[1], g.Dims[2]})
 	if err != nil {
 		return err
-	}
-	if out.Numel > spatialMaxElem {
-		return Errorf(5, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
 	}
 	if out.Numel == 0 {
 		return nil
@@ -442,12 +446,9 @@ func gridPriorsOp(b Builder, args []int32) error {
 	if stride < math.MinInt32 || stride > math.MaxInt32 {
 		return Errorf(1, "stride %d is out of range", stride)
 	}
-	out, err := Output(b, 3, args[3], serialization.Float32, []int64{h * w, 2})
+	out, err := spatialOutput(b, 3, args[3], serialization.Float32, []int64{h * w, 2})
 	if err != nil {
 		return err
-	}
-	if out.Numel > spatialMaxElem {
-		return Errorf(3, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
 	}
 	if out.Numel == 0 {
 		return nil

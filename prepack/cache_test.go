@@ -84,6 +84,16 @@ var testEntries = []struct {
 	{"w/e", 4097},
 }
 
+// openTestCache writes the test cache to a new file and opens it with
+// warnings discarded; it returns the cache and the file's path.
+func openTestCache(t *testing.T) (*Cache, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.wgdpack")
+	writeTestCache(t, path)
+	_, opts := newLog()
+	return OpenCache(path, opts), path
+}
+
 // writeTestCache creates a cache at path holding testEntries, saved in
 // one Save, and returns it re-read.
 func writeTestCache(t testing.TB, path string) {
@@ -141,10 +151,7 @@ func TestCacheRoundTrip(t *testing.T) {
 // TestCacheHitAliasesMapping checks that a hit is a capped sub-slice of
 // the file mapping, 256-byte aligned, and not a heap copy.
 func TestCacheHitAliasesMapping(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, _ := openTestCache(t)
 	defer c.Close()
 	if len(c.sources) != 1 || c.sources[0].mf == nil {
 		t.Fatalf("file not mapped: %d sources", len(c.sources))
@@ -177,10 +184,7 @@ func TestCacheHitAliasesMapping(t *testing.T) {
 // TestCacheStaleSeed checks that a seed mismatch is a stale miss and that
 // the repacked entry replaces the old one after Save and reopen.
 func TestCacheStaleSeed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, path := openTestCache(t)
 	if _, ok := c.Get("w/b", seedOf("v2")); ok {
 		t.Fatal("hit under another seed")
 	}
@@ -197,6 +201,7 @@ func TestCacheStaleSeed(t *testing.T) {
 	}
 	c.Close()
 
+	_, opts := newLog()
 	c = OpenCache(path, opts)
 	defer c.Close()
 	if b, ok := c.Get("w/b", seedOf("v2")); !ok || !bytes.Equal(b, repacked) {
@@ -483,22 +488,31 @@ func openBytes(t testing.TB, dir string, b []byte, noMmap bool) (*Cache, *logRec
 	return OpenCache(path, opts), l
 }
 
+// savedTwice writes the test cache to dir/c.wgdpack, then adds an entry
+// "second" of size bytes in a second Save; it returns the file's bytes
+// after each Save.
+func savedTwice(t *testing.T, dir string, size int) (one, two []byte) {
+	t.Helper()
+	path := filepath.Join(dir, "c.wgdpack")
+	writeTestCache(t, path)
+	one, _ = os.ReadFile(path)
+	_, opts := newLog()
+	c := OpenCache(path, opts)
+	c.Put("second", seedOf("v1"), payload("second", size))
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	two, _ = os.ReadFile(path)
+	return one, two
+}
+
 // TestTruncationEveryByte cuts a valid file (saved once, and saved twice)
 // at every byte of its index and footer (and throughout its regions):
 // nothing but the whole file yields entries.
 func TestTruncationEveryByte(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "c.wgdpack")
-	writeTestCache(t, path)
-	one, _ := os.ReadFile(path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
-	c.Put("second", seedOf("v1"), payload("second", 600))
-	if err := c.Save(); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	two, _ := os.ReadFile(path)
+	one, two := savedTwice(t, dir, 600)
 	for name, full := range map[string][]byte{"one": one, "two": two} {
 		for _, noMmap := range []bool{false, true} {
 			// Every byte of the index and footer; every 37th of the regions.
@@ -528,17 +542,7 @@ func TestTruncationEveryByte(t *testing.T) {
 // reads as empty; the full write reads as both saves.
 func TestTornAppend(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "c.wgdpack")
-	writeTestCache(t, path)
-	one, _ := os.ReadFile(path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
-	c.Put("second", seedOf("v1"), payload("second", 3000))
-	if err := c.Save(); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	two, _ := os.ReadFile(path)
+	one, two := savedTwice(t, dir, 3000)
 	start := int(binary.LittleEndian.Uint64(one[len(one)-FooterSize:]))
 	for k := start + 1; k < len(two); k++ {
 		torn := bytes.Clone(two[:k])
@@ -556,7 +560,7 @@ func TestTornAppend(t *testing.T) {
 			c.Close()
 		}
 	}
-	c, _ = openBytes(t, dir, two, false)
+	c, _ := openBytes(t, dir, two, false)
 	defer c.Close()
 	if n := c.Stats().Entries; n != len(testEntries)+1 {
 		t.Errorf("full file: %d entries", n)
@@ -902,10 +906,7 @@ func TestPutBadKey(t *testing.T) {
 // TestClosed checks that a closed Cache misses, ignores Puts and refuses
 // to Save.
 func TestClosed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.wgdpack")
-	writeTestCache(t, path)
-	_, opts := newLog()
-	c := OpenCache(path, opts)
+	c, _ := openTestCache(t)
 	c.Close()
 	c.Close()
 	if _, ok := c.Get("w/a", seedOf("v1")); ok {

@@ -80,17 +80,7 @@ fn affine(v: f32, row: u32, i: u32) -> f32 {
 
 var<workgroup> sh: array<f32, {{.WG}}>;
 
-fn tree_sum(v: f32, lid: u32) -> f32 {
-  sh[lid] = v;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) { sh[lid] = sh[lid] + sh[lid + {{.}}u]; }
-  workgroupBarrier();
-{{- end}}
-  let t = sh[0];
-  workgroupBarrier();
-  return t;
-}
+{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

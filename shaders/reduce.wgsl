@@ -20,52 +20,7 @@
 {{- end}}
 @group(0) @binding(1) var<storage, read_write> y: array<{{.Out}}>;
 
-// Go twin: reducePlan.params in ops/reduce.go.
-struct Params {
-  rows: u32,
-  extent: u32,
-  f0: f32,     // mean: element count; var: divisor max(0, N - correction)
-  f1: f32,     // var: correction (unused by the kernel)
-  kstep: vec4<u32>,
-  kstride: vec4<u32>,
-  rstep: vec4<u32>,
-  rstride: vec4<u32>,
-}
-@group(0) @binding(2) var<uniform> params: Params;
-
-fn kept_base(o: u32) -> u32 {
-{{- if eq .NK 0}}
-  return 0u;
-{{- else}}
-  var rest = o;
-  var s = 0u;
-{{- range .KAxes}}
-  {
-    let c = rest / params.kstep[{{.}}];
-    rest -= c * params.kstep[{{.}}];
-    s += c * params.kstride[{{.}}];
-  }
-{{- end}}
-  return s + rest * params.kstride[{{len .KAxes}}];
-{{- end}}
-}
-
-fn red_off(r: u32) -> u32 {
-{{- if eq .NR 0}}
-  return 0u;
-{{- else}}
-  var rest = r;
-  var s = 0u;
-{{- range .RAxes}}
-  {
-    let c = rest / params.rstep[{{.}}];
-    rest -= c * params.rstep[{{.}}];
-    s += c * params.rstride[{{.}}];
-  }
-{{- end}}
-  return s + rest * params.rstride[{{len .RAxes}}];
-{{- end}}
-}
+{{template "rows" .}}
 
 // State is one partial result: v the value, i the index (argmax/argmin;
 // 0xffffffff means none yet).
@@ -163,18 +118,7 @@ fn finish(t: State) -> {{.Out}} {
 
 var<workgroup> sh: array<State, {{.WG}}>;
 
-// tree combines every invocation's state; all invocations get the result.
-fn tree(s: State, lid: u32) -> State {
-  sh[lid] = s;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) { sh[lid] = comb(sh[lid], sh[lid + {{.}}u]); }
-  workgroupBarrier();
-{{- end}}
-  let t = sh[0];
-  workgroupBarrier();
-  return t;
-}
+{{template "tree" (args "Name" "tree" "T" "State" "Comb" "comb" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -4,14 +4,39 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"strings"
 	"sync"
 	"text/template"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 )
 
-//go:embed *.wgsl
+//go:embed *.wgsl common.tmpl
 var files embed.FS
+
+// common is the file of named templates ({{define}}) shared by the kernels;
+// it is parsed with every .wgsl file.
+const common = "common.tmpl"
+
+// funcs are the template functions the kernels may call.
+var funcs = template.FuncMap{"args": args}
+
+// args builds a map from alternating keys and values, the data of a shared
+// template that takes several values: {{template "tree" (args "Name" "t" ...)}}.
+func args(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("args: odd count %d", len(kv))
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("args: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
 
 // Kernel is a rendered WGSL compute kernel ready for pipeline creation.
 type Kernel struct {
@@ -41,13 +66,9 @@ func Render(file string, data any, entry string, layout []gpu.BindingType, wg ui
 	}
 	t, ok := tmpls[file]
 	if !ok {
-		src, err := files.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("shaders: %w", err)
-		}
-		t, err = template.New(file).Option("missingkey=error").Parse(string(src))
-		if err != nil {
-			return nil, fmt.Errorf("shaders: parse %s: %w", file, err)
+		var err error
+		if t, err = parse(file); err != nil {
+			return nil, err
 		}
 		tmpls[file] = t
 	}
@@ -59,6 +80,27 @@ func Render(file string, data any, entry string, layout []gpu.BindingType, wg ui
 		Layout: append([]gpu.BindingType(nil), layout...), WorkgroupSize: wg}
 	cache[key] = k
 	return k, nil
+}
+
+// parse parses file with the shared templates of common.
+func parse(file string) (*template.Template, error) {
+	t := template.New(file).Funcs(funcs).Option("missingkey=error")
+	for _, name := range []string{common, file} {
+		src, err := files.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("shaders: %w", err)
+		}
+		// common goes in as its own template so that its text (only
+		// definitions) leaves file's body alone.
+		into := t
+		if name != file {
+			into = t.New(name)
+		}
+		if _, err := into.Parse(string(src)); err != nil {
+			return nil, fmt.Errorf("shaders: parse %s: %w", name, err)
+		}
+	}
+	return t, nil
 }
 
 // Layout builds the standard binding layout: nIn read-only storage buffers,
@@ -82,7 +124,9 @@ func Files() []string {
 	ents, _ := files.ReadDir(".")
 	var out []string
 	for _, e := range ents {
-		out = append(out, e.Name())
+		if strings.HasSuffix(e.Name(), ".wgsl") {
+			out = append(out, e.Name())
+		}
 	}
 	return out
 }

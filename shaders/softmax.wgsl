@@ -12,52 +12,7 @@
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 
-// Go twin: reducePlan.params in ops/reduce.go.
-struct Params {
-  rows: u32,
-  extent: u32,
-  _f0: f32,
-  _f1: f32,
-  kstep: vec4<u32>,
-  kstride: vec4<u32>,
-  rstep: vec4<u32>,
-  rstride: vec4<u32>,
-}
-@group(0) @binding(2) var<uniform> params: Params;
-
-fn kept_base(o: u32) -> u32 {
-{{- if eq .NK 0}}
-  return 0u;
-{{- else}}
-  var rest = o;
-  var s = 0u;
-{{- range .KAxes}}
-  {
-    let c = rest / params.kstep[{{.}}];
-    rest -= c * params.kstep[{{.}}];
-    s += c * params.kstride[{{.}}];
-  }
-{{- end}}
-  return s + rest * params.kstride[{{len .KAxes}}];
-{{- end}}
-}
-
-fn red_off(r: u32) -> u32 {
-{{- if eq .NR 0}}
-  return 0u;
-{{- else}}
-  var rest = r;
-  var s = 0u;
-{{- range .RAxes}}
-  {
-    let c = rest / params.rstep[{{.}}];
-    rest -= c * params.rstep[{{.}}];
-    s += c * params.rstride[{{.}}];
-  }
-{{- end}}
-  return s + rest * params.rstride[{{len .RAxes}}];
-{{- end}}
-}
+{{template "rows" .}}
 
 // is_nan tests the bits: comparisons with NaN may be folded away.
 fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
@@ -79,29 +34,9 @@ fn result(v: f32, m: f32, s: f32) -> f32 {
 
 var<workgroup> sh: array<f32, {{.WG}}>;
 
-fn tree_max(v: f32, lid: u32) -> f32 {
-  sh[lid] = v;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) { sh[lid] = fmax(sh[lid], sh[lid + {{.}}u]); }
-  workgroupBarrier();
-{{- end}}
-  let t = sh[0];
-  workgroupBarrier();
-  return t;
-}
+{{template "tree" (args "Name" "tree_max" "T" "f32" "Comb" "fmax" "Strides" .Strides)}}
 
-fn tree_sum(v: f32, lid: u32) -> f32 {
-  sh[lid] = v;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) { sh[lid] = sh[lid] + sh[lid + {{.}}u]; }
-  workgroupBarrier();
-{{- end}}
-  let t = sh[0];
-  workgroupBarrier();
-  return t;
-}
+{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

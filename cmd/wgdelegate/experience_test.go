@@ -86,17 +86,7 @@ func equalInts(got []int64, want ...int64) bool {
 // TestInspectLimits: a 200 MiB tensor (never allocated: inspect only
 // plans) exceeds WebGPU's default 128 MiB storage binding limit.
 func TestInspectLimits(t *testing.T) {
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, []uint32{50 << 20}, -1)
-	y := b.Tensor(serialization.Float32, []uint32{50 << 20}, 3)
-	b.Op("aten.relu.default", x, y)
-	b.Inputs(x)
-	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := write(t, t.TempDir(), "big.bin", blob)
+	path := write(t, t.TempDir(), "big.bin", reluGraph(t, []uint32{50 << 20}, -1, 3))
 	var doc inspectDoc
 	if err := json.Unmarshal([]byte(mustRun(t, "inspect", "--json", path)), &doc); err != nil {
 		t.Fatal(err)
@@ -234,16 +224,7 @@ func TestProgress(t *testing.T) {
 // called by the plan, through the CLI.
 func TestRunTwoDelegates(t *testing.T) {
 	dir := t.TempDir()
-	blob := viewGraph(t, serialization.Float32)
-	in := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{2, 3}}
-	out := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{3, 2}}
-	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{
-		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}},
-		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := write(t, dir, "two.pte", pte)
+	path := twoDelegatePTE(t, dir)
 	x := writeNPY(t, dir, "x.npy", graph.Float32Tensor([]int64{2, 3}, xData))
 	o := filepath.Join(dir, "out")
 	s := mustRun(t, "run", "--input", x, "--input", x, "--output-dir", o, path)

@@ -151,6 +151,45 @@ func twoOutputGraph() *serialization.Builder {
 	return b
 }
 
+// mustBlob encodes b, failing t on an error.
+func mustBlob(t testing.TB, b *serialization.Builder) []byte {
+	t.Helper()
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob
+}
+
+// reluGraph is float32 x --relu--> y of dims, x and y in memory objects
+// xMem and yMem (-1: their own).
+func reluGraph(t *testing.T, dims []uint32, xMem, yMem int32) []byte {
+	t.Helper()
+	b := serialization.NewBuilder()
+	x := b.Tensor(serialization.Float32, dims, xMem)
+	y := b.Tensor(serialization.Float32, dims, yMem)
+	b.Op("aten.relu.default", x, y)
+	b.Inputs(x)
+	b.Outputs(y)
+	return mustBlob(t, b)
+}
+
+// twoDelegatePTE writes dir/two.pte: a program with two VulkanBackend
+// delegates, each viewGraph float32, and returns its path.
+func twoDelegatePTE(t *testing.T, dir string) string {
+	t.Helper()
+	blob := viewGraph(t, serialization.Float32)
+	in := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{2, 3}}
+	out := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{3, 2}}
+	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{
+		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}},
+		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write(t, dir, "two.pte", pte)
+}
+
 // viewGraph is x [2 3] --view_copy--> y [3 2] of the given dtype, all inline.
 func viewGraph(t *testing.T, dt serialization.DataType) []byte {
 	t.Helper()
@@ -160,11 +199,7 @@ func viewGraph(t *testing.T, dt serialization.DataType) []byte {
 	b.Op("aten.view_copy.default", x, b.IntList(3, 2), y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob
+	return mustBlob(t, b)
 }
 
 // fixture writes the two-output graph as a raw blob plus .ptd, as a .pte
@@ -178,10 +213,7 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	b := twoOutputGraph()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	ptd, err := serialization.EncodePTD(b.NamedBlobs())
 	if err != nil {
 		t.Fatal(err)
@@ -325,18 +357,8 @@ func TestRunRelu(t *testing.T) {
 	if _, ok := ops.Lookup("aten.relu.default"); !ok {
 		t.Skip("aten.relu.default is not registered yet")
 	}
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, []uint32{2, 3}, 0)
-	y := b.Tensor(serialization.Float32, []uint32{2, 3}, 1)
-	b.Op("aten.relu.default", x, y)
-	b.Inputs(x)
-	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	model := write(t, dir, "relu.bin", blob)
+	model := write(t, dir, "relu.bin", reluGraph(t, []uint32{2, 3}, 0, 1))
 	in := writeNPY(t, dir, "x.npy", graph.Float32Tensor([]int64{2, 3}, xData))
 	mustRun(t, "run", "--input", in, "--output-dir", dir, model)
 	got := float32s(t, readNPY(t, filepath.Join(dir, "output_0.npy")))
@@ -519,10 +541,7 @@ func TestInspect(t *testing.T) {
 // runtime reports after loading the same model.
 func TestPlanMatchesRuntime(t *testing.T) {
 	b := twoOutputGraph()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	dec, err := serialization.DecodeBlob(blob)
 	if err != nil {
 		t.Fatal(err)

@@ -40,10 +40,7 @@ func chainModel(t *testing.T, dir string) string {
 	b.Op("aten.relu.default", p, r)
 	b.Inputs(x, y)
 	b.Outputs(r)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustBlob(t, b)
 	return write(t, dir, "chain.bin", blob)
 }
 
@@ -180,16 +177,7 @@ func checkTrace(t *testing.T, path string, wantX int) {
 
 func TestProfileTwoDelegates(t *testing.T) {
 	dir := t.TempDir()
-	blob := viewGraph(t, serialization.Float32)
-	in := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{2, 3}}
-	out := serialization.EValueSpec{ScalarType: serialization.ScalarTypeFloat, Sizes: []int32{3, 2}}
-	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{
-		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}},
-		{ID: serialization.VulkanBackendID, Blob: blob, Inputs: []serialization.EValueSpec{in}, Outputs: []serialization.EValueSpec{out}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := write(t, dir, "two.pte", pte)
+	path := twoDelegatePTE(t, dir)
 	trace := filepath.Join(dir, "t.json")
 	s := mustRun(t, "profile", "--iterations", "1", "--trace", trace, path)
 	if !strings.Contains(s, "graph  op") || !strings.Contains(s, "trace written to") {

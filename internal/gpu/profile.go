@@ -1,47 +1,24 @@
 package gpu
 
 /*
-#include <stdint.h>
-#include <stddef.h>
 #include <string.h>
 
-// Profiling encodes every dispatch in its own compute pass so that each pass
-// can carry timestampWrites. Like raw.go it calls wgpu-native directly; the
-// types here mirror raw.go's (wgdDispatch, wgdErr) field for field and are
-// passed as void * to keep the two cgo preambles independent.
-typedef void *wgdpH;
-typedef void (*wgdpErrCB)(uint32_t type, const char *msg, void *ud);
+#include "wgd.h"
 
-typedef struct { wgdpH pipe, group; uint32_t x, y, z, pad; } wgdpDispatch;
-typedef struct { uint32_t type; uint32_t popped; char msg[1024]; } wgdpErr;
+// Profiling encodes every dispatch in its own compute pass so that each pass
+// can carry timestampWrites. Like raw.go it calls wgpu-native directly
+// (wgd.h); wgdpDispatch mirrors raw.go's wgdDispatch field for field and is
+// passed as void * to keep the two cgo preambles independent.
+typedef struct { wgdH pipe, group; uint32_t x, y, z, pad; } wgdpDispatch;
 
 // WGPUComputePassTimestampWrites, WGPUComputePassDescriptor and
 // WGPUQuerySetDescriptor (webgpu.h of the binding's wgpu-native).
-typedef struct { wgdpH querySet; uint32_t begin, end; } wgdpTimestampWrites;
+typedef struct { wgdH querySet; uint32_t begin, end; } wgdpTimestampWrites;
 typedef struct { const void *next; const char *label; const wgdpTimestampWrites *tw; } wgdpPassDesc;
 typedef struct { const void *next; const char *label; uint32_t type; uint32_t count; } wgdpQuerySetDesc;
 
-extern wgdpH wgpuDeviceCreateCommandEncoder(wgdpH device, const void *desc);
-extern wgdpH wgpuCommandEncoderBeginComputePass(wgdpH enc, const void *desc);
-extern void wgpuComputePassEncoderSetPipeline(wgdpH pass, wgdpH pipe);
-extern void wgpuComputePassEncoderSetBindGroup(wgdpH pass, uint32_t idx, wgdpH group, size_t n, const uint32_t *offsets);
-extern void wgpuComputePassEncoderDispatchWorkgroups(wgdpH pass, uint32_t x, uint32_t y, uint32_t z);
-extern void wgpuComputePassEncoderEnd(wgdpH pass);
-extern void wgpuComputePassEncoderRelease(wgdpH pass);
-extern void wgpuCommandEncoderCopyBufferToBuffer(wgdpH enc, wgdpH src, uint64_t srcOff, wgdpH dst, uint64_t dstOff, uint64_t size);
-extern void wgpuCommandEncoderResolveQuerySet(wgdpH enc, wgdpH qs, uint32_t first, uint32_t count, wgdpH dst, uint64_t dstOff);
-extern wgdpH wgpuCommandEncoderFinish(wgdpH enc, const void *desc);
-extern void wgpuCommandEncoderRelease(wgdpH enc);
-extern void wgpuQueueSubmit(wgdpH queue, size_t n, const wgdpH *cmds);
-extern void wgpuCommandBufferRelease(wgdpH cb);
-extern void wgpuDevicePushErrorScope(wgdpH device, uint32_t filter);
-extern void wgpuDevicePopErrorScope(wgdpH device, wgdpErrCB cb, void *ud);
-extern wgdpH wgpuDeviceCreateQuerySet(wgdpH device, const void *desc);
-extern void wgpuQuerySetDestroy(wgdpH qs);
-extern void wgpuQuerySetRelease(wgdpH qs);
-
 static void wgdp_err_cb(uint32_t type, const char *msg, void *ud) {
-	wgdpErr *e = (wgdpErr *)ud;
+	wgdErr *e = (wgdErr *)ud;
 	e->type = type;
 	e->popped = 1;
 	e->msg[0] = 0;
@@ -51,18 +28,18 @@ static void wgdp_err_cb(uint32_t type, const char *msg, void *ud) {
 	}
 }
 
-static void wgdp_pop(wgdpH dev, wgdpErr *err) {
+static void wgdp_pop(wgdH dev, wgdErr *err) {
 	err->popped = 0;
 	wgpuDevicePopErrorScope(dev, wgdp_err_cb, err);
 }
 
 // wgdp_query_set creates a timestamp query set of count queries, or returns
 // NULL with err set.
-static wgdpH wgdp_query_set(wgdpH dev, uint32_t count, void *errp) {
-	wgdpErr *err = (wgdpErr *)errp;
+static wgdH wgdp_query_set(wgdH dev, uint32_t count, void *errp) {
+	wgdErr *err = (wgdErr *)errp;
 	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
 	wgdpQuerySetDesc desc = {NULL, "wgdelegate profile", 1, count}; // WGPUQueryType_Timestamp
-	wgdpH qs = wgpuDeviceCreateQuerySet(dev, &desc);
+	wgdH qs = wgpuDeviceCreateQuerySet(dev, &desc);
 	wgdp_pop(dev, err);
 	if (err->type != 0 || !qs) {
 		if (qs) wgpuQuerySetRelease(qs);
@@ -75,7 +52,7 @@ static wgdpH wgdp_query_set(wgdpH dev, uint32_t count, void *errp) {
 	return qs;
 }
 
-static void wgdp_query_set_free(wgdpH qs) {
+static void wgdp_query_set_free(wgdH qs) {
 	wgpuQuerySetDestroy(qs);
 	wgpuQuerySetRelease(qs);
 }
@@ -86,12 +63,12 @@ static void wgdp_query_set_free(wgdpH qs) {
 // offset resolveOff, then, when staging is set, the first copyBytes of
 // resolve are copied into it. A dispatch with an empty grid becomes an empty
 // pass. It returns 0, or -1 with err set (nothing submitted).
-static int wgdp_submit(wgdpH dev, wgdpH queue, const void *dv, size_t n, wgdpH qs, uint32_t first,
-		wgdpH resolve, uint64_t resolveOff, wgdpH staging, uint64_t copyBytes, void *errp) {
+static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, uint32_t first,
+		wgdH resolve, uint64_t resolveOff, wgdH staging, uint64_t copyBytes, void *errp) {
 	const wgdpDispatch *d = (const wgdpDispatch *)dv;
-	wgdpErr *err = (wgdpErr *)errp;
+	wgdErr *err = (wgdErr *)errp;
 	wgpuDevicePushErrorScope(dev, 0);
-	wgdpH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
+	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
 	if (!enc) {
 		wgdp_pop(dev, err);
 		return -1;
@@ -99,7 +76,7 @@ static int wgdp_submit(wgdpH dev, wgdpH queue, const void *dv, size_t n, wgdpH q
 	for (size_t i = 0; i < n; i++) {
 		wgdpTimestampWrites tw = {qs, first + 2 * (uint32_t)i, first + 2 * (uint32_t)i + 1};
 		wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
-		wgdpH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
+		wgdH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
 		if (d[i].x != 0 && d[i].y != 0 && d[i].z != 0) {
 			wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
 			wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
@@ -112,7 +89,7 @@ static int wgdp_submit(wgdpH dev, wgdpH queue, const void *dv, size_t n, wgdpH q
 		wgpuCommandEncoderResolveQuerySet(enc, qs, first, 2 * (uint32_t)n, resolve, resolveOff);
 		if (staging) wgpuCommandEncoderCopyBufferToBuffer(enc, resolve, 0, staging, 0, copyBytes);
 	}
-	wgdpH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
 	wgdp_pop(dev, err);
 	if (err->type != 0 || !cb) {
 		if (cb) wgpuCommandBufferRelease(cb);
@@ -202,15 +179,15 @@ func (d *Device) TimestampPeriod(ctx context.Context) (float64, error) {
 	if d.prof.period > 0 {
 		return d.prof.period, nil
 	}
-	qs := C.wgdp_query_set(C.wgdpH(d.raw.dev), 4, unsafe.Pointer(d.raw.err))
+	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), 4, unsafe.Pointer(d.raw.err))
 	if qs == nil {
 		return 0, d.scopeError("create query set")
 	}
 	defer C.wgdp_query_set_free(qs)
 	var empty [1]C.wgdpDispatch // an empty grid: an empty pass
-	submit := func(first uint32, off uint64, staging C.wgdpH) error {
-		if C.wgdp_submit(C.wgdpH(d.raw.dev), C.wgdpH(d.raw.queue), unsafe.Pointer(&empty[0]), 1, qs, C.uint32_t(first),
-			C.wgdpH(rawBuffer(rb.b)), C.uint64_t(off), staging, 512, unsafe.Pointer(d.raw.err)) != 0 {
+	submit := func(first uint32, off uint64, staging C.wgdH) error {
+		if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(&empty[0]), 1, qs, C.uint32_t(first),
+			C.wgdH(rawBuffer(rb.b)), C.uint64_t(off), staging, 512, unsafe.Pointer(d.raw.err)) != 0 {
 			return d.scopeError("profile")
 		}
 		return nil
@@ -225,7 +202,7 @@ func (d *Device) TimestampPeriod(ctx context.Context) (float64, error) {
 	t1 := time.Now()
 	time.Sleep(calibrationGap)
 	t2 := time.Now()
-	if err := submit(2, 256, C.wgdpH(rawBuffer(st.b))); err != nil {
+	if err := submit(2, 256, C.wgdH(rawBuffer(st.b))); err != nil {
 		return 0, err
 	}
 	data, err := d.mapStagingLocked(ctx, st)
@@ -353,15 +330,15 @@ func (p *Program) profileTimestamps(ctx context.Context) ([]time.Duration, error
 	if err := d.usableLocked("profile"); err != nil {
 		return nil, err
 	}
-	qs := C.wgdp_query_set(C.wgdpH(d.raw.dev), C.uint32_t(2*chunk), unsafe.Pointer(d.raw.err))
+	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), C.uint32_t(2*chunk), unsafe.Pointer(d.raw.err))
 	if qs == nil {
 		return nil, d.scopeError("create query set")
 	}
 	defer C.wgdp_query_set_free(qs)
 	for start := 0; start < n; start += chunk {
 		m := min(chunk, n-start)
-		if C.wgdp_submit(C.wgdpH(d.raw.dev), C.wgdpH(d.raw.queue), unsafe.Pointer(&p.p.dispatches[start]), C.size_t(m), qs, 0,
-			C.wgdpH(rawBuffer(rb.b)), 0, C.wgdpH(rawBuffer(st.b)), C.uint64_t(16*m), unsafe.Pointer(d.raw.err)) != 0 {
+		if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(&p.p.dispatches[start]), C.size_t(m), qs, 0,
+			C.wgdH(rawBuffer(rb.b)), 0, C.wgdH(rawBuffer(st.b)), C.uint64_t(16*m), unsafe.Pointer(d.raw.err)) != 0 {
 			return nil, d.scopeError("profile")
 		}
 		data, err := d.mapStagingLocked(ctx, st)
@@ -402,7 +379,7 @@ func (p *Program) profileCPU(ctx context.Context) ([]time.Duration, error) {
 			continue
 		}
 		t := time.Now()
-		if C.wgdp_submit(C.wgdpH(d.raw.dev), C.wgdpH(d.raw.queue), unsafe.Pointer(x), 1, nil, 0, nil, 0, nil, 0, unsafe.Pointer(d.raw.err)) != 0 {
+		if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(x), 1, nil, 0, nil, 0, nil, 0, unsafe.Pointer(d.raw.err)) != 0 {
 			return nil, d.scopeError("profile")
 		}
 		if err := d.waitIdleLocked(ctx); err != nil {

@@ -10,35 +10,7 @@ package gpu
 // directly: the binding wraps every call in an error scope whose Go
 // callback is a cgo.Handle, a few heap allocations per call. Here one error
 // scope covers a whole encode, and callbacks write into C memory.
-typedef void *wgdH;
-typedef void (*wgdErrCB)(uint32_t type, const char *msg, void *ud);
-typedef void (*wgdStatusCB)(uint32_t status, void *ud);
-
-extern wgdH wgpuDeviceCreateCommandEncoder(wgdH device, const void *desc);
-extern wgdH wgpuCommandEncoderBeginComputePass(wgdH enc, const void *desc);
-extern void wgpuComputePassEncoderSetPipeline(wgdH pass, wgdH pipe);
-extern void wgpuComputePassEncoderSetBindGroup(wgdH pass, uint32_t idx, wgdH group, size_t n, const uint32_t *offsets);
-extern void wgpuComputePassEncoderDispatchWorkgroups(wgdH pass, uint32_t x, uint32_t y, uint32_t z);
-extern void wgpuComputePassEncoderEnd(wgdH pass);
-extern void wgpuComputePassEncoderRelease(wgdH pass);
-extern void wgpuCommandEncoderCopyBufferToBuffer(wgdH enc, wgdH src, uint64_t srcOff, wgdH dst, uint64_t dstOff, uint64_t size);
-extern wgdH wgpuCommandEncoderFinish(wgdH enc, const void *desc);
-extern void wgpuCommandEncoderRelease(wgdH enc);
-extern void wgpuQueueSubmit(wgdH queue, size_t n, const wgdH *cmds);
-extern void wgpuCommandBufferRelease(wgdH cb);
-extern void wgpuDevicePushErrorScope(wgdH device, uint32_t filter);
-extern void wgpuDevicePopErrorScope(wgdH device, wgdErrCB cb, void *ud);
-extern void wgpuBufferMapAsync(wgdH buf, uint32_t mode, size_t off, size_t size, wgdStatusCB cb, void *ud);
-extern void wgpuBufferUnmap(wgdH buf);
-extern void wgpuQueueWriteBuffer(wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size);
-extern uint32_t wgpuDevicePoll(wgdH device, uint32_t wait, const void *index);
-extern uint64_t wgpuBufferGetSize(wgdH buf);
-extern void wgpuQueueOnSubmittedWorkDone(wgdH queue, wgdStatusCB cb, void *ud);
-extern void wgpuDeviceDestroy(wgdH device);
-
-// wgdErr receives a popped error scope. type is WGPUErrorType (0 = none);
-// popped tells whether the callback ran.
-typedef struct { uint32_t type; uint32_t popped; char msg[1024]; } wgdErr;
+#include "wgd.h"
 
 static void wgd_err_cb(uint32_t type, const char *msg, void *ud) {
 	wgdErr *e = (wgdErr *)ud;

@@ -143,6 +143,29 @@ func (c kvCaseSpec) args(b *serialization.Builder) (pos, causal, scale int32) {
 	return
 }
 
+// kvGraph is what both cache attention cases start from: graph inputs q, k
+// and v (random values in inputs), caches kc and vc (random, prepacked
+// constants), and the input_pos, is_causal and scale values.
+type kvGraph struct {
+	q, k, v, kc, vc, pos, causal, scale int32
+	inputs                              []*reference.Tensor
+}
+
+func (c kvCaseSpec) graph(b *serialization.Builder, r *rand.Rand) kvGraph {
+	f := serialization.Float32
+	qv := RandTensor(r, f, []int64{c.b, c.s, c.hq, c.d}, -1, 1)
+	kv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
+	vv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
+	g := kvGraph{inputs: []*reference.Tensor{qv, kv, vv}}
+	g.q, g.k, g.v = b.Tensor(f, Dims(qv.Shape), -1), b.Tensor(f, Dims(kv.Shape), -1), b.Tensor(f, Dims(vv.Shape), -1)
+	b.Inputs(g.q, g.k, g.v)
+	cs := []int64{c.b, c.maxS, c.hkv, c.d}
+	g.kc = cacheSrc(b, RandTensor(r, f, cs, -1, 1))
+	g.vc = cacheSrc(b, RandTensor(r, f, cs, -1, 1))
+	g.pos, g.causal, g.scale = c.args(b)
+	return g
+}
+
 // sdpaKVCase: sdpa_with_kv_cache, returning the output and both caches.
 func sdpaKVCase(c kvCaseSpec) Case {
 	return Case{
@@ -150,19 +173,11 @@ func sdpaKVCase(c kvCaseSpec) Case {
 		Tol:  attnTol,
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
-			qv := RandTensor(r, f, []int64{c.b, c.s, c.hq, c.d}, -1, 1)
-			kv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
-			vv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
-			qi, ki, vi := b.Tensor(f, Dims(qv.Shape), -1), b.Tensor(f, Dims(kv.Shape), -1), b.Tensor(f, Dims(vv.Shape), -1)
-			b.Inputs(qi, ki, vi)
-			cs := []int64{c.b, c.maxS, c.hkv, c.d}
-			kc := cacheSrc(b, RandTensor(r, f, cs, -1, 1))
-			vc := cacheSrc(b, RandTensor(r, f, cs, -1, 1))
-			pos, causal, scale := c.args(b)
-			out := b.Tensor(f, Dims(qv.Shape), -1)
-			b.Op("sdpa_with_kv_cache.default", qi, ki, vi, kc, vc, pos, b.Int(c.s), b.Null(), b.Double(0), causal, scale, out)
-			b.Outputs(out, kc, vc)
-			return []*reference.Tensor{qv, kv, vv}
+			g := c.graph(b, r)
+			out := b.Tensor(f, Dims(g.inputs[0].Shape), -1)
+			b.Op("sdpa_with_kv_cache.default", g.q, g.k, g.v, g.kc, g.vc, g.pos, b.Int(c.s), b.Null(), b.Double(0), g.causal, g.scale, out)
+			b.Outputs(out, g.kc, g.vc)
+			return g.inputs
 		},
 	}
 }
@@ -175,22 +190,14 @@ func customSDPACase(c kvCaseSpec) Case {
 		Tol:  attnTol,
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
-			qv := RandTensor(r, f, []int64{c.b, c.s, c.hq, c.d}, -1, 1)
-			kv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
-			vv := RandTensor(r, f, []int64{c.b, c.s, c.hkv, c.d}, -1, 1)
-			qi, ki, vi := b.Tensor(f, Dims(qv.Shape), -1), b.Tensor(f, Dims(kv.Shape), -1), b.Tensor(f, Dims(vv.Shape), -1)
-			b.Inputs(qi, ki, vi)
-			cs := []int64{c.b, c.maxS, c.hkv, c.d}
-			kc := cacheSrc(b, RandTensor(r, f, cs, -1, 1))
-			vc := cacheSrc(b, RandTensor(r, f, cs, -1, 1))
-			pos, causal, scale := c.args(b)
+			g := c.graph(b, r)
 			u1, u2 := b.Tensor(f, []uint32{1}, -1), b.Tensor(f, []uint32{1}, -1)
-			b.Op("update_cache.default", ki, kc, pos, u1)
-			b.Op("update_cache.default", vi, vc, pos, u2)
-			out := b.Tensor(f, Dims(qv.Shape), -1)
-			b.Op("llama.custom_sdpa.default", qi, kc, vc, pos, b.Null(), b.Double(0), causal, scale, out)
-			b.Outputs(out, kc, u1)
-			return []*reference.Tensor{qv, kv, vv}
+			b.Op("update_cache.default", g.k, g.kc, g.pos, u1)
+			b.Op("update_cache.default", g.v, g.vc, g.pos, u2)
+			out := b.Tensor(f, Dims(g.inputs[0].Shape), -1)
+			b.Op("llama.custom_sdpa.default", g.q, g.kc, g.vc, g.pos, b.Null(), b.Double(0), g.causal, g.scale, out)
+			b.Outputs(out, g.kc, u1)
+			return g.inputs
 		},
 	}
 }

@@ -38,23 +38,48 @@ func kvStepRef(q, k, v, kc, vc *reference.Tensor, pos int64) (*reference.Tensor,
 	return outs[0], nil
 }
 
-// runRef encodes b and runs it on the reference interpreter.
-func runRef(b *serialization.Builder, inputs []*reference.Tensor) ([]*reference.Tensor, error) {
+// encodeGraph encodes b and decodes it back as the blob and named data a
+// runtime sees.
+func encodeGraph(b *serialization.Builder) (*serialization.Blob, *serialization.NamedDataMap, error) {
 	blobBytes, err := b.Blob()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	blob, err := serialization.DecodeBlob(blobBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	named := serialization.NewNamedDataMap()
 	for _, nb := range b.NamedBlobs() {
 		if err := named.Add(nb.Key, nb.Data); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	return blob, named, nil
+}
+
+// runRef encodes b and runs it on the reference interpreter.
+func runRef(b *serialization.Builder, inputs []*reference.Tensor) ([]*reference.Tensor, error) {
+	blob, named, err := encodeGraph(b)
+	if err != nil {
+		return nil, err
+	}
 	return reference.Run(blob, named, inputs)
+}
+
+// kvShapes returns the shapes of q, of k and v, and of the caches.
+func kvShapes() (qs, ks, cs []int64) {
+	return []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}, []int64{kvB, kvMaxS, kvHkv, kvD}
+}
+
+// kvOpen opens the device and a random source seeded with seed.
+func kvOpen(t *testing.T, seed uint64) (*gpu.Device, *rand.Rand) {
+	t.Helper()
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev, rand.New(rand.NewPCG(seed, 0x5eed))
 }
 
 // writeRows is the host model of a cache update: rows pos.. of cache take
@@ -66,24 +91,18 @@ func writeRows(cache, value *reference.Tensor, pos int64) {
 	}
 }
 
-func buildKV(t *testing.T, dev *gpu.Device, b *serialization.Builder) (*graph.WebGPUGraph, serialization.NamedData, error) {
+// buildKV encodes b and builds it on dev.
+func buildKV(t *testing.T, dev *gpu.Device, b *serialization.Builder) *graph.WebGPUGraph {
 	t.Helper()
-	blobBytes, err := b.Blob()
+	blob, named, err := encodeGraph(b)
 	if err != nil {
 		t.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(blobBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
 	}
 	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
-	return g, named, err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func hostTensors(ts ...*reference.Tensor) []graph.Tensor {
@@ -122,15 +141,10 @@ func TestKVCacheSteps(t *testing.T) {
 }
 
 func kvCacheSteps(t *testing.T, direct bool) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, r := kvOpen(t, 7)
 	defer dev.Close()
-	r := rand.New(rand.NewPCG(7, 0x5eed))
 	f := serialization.Float32
-	qs, ks := []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}
-	cs := []int64{kvB, kvMaxS, kvHkv, kvD}
+	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
 
 	b := serialization.NewBuilder()
@@ -147,10 +161,7 @@ func kvCacheSteps(t *testing.T, direct bool) {
 	out := b.Tensor(f, Dims(qs), -1)
 	b.Op("sdpa_with_kv_cache.default", qi, ki, vi, kci, vci, pos, b.Int(kvS), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
 	b.Outputs(out)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	kc, vc := cloneRef(kc0), cloneRef(vc0)
@@ -182,15 +193,10 @@ func kvCacheSteps(t *testing.T, direct bool) {
 // step must see the rows the previous ops wrote in the same Execute, and
 // stale rows from the previous Execute must be overwritten, not mixed in.
 func TestKVCacheChain(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, r := kvOpen(t, 9)
 	defer dev.Close()
-	r := rand.New(rand.NewPCG(9, 0x5eed))
 	f := serialization.Float32
-	qs, ks := []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}
-	cs := []int64{kvB, kvMaxS, kvHkv, kvD}
+	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
 	steps := []int64{0, 2, 4}
 
@@ -205,10 +211,7 @@ func TestKVCacheChain(t *testing.T) {
 		outs = append(outs, out)
 	}
 	b.Outputs(outs...)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	// Rows past the last step keep the prepacked values in every Execute;
@@ -268,16 +271,11 @@ func customStepRef(q, kc, vc *reference.Tensor, pos int64) (*reference.Tensor, e
 // match the replayed reference if cache writes persist across Execute
 // calls in the cache tensors' own buffers.
 func TestKVCachePersists(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, r := kvOpen(t, 11)
 	defer dev.Close()
-	r := rand.New(rand.NewPCG(11, 0x5eed))
 	f := serialization.Float32
 	const pos = 4
-	qs, ks := []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}
-	cs := []int64{kvB, kvMaxS, kvHkv, kvD}
+	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
 
 	b := serialization.NewBuilder()
@@ -289,10 +287,7 @@ func TestKVCachePersists(t *testing.T) {
 	b.Op("update_cache.default", ki, kci, b.Int(pos), b.Tensor(f, []uint32{1}, -1))
 	b.Op("update_cache.default", vi, vci, b.Int(pos), b.Tensor(f, []uint32{1}, -1))
 	b.Outputs(out)
-	g, _, err := buildKV(t, dev, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildKV(t, dev, b)
 	defer g.Close()
 
 	kc, vc := cloneRef(kc0), cloneRef(vc0)

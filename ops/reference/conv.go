@@ -44,11 +44,7 @@ func convRef(e *Env, a []int32, clamp bool) error {
 	if len(a) != want {
 		return fmt.Errorf("%d args, want %d", len(a), want)
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	w, err := e.In(a[1])
+	x, w, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -43,11 +43,7 @@ func copyOp(e *Env, in, out int32, shape []int64) error {
 }
 
 func viewRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	size, err := e.IntList(a[1])
+	x, size, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -76,26 +72,19 @@ func viewRef(e *Env, a []int32) error {
 }
 
 func squeezeRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
 	rank := int64(len(x.Shape))
 	gone := map[int64]bool{}
 	for _, d := range dims {
-		r := max(rank, 1)
-		if d < -r || d >= r {
-			return fmt.Errorf("squeeze: dim %d for rank %d", d, rank)
+		k, err := shWrapDim(d, int(rank))
+		if err != nil {
+			return fmt.Errorf("squeeze: %w", err)
 		}
-		if d < 0 {
-			d += r
-		}
-		if rank > 0 && x.Shape[d] == 1 {
-			gone[d] = true
+		if rank > 0 && x.Shape[k] == 1 {
+			gone[int64(k)] = true
 		}
 	}
 	shape := []int64{}
@@ -108,11 +97,7 @@ func squeezeRef(e *Env, a []int32) error {
 }
 
 func unsqueezeRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, d, err := e.inInt(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -100,18 +100,12 @@ func arangeRef(e *Env, a []int32) error {
 	return nil
 }
 
-// scalar reads a Scalar: Bool as 0/1, a SymInt's live value, else a number.
+// scalar reads a Scalar: a SymInt's live value, else as scalarValue (Bool
+// as 0/1, else a number).
 func scalar(e *Env, id int32) (float64, error) {
-	switch e.Kind(id) {
-	case serialization.KindBool:
-		b, err := e.Bool(id)
-		if b {
-			return 1, err
-		}
-		return 0, err
-	case serialization.KindSymInt:
+	if e.Kind(id) == serialization.KindSymInt {
 		i, err := e.Int(id)
 		return float64(i), err
 	}
-	return e.Float(id)
+	return scalarValue(e, id)
 }

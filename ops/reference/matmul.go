@@ -39,11 +39,7 @@ func mmRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("mm: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	y, err := e.In(a[1])
+	x, y, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -64,11 +60,7 @@ func bmmRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("bmm: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	y, err := e.In(a[1])
+	x, y, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -151,11 +143,7 @@ func matmulRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("matmul: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	y, err := e.In(a[1])
+	x, y, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -234,11 +222,7 @@ func linearRef(e *Env, a []int32) error {
 	if len(a) != 4 {
 		return fmt.Errorf("linear: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	w, err := e.In(a[1])
+	x, w, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

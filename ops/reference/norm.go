@@ -74,11 +74,7 @@ func layerNormRef(e *Env, a []int32) error {
 	if len(a) != 6 {
 		return fmt.Errorf("layer_norm: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	ns, err := e.IntList(a[1])
+	x, ns, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,7 @@ func permuteRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("permute: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -44,13 +40,8 @@ func permuteRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	coord := make([]int64, rank) // output coordinates
 	for o := range out.V {
-		rest := int64(o)
-		for i := rank - 1; i >= 0; i-- {
-			coord[i] = rest % out.Shape[i]
-			rest /= out.Shape[i]
-		}
+		coord := shCoords(int64(o), out.Shape) // output coordinates
 		// Input coordinate along axis perm[i] is coord[i]; flatten it.
 		src := int64(0)
 		for axis := 0; axis < rank; axis++ {

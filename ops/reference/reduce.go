@@ -129,13 +129,8 @@ func reduceRef(e *Env, op string, a []int32) error {
 	}
 	// groups[o] lists the values of output o in reduced row-major order.
 	groups := make([][]float64, len(out.V))
-	coord := make([]int64, rank)
 	for i, v := range x.V {
-		rest := int64(i)
-		for d := rank - 1; d >= 0; d-- {
-			coord[d] = rest % x.Shape[d]
-			rest /= x.Shape[d]
-		}
+		coord := shCoords(int64(i), x.Shape)
 		o := int64(0)
 		for d := 0; d < rank; d++ {
 			if !red[d] {
@@ -204,11 +199,7 @@ func softmaxRef(e *Env, log bool, a []int32) error {
 	if len(a) != 4 {
 		return fmt.Errorf("softmax: %d args, want 4", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, d, err := e.inInt(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -100,11 +100,7 @@ func ropeInterleavedRef(e *Env, a []int32) error {
 	if len(a) != 3 {
 		return fmt.Errorf("rope_interleaved: %d args", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	f, err := e.In(a[1])
+	x, f, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,21 @@ func shPick(v float64, n int64) (int64, bool) {
 	return i, i >= 0 && i < n
 }
 
+// pickAlong fills out, whose coordinates run over shape os, from x (shape
+// xs): element i takes x at its own coordinates but index(i, c) along dim
+// (c its coordinates); an index out of range leaves a zero.
+func pickAlong(out, x *Tensor, os, xs []int64, dim int, index func(i int, c []int64) float64) {
+	for i := range out.V {
+		c := shCoords(int64(i), os)
+		j, ok := shPick(index(i, c), xs[dim])
+		if !ok {
+			continue
+		}
+		c[dim] = j
+		out.V[i] = x.V[shFlat(c, xs)]
+	}
+}
+
 func catRef(e *Env, a []int32) error {
 	ids, err := e.ValueList(a[0])
 	if err != nil {
@@ -168,20 +183,12 @@ func sliceTo(e *Env, x *Tensor, dim int, start, end, step int64, id int32) error
 }
 
 func sliceRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
 	if len(x.Shape) == 0 {
 		return fmt.Errorf("slice of a scalar")
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
-	if err != nil {
-		return err
 	}
 	n := x.Shape[dim]
 	bound := func(id int32, def int64) (int64, error) {
@@ -222,11 +229,7 @@ func sliceRef(e *Env, a []int32) error {
 }
 
 func selectRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
+	x, dim, err := e.inDim(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -236,10 +239,6 @@ func selectRef(e *Env, a []int32) error {
 	}
 	if len(x.Shape) == 0 {
 		return fmt.Errorf("select from a scalar")
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
-	if err != nil {
-		return err
 	}
 	if idx < 0 {
 		idx += x.Shape[dim]
@@ -267,19 +266,11 @@ func selectRef(e *Env, a []int32) error {
 }
 
 func splitRef(e *Env, a []int32, withSizes bool) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[2])
+	x, dim, err := e.inDim(a[0], a[2])
 	if err != nil {
 		return err
 	}
 	outs, err := e.ValueList(a[3])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
 	if err != nil {
 		return err
 	}
@@ -318,11 +309,7 @@ func splitRef(e *Env, a []int32, withSizes bool) error {
 }
 
 func expandRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	size, err := e.IntList(a[1])
+	x, size, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -343,25 +330,26 @@ func expandRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), shape)[lead:]
-		for k := range c {
-			if x.Shape[k] == 1 {
-				c[k] = 0
-			}
-		}
-		out.V[i] = x.V[shFlat(c, x.Shape)]
-	}
+	tileFrom(out, x, lead)
 	e.Set(a[3], out)
 	return nil
 }
 
-func repeatRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
+// tileFrom fills out from x, whose dims align with out's last dims (the
+// first lead are new): each output coordinate is taken modulo x's size, so
+// size-1 dims broadcast (expand) and larger ones repeat (repeat).
+func tileFrom(out, x *Tensor, lead int) {
+	for i := range out.V {
+		c := shCoords(int64(i), out.Shape)[lead:]
+		for k := range c {
+			c[k] %= x.Shape[k]
+		}
+		out.V[i] = x.V[shFlat(c, x.Shape)]
 	}
-	reps, err := e.IntList(a[1])
+}
+
+func repeatRef(e *Env, a []int32) error {
+	x, reps, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -381,23 +369,13 @@ func repeatRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), shape)[lead:]
-		for k := range c {
-			c[k] %= x.Shape[k]
-		}
-		out.V[i] = x.V[shFlat(c, x.Shape)]
-	}
+	tileFrom(out, x, lead)
 	e.Set(a[2], out)
 	return nil
 }
 
 func repeatInterleaveRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	r, err := e.Int(a[1])
+	x, r, err := e.inInt(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -432,11 +410,7 @@ func repeatInterleaveRef(e *Env, a []int32) error {
 }
 
 func flipRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	dims, err := e.IntList(a[1])
+	x, dims, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -466,19 +440,7 @@ func flipRef(e *Env, a []int32) error {
 }
 
 func indexSelectRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[2])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
+	x, dim, ix, err := e.selfDimIndex(a)
 	if err != nil {
 		return err
 	}
@@ -495,33 +457,13 @@ func indexSelectRef(e *Env, a []int32) error {
 	}
 	os := append([]int64{}, xs...)
 	os[dim] = int64(len(ix.V))
-	for i := range out.V {
-		c := shCoords(int64(i), os)
-		j, ok := shPick(ix.V[c[dim]], xs[dim])
-		if !ok {
-			continue
-		}
-		c[dim] = j
-		out.V[i] = x.V[shFlat(c, xs)]
-	}
+	pickAlong(out, x, os, xs, dim, func(_ int, c []int64) float64 { return ix.V[c[dim]] })
 	e.Set(a[3], out)
 	return nil
 }
 
 func gatherRef(e *Env, a []int32) error {
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	d, err := e.Int(a[1])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[2])
-	if err != nil {
-		return err
-	}
-	dim, err := shWrapDim(d, len(x.Shape))
+	x, dim, ix, err := e.selfDimIndex(a)
 	if err != nil {
 		return err
 	}
@@ -533,15 +475,7 @@ func gatherRef(e *Env, a []int32) error {
 	if len(xs) == 0 {
 		xs, is = []int64{1}, []int64{1}
 	}
-	for i := range out.V {
-		c := shCoords(int64(i), is)
-		j, ok := shPick(ix.V[i], xs[dim])
-		if !ok {
-			continue
-		}
-		c[dim] = j
-		out.V[i] = x.V[shFlat(c, xs)]
-	}
+	pickAlong(out, x, is, xs, dim, func(i int, _ []int64) float64 { return ix.V[i] })
 	e.Set(a[4], out)
 	return nil
 }
@@ -661,11 +595,7 @@ func indexRef(e *Env, a []int32) error {
 }
 
 func embeddingRef(e *Env, a []int32) error {
-	w, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	ix, err := e.In(a[1])
+	w, ix, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -174,11 +174,7 @@ func constantPadRef(e *Env, a []int32) error {
 	if len(a) != 4 {
 		return fmt.Errorf("%d args, want 4", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	pad, err := e.IntList(a[1])
+	x, pad, err := e.inInts(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -234,11 +230,7 @@ func gridSamplerRef(e *Env, a []int32) error {
 	if len(a) != 6 {
 		return fmt.Errorf("%d args, want 6", len(a))
 	}
-	x, err := e.In(a[0])
-	if err != nil {
-		return err
-	}
-	g, err := e.In(a[1])
+	x, g, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,7 @@ func init() {
 		if len(a) != 3 {
 			return fmt.Errorf("%d args, want 3", len(a))
 		}
-		t, err := e.In(a[0])
-		if err != nil {
-			return err
-		}
-		d, err := e.Int(a[1])
+		t, d, err := e.inInt(a[0], a[1])
 		if err != nil {
 			return err
 		}
@@ -73,11 +69,7 @@ func init() {
 	}
 	Register("aten._assert_scalar.default", func(e *Env, a []int32) error { return nil })
 	Register("et_vk.select_as_symint.default", func(e *Env, a []int32) error {
-		x, err := e.In(a[0])
-		if err != nil {
-			return err
-		}
-		d, err := e.Int(a[1])
+		x, d, err := e.inInt(a[0], a[1])
 		if err != nil {
 			return err
 		}

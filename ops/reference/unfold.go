@@ -34,11 +34,7 @@ func init() {
 		return nil
 	})
 	Register("aten.unfold_copy.default", func(e *Env, a []int32) error {
-		x, err := e.In(a[0])
-		if err != nil {
-			return err
-		}
-		d, err := e.Int(a[1])
+		x, d, err := e.inInt(a[0], a[1])
 		if err != nil {
 			return err
 		}
@@ -84,11 +80,7 @@ func init() {
 		return nil
 	})
 	Register("aten.copy.default", func(e *Env, a []int32) error {
-		self, err := e.In(a[0])
-		if err != nil {
-			return err
-		}
-		src, err := e.In(a[1])
+		self, src, err := e.in2(a[0], a[1])
 		if err != nil {
 			return err
 		}
