@@ -13,7 +13,7 @@ import (
 )
 
 // buildCase loads case c (seed 1) as a GPU graph.
-func buildCase(t *testing.T, dev *gpu.Device, c Case) *graph.WebGPUGraph {
+func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case) *graph.WebGPUGraph {
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
@@ -54,7 +54,7 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 		}
 		n++
 		t.Run(c.Name, func(t *testing.T) {
-			g := buildCase(t, dev, c)
+			g := buildMatmulCase(t, dev, c)
 			defer g.Close()
 			var matmuls, acts int
 			for _, d := range g.Dispatches() {
@@ -107,7 +107,7 @@ func TestLinearPacked(t *testing.T) {
 		if !constant {
 			continue
 		}
-		g := buildCase(t, dev, c)
+		g := buildMatmulCase(t, dev, c)
 		if st := g.PackedCacheStats(); st.Misses+st.Hits == 0 {
 			t.Errorf("%s: weight not packed", c.Name)
 		}
