@@ -188,23 +188,31 @@ func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool
 	return e, true, nil
 }
 
-func mmOp(b Builder, args []int32) error {
+// matmulPair reads mm's and bmm's [self, mat2, out] operands, both of the
+// given rank.
+func matmulPair(b Builder, args []int32, rank int) (x, y Tensor, err error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, mat2, out], have %d", len(args))
+		return x, y, Errorf(-1, "want 3 args [self, mat2, out], have %d", len(args))
 	}
-	x, err := matmulOperand(b, args[0], 0, "self")
+	if x, err = matmulOperand(b, args[0], 0, "self"); err != nil {
+		return x, y, err
+	}
+	if y, err = matmulOperand(b, args[1], 1, "mat2"); err != nil {
+		return x, y, err
+	}
+	if len(x.Dims) != rank {
+		return x, y, Errorf(0, "self must be %d-D, has dims %v", rank, x.Dims)
+	}
+	if len(y.Dims) != rank {
+		return x, y, Errorf(1, "mat2 must be %d-D, has dims %v", rank, y.Dims)
+	}
+	return x, y, nil
+}
+
+func mmOp(b Builder, args []int32) error {
+	x, y, err := matmulPair(b, args, 2)
 	if err != nil {
 		return err
-	}
-	y, err := matmulOperand(b, args[1], 1, "mat2")
-	if err != nil {
-		return err
-	}
-	if len(x.Dims) != 2 {
-		return Errorf(0, "self must be 2-D, has dims %v", x.Dims)
-	}
-	if len(y.Dims) != 2 {
-		return Errorf(1, "mat2 must be 2-D, has dims %v", y.Dims)
 	}
 	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
 	if y.Dims[0] != k {
@@ -217,22 +225,9 @@ func mmOp(b Builder, args []int32) error {
 }
 
 func bmmOp(b Builder, args []int32) error {
-	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, mat2, out], have %d", len(args))
-	}
-	x, err := matmulOperand(b, args[0], 0, "self")
+	x, y, err := matmulPair(b, args, 3)
 	if err != nil {
 		return err
-	}
-	y, err := matmulOperand(b, args[1], 1, "mat2")
-	if err != nil {
-		return err
-	}
-	if len(x.Dims) != 3 {
-		return Errorf(0, "self must be 3-D, has dims %v", x.Dims)
-	}
-	if len(y.Dims) != 3 {
-		return Errorf(1, "mat2 must be 3-D, has dims %v", y.Dims)
 	}
 	bs, m, k, n := x.Dims[0], x.Dims[1], x.Dims[2], y.Dims[2]
 	if y.Dims[0] != bs || y.Dims[1] != k {
