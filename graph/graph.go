@@ -38,9 +38,9 @@ type Options struct {
 	// any buffer is created, so a hostile or mistaken blob cannot exhaust the
 	// host (lavapipe's buffers are host memory). 0 means DefaultMemoryLimit.
 	MemoryLimit int64
-	// SkipWarmup skips the warm-up run at the end of a load (one pass over
-	// every dispatch on zeroed inputs, so that the first Execute pays no
-	// driver first-use costs).
+	// SkipWarmup skips the warm-up run at the end of a load (each pipeline
+	// dispatched once, one workgroup, so that the first Execute pays no
+	// driver first-use costs such as a kernel compile).
 	SkipWarmup bool
 	// PackedCache is the path of a packed-weight cache file (see package
 	// prepack), shared by every graph of the process; "" for none.
@@ -265,11 +265,12 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	g.stale = tentative
 	g.prog = g.dev.Prepare(g.records, g.reads)
-	// Warm-up: run every dispatch once now (on zeroed inputs) so that
-	// driver-side first-use work is not paid by the first Execute. Skipped
-	// for graphs with state across calls (a KV cache updated in place).
+	// Warm-up: run every pipeline once now so that driver-side first-use
+	// work (llvmpipe compiles a kernel at its first dispatch) is not paid
+	// by the first Execute. Skipped for graphs with state across calls (a
+	// KV cache updated in place).
 	if !opts.SkipWarmup && !tentative && !g.mutatesState && len(g.records) > 0 {
-		if err := g.prog.Run(ctx); err != nil {
+		if err := g.warmUp(ctx); err != nil {
 			return nil, fmt.Errorf("graph: warm-up run: %w", err)
 		}
 	}
@@ -1014,4 +1015,31 @@ func (g *WebGPUGraph) release() {
 		g.owned[i].Release()
 	}
 	g.owned = nil
+}
+
+// warmUp dispatches each of the graph's pipelines once, with its first
+// record's bindings and a single workgroup, in one submit. That is enough
+// for the driver to finish building every kernel (llvmpipe compiles at the
+// first dispatch); running the whole graph instead would cost a full
+// inference at every load (as long as the load itself on a model with
+// large convolution weights). The partial results are overwritten by the
+// first Execute: every dispatch's outputs are rewritten by every Execute
+// of a graph without state across calls, the only kind warmed up.
+func (g *WebGPUGraph) warmUp(ctx context.Context) error {
+	return g.dev.Run(ctx, g.warmUpDispatches(), nil)
+}
+
+// warmUpDispatches returns the dispatches of the warm-up run.
+func (g *WebGPUGraph) warmUpDispatches() []gpu.Dispatch {
+	seen := map[*gpu.Pipeline]bool{}
+	var ds []gpu.Dispatch
+	for _, r := range g.records {
+		if seen[r.Pipeline] {
+			continue
+		}
+		seen[r.Pipeline] = true
+		r.X, r.Y, r.Z = 1, 1, 1
+		ds = append(ds, r)
+	}
+	return ds
 }

@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
 )
 
 // TestReloadCreatesNoPipelines: a second load of the same graph in one
@@ -48,5 +50,38 @@ func TestSameDispatchesEveryCall(t *testing.T) {
 	}
 	if g.Rerecords() != 0 || g.MemoryStats().NumDispatches != n {
 		t.Errorf("re-recorded %d times; %d dispatches, was %d", g.Rerecords(), g.MemoryStats().NumDispatches, n)
+	}
+}
+
+// TestWarmUpRunsEachPipelineOnce: the load-time warm-up dispatches every
+// distinct pipeline of the graph exactly once, on one workgroup, and the
+// first Execute after it still computes the whole graph.
+func TestWarmUpRunsEachPipelineOnce(t *testing.T) {
+	ctx := context.Background()
+	for i, blob := range seedGraphs(t) {
+		g, err := Load(ctx, device(t), blob, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipes := map[*gpu.Pipeline]int{}
+		for _, r := range g.records {
+			pipes[r.Pipeline]++
+		}
+		warm := g.warmUpDispatches()
+		if len(warm) != len(pipes) {
+			t.Errorf("graph %d: %d warm-up dispatches for %d pipelines", i, len(warm), len(pipes))
+		}
+		for _, d := range warm {
+			if d.X != 1 || d.Y != 1 || d.Z != 1 {
+				t.Errorf("graph %d: warm-up dispatch of %d×%d×%d workgroups", i, d.X, d.Y, d.Z)
+			}
+			pipes[d.Pipeline] = -1
+		}
+		for p, n := range pipes {
+			if n != -1 {
+				t.Errorf("graph %d: pipeline %p not warmed up", i, p)
+			}
+		}
+		g.Close()
 	}
 }

@@ -3,7 +3,7 @@
 // `wgdelegate bench` would report for the load. Run it twice on the same
 // cache directory for a cold and a warm load:
 //
-//	go run ./bench/bigmlp -mib 64 -out /tmp/big
+//	go run ./bench/bigmodel -kind mlp -mib 64 -out /tmp/big
 //	go run ./bench/packload -cache /tmp/wgdc /tmp/big   # cold
 //	go run ./bench/packload -cache /tmp/wgdc /tmp/big   # warm
 package main

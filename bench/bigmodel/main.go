@@ -1,0 +1,66 @@
+// Command bigmodel writes a model with large weights (model.pte plus
+// weights.ptd) for load benchmarks, in particular of the packed-weight
+// cache:
+//
+//	go run ./bench/bigmodel -kind conv -mib 64 -out /tmp/bigconv
+//	wgdelegate bench --packed-cache /tmp/wgd-cache --json --data /tmp/bigconv/weights.ptd /tmp/bigconv/model.pte  # cold
+//	wgdelegate bench --packed-cache /tmp/wgd-cache --json --data /tmp/bigconv/weights.ptd /tmp/bigconv/model.pte  # warm
+//
+// -kind conv is a stack of 3×3 convolutions (internal/models.ConvStack),
+// whose weights the convolution kernel reads packed; -kind mlp is two
+// square linear layers with a dynamic batch (internal/models.MLP).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+func main() {
+	kind := flag.String("kind", "conv", "model: conv (3×3 convolution stack) or mlp (two linear layers)")
+	mib := flag.Float64("mib", 64, "approximate weight size in MiB")
+	out := flag.String("out", "", "directory for model.pte and weights.ptd (required)")
+	batch := flag.Int64("batch", 8, "mlp: rows of the input (an upper bound: the batch is dynamic)")
+	layers := flag.Int64("layers", 8, "conv: number of 3×3 convolutions")
+	hw := flag.Int64("hw", 4, "conv: input height and width")
+	flag.Parse()
+	if *out == "" {
+		log.Fatal("bigmodel: -out is required")
+	}
+	var b *serialization.Builder
+	var desc string
+	switch *kind {
+	case "mlp":
+		// Two [n, n] float32 weights: 8·n² bytes.
+		n := int64(math.Sqrt(*mib * (1 << 20) / 8))
+		n -= n % 4
+		b = models.NewMLP(models.MLPConfig{MaxBatch: *batch, In: n, Hidden: n, Out: n, Seed: 1}).B
+		desc = fmt.Sprintf("MLP [%d x %d] -> %d -> %d", *batch, n, n, n)
+	case "conv":
+		cfg := models.ConvStackForMiB(*mib, *layers, *hw)
+		b = models.NewConvStack(cfg).B
+		desc = fmt.Sprintf("%d 3x3 convolutions %d -> %d channels on [%d, %d, %d, %d]", cfg.Layers, cfg.C, cfg.C, cfg.N, cfg.C, cfg.H, cfg.W)
+	default:
+		log.Fatalf("bigmodel: unknown -kind %q (conv or mlp)", *kind)
+	}
+	f, err := models.Encode(b, true)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"model.pte": f.PTE, "weights.ptd": f.PTD} {
+		if err := os.WriteFile(filepath.Join(*out, name), data, 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("wrote %s: %s, %.1f MiB of weights\n", *out, desc, float64(len(f.PTD))/(1<<20))
+}
