@@ -66,6 +66,7 @@ type Device struct {
 	lostReason atomic.Value   // string: why; set by Destroy or a device-lost error
 	pad        [4]byte        // Write's tail word (under mu)
 	idleCell   unsafe.Pointer // C status cell for queue-idle waits
+	flush      writeFlush     // bounds the queue writes in flight (buffer.go)
 	timestamps bool           // the TimestampQuery feature is enabled (see profile.go)
 	prof       profState
 
@@ -247,8 +248,8 @@ func (d *Device) Close() error {
 	d.freeRaw()
 	d.queue.Release()
 	d.dev.Release()
-	// idleCell is not freed: a wait cancelled by its context may leave a
-	// callback that the device's teardown still runs.
+	// idleCell and the flush cells are not freed: a wait cancelled by its
+	// context may leave a callback that the device's teardown still runs.
 	d.adapter.Release()
 	d.inst.Release()
 	return nil

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -189,5 +190,74 @@ func TestSubmitValidationErrorIsReturned(t *testing.T) {
 	t.Logf("rejected: %v", err)
 	if err := d.Run(context.Background(), []Dispatch{{Pipeline: p, Group: g, X: 1, Y: 1, Z: 1}}, nil); err != nil {
 		t.Fatalf("device unusable after a rejected submit: %v", err)
+	}
+}
+
+// TestFlushedWrites: writes totalling several writeFlushBytes are flushed
+// along the way (at most writeFlushDepth flushes unfinished), small writes
+// are not, and every byte arrives whatever the flushing.
+func TestFlushedWrites(t *testing.T) {
+	d := testDev
+	const n = 3
+	const piece = writeFlushBytes / 4
+	size := 2*writeFlushBytes + writeFlushBytes/2
+	var bufs []*Buffer
+	var datas [][]byte
+	d.mu.Lock()
+	before := d.flush.count
+	d.mu.Unlock()
+	for i := range n {
+		b, err := d.NewBuffer(Storage, uint64(size), "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release()
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(j*7 + i)
+		}
+		for off := 0; off < size; off += piece {
+			if err := d.Write(b, uint64(off), data[off:off+piece]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bufs, datas = append(bufs, b), append(datas, data)
+	}
+	d.mu.Lock()
+	flushes := d.flush.count - before
+	d.mu.Unlock()
+	// A flush after every writeFlushBytes: 7.5 thresholds written.
+	if want := int64(n * size / writeFlushBytes); flushes != want {
+		t.Errorf("%d flushes for %d bytes, want %d", flushes, n*size, want)
+	}
+	small, _ := d.NewBuffer(Storage, 64, "small")
+	defer small.Release()
+	d.mu.Lock()
+	before = d.flush.count
+	d.mu.Unlock()
+	if err := d.Write(small, 0, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(small, 0, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	if d.flush.count != before {
+		t.Errorf("small writes flushed %d times", d.flush.count-before)
+	}
+	d.mu.Unlock()
+	for i, b := range bufs {
+		st, _ := d.NewBuffer(Staging, uint64(size), "staging")
+		defer st.Release()
+		if err := d.Run(context.Background(), nil, []Readback{{Src: b, Dst: st, Size: b.Size()}}); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := st.Mapped()
+		if !bytes.Equal(m[:size], datas[i]) {
+			t.Fatalf("buffer %d: bytes differ after flushed writes", i)
+		}
 	}
 }

@@ -183,6 +183,8 @@ func (d *Device) submit(p *program) error {
 	if len(p.copies) > 0 {
 		cp = &p.copies[0]
 	}
+	// Every submit also flushes the queue writes made before it.
+	d.flush.pending = 0
 	if C.wgd_submit(d.raw.dev, d.raw.queue, dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
 		return d.scopeError("submit")
 	}
@@ -198,7 +200,7 @@ func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
 	if C.wgd_write(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(offset), unsafe.Pointer(&data[0]), C.size_t(len(data)), d.raw.err) != 0 {
 		return d.scopeError("write buffer")
 	}
-	return nil
+	return d.noteWriteLocked(len(data))
 }
 
 func cUint64(v uint64) C.uint64_t { return C.uint64_t(v) }
