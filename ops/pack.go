@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
@@ -107,4 +109,30 @@ type Persister interface {
 	// per-graph writable copy of constant id, initialised with its bytes
 	// once at load and kept across Execute calls.
 	Persistent(id int32) (Tensor, error)
+}
+
+// ConvBlockSpec is the PackSpec that regroups a 4-byte convolution weight
+// [OC, ICg, KH, KW] (or [OC, ICg, KW]) into blocks of t output channels,
+// [OC/t, R, t] with R = ICg·KH·KW: packed[b][r][j] = w[b·t+j][r]. The
+// packed forward-convolution kernel then reads the t channels of one
+// reduction step as t/4 consecutive vec4s. OC must be a multiple of t.
+func ConvBlockSpec(w Tensor, t int64, maxPerDim uint32) (PackSpec, error) {
+	if len(w.Dims) < 3 || w.DType.Size() != 4 || t < 1 {
+		return PackSpec{}, Errorf(-1, "conv block packing needs a 4-byte weight of rank >= 3, have %v %v", w.DType, w.Dims)
+	}
+	oc := w.Dims[0]
+	if oc%t != 0 || oc == 0 {
+		return PackSpec{}, Errorf(-1, "conv block packing: %d output channels are not a multiple of %d", oc, t)
+	}
+	r := w.Numel / oc
+	// Viewed as [OC/t, t, R], the block layout is its per-batch transpose.
+	view := w
+	view.Dims = []int64{oc / t, t, r}
+	spec, err := TransposeSpec(view, maxPerDim)
+	if err != nil {
+		return PackSpec{}, err
+	}
+	// The name carries t: two block sizes of one weight are two entries.
+	spec.Name = fmt.Sprintf("convblock%d", t)
+	return spec, nil
 }

@@ -15,12 +15,19 @@
 // loaded weight and input value feeds several FMAs. Columns past OW are
 // computed on a clamped column and not written.
 //
+// Packed (Tiled with a block-packed weight, ops.ConvBlockSpec): the weight
+// is [OC/T, R, T] with T = len(OCB) and R = ICg·KH·KW, so reduction step r
+// of channel block ocb is T/4 consecutive vec4s, and the accumulators are
+// vec4s of four channels each (lane J is component C of vector K).
+//
 // Transposed (the other variant): one invocation per output pixel and
 // len(OCB) output channels; the weight is [IC, OC/groups, KH, KW] and output row oy gathers input row iy
 // where oy = iy·stride - pad + ky·dil, i.e. iy = (oy + pad - ky·dil) /
 // stride when that divides exactly (tracked as quotient and remainder).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> w: array<f32>;
+{{if .Packed}}@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
+{{else}}@group(0) @binding(1) var<storage, read> w: array<f32>;
+{{end}}
 {{if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
@@ -66,6 +73,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- range $j := .OCB}}
   let ob{{$j}} = ((n * params.oc + oc0 + {{$j}}u) * params.oh + oy) * params.ow;
 {{- end}}
+{{- if .Packed}}
+{{- range $k := .Vec}}
+  let b{{$k}} = {{if $.Bias}}vec4<f32>(bias[oc0 + {{$k}}u * 4u], bias[oc0 + {{$k}}u * 4u + 1u], bias[oc0 + {{$k}}u * 4u + 2u], bias[oc0 + {{$k}}u * 4u + 3u]){{else}}vec4<f32>(0.0){{end}};
+{{- range $q := $.OXB}}
+  var acc{{$k}}_{{$q}} = b{{$k}};
+{{- end}}{{end}}
+  if (params.accumulate != 0u) {
+{{- range $l := .Lanes}}{{range $q := $.OXB}}
+    acc{{$l.K}}_{{$q}}.{{$l.C}} = y[ob{{$l.J}} + min(ox0 + {{$q}}u, params.ow - 1u)];
+{{- end}}{{end}}
+  }
+  // vec4 index of (block ocb, step r_begin), then one block row per step.
+  var wq = (ocb * wstride + params.r_begin) * {{len .Vec}}u;
+{{- else}}
 {{- range $j := .OCB}}{{range $q := $.OXB}}
   var acc{{$j}}_{{$q}} = {{if $.Bias}}bias[oc0 + {{$j}}u]{{else}}0.0{{end}};
 {{- end}}{{end}}
@@ -74,6 +95,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc{{$j}}_{{$q}} = y[ob{{$j}} + min(ox0 + {{$q}}u, params.ow - 1u)];
 {{- end}}{{end}}
   }
+{{- end}}
   // (icl, ky, kx) of trip r_begin, then stepped with r.
   var icl = params.r_begin / khw;
   let rem = params.r_begin - icl * khw;
@@ -88,10 +110,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let ix{{.}} = ix0_{{.}} + dx;
     let v{{.}} = select(0.0, x[row + u32(clamp(ix{{.}}, 0, iw - 1))], row_ok && ix{{.}} >= 0 && ix{{.}} < iw);
 {{- end}}
+{{- if .Packed}}
+{{- range $k := .Vec}}
+    let w{{$k}} = w[wq + {{$k}}u];
+{{- range $q := $.OXB}}
+    acc{{$k}}_{{$q}} = fma(vec4<f32>(v{{$q}}), w{{$k}}, acc{{$k}}_{{$q}});
+{{- end}}
+{{- end}}
+    wq += {{len .Vec}}u;
+{{- else}}
 {{- range $j := .OCB}}
     let w{{$j}} = w[wbase + {{$j}}u * wstride + r];
 {{- range $q := $.OXB}}
     acc{{$j}}_{{$q}} = fma(v{{$q}}, w{{$j}}, acc{{$j}}_{{$q}});
+{{- end}}
 {{- end}}
 {{- end}}
     kx++;
@@ -104,6 +136,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
   }
+{{- range $l := .Lanes}}{{range $q := $.OXB}}
+  if (ox0 + {{$q}}u < params.ow) {
+    var v = acc{{$l.K}}_{{$q}}.{{$l.C}};
+    if (params.last != 0u) {
+      if (params.has_min != 0u && v < params.min_v) { v = params.min_v; }
+      if (params.has_max != 0u && v > params.max_v) { v = params.max_v; }
+    }
+    y[ob{{$l.J}} + ox0 + {{$q}}u] = v;
+  }
+{{- end}}{{end}}
+{{- if not .Packed}}
 {{- range $j := .OCB}}{{range $q := $.OXB}}
   if (ox0 + {{$q}}u < params.ow) {
     var v = acc{{$j}}_{{$q}};
@@ -114,6 +157,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     y[ob{{$j}} + ox0 + {{$q}}u] = v;
   }
 {{- end}}{{end}}
+{{- end}}
 }
 {{else}}
 // floor_div is floor(a / b) for b > 0 (WGSL's i32 division truncates).

@@ -150,6 +150,17 @@ func init() {
 		{in: l(1, 4, 7, 9), w: l(8, 2, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 2, bias: true, weight: weightNamed},
 		{in: l(2, 6, 7, 5), w: l(16, 3, 2, 3), stride: l(1, 2), pad: l(1, 0), dil: l(2, 1), groups: 2, weight: weightNamed},
 		{in: l(1, 3, 5, 11), w: l(24, 3, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightPrepack},
+		// Packed weights (ops.ConvBlockSpec): 16-channel blocks (OC per
+		// group a multiple of 16), 4-channel blocks (20 per group), grouped,
+		// strided and dilated, conv1d, clamp, a prepacked and an inline
+		// weight, a computed weight (read unpacked) and a chunked reduction.
+		{name: "packed", in: l(1, 5, 9, 11), w: l(32, 5, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightNamed},
+		{name: "packed", in: l(2, 6, 7, 10), w: l(48, 2, 3, 3), stride: l(2, 1), pad: l(1), dil: l(1, 2), groups: 3, weight: weightPrepack},
+		{name: "packed", in: l(1, 3, 5, 6), w: l(20, 3, 3, 3), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightInline},
+		{name: "packed", in: l(1, 7, 19), w: l(16, 7, 5), stride: l(1), pad: l(2), dil: l(1), groups: 1, bias: true, weight: weightNamed},
+		{name: "packed", in: l(1, 3, 6, 13), w: l(16, 3, 1, 1), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "et_vk", lo: &zero, hi: &six},
+		{name: "packed", in: l(1, 4, 6, 6), w: l(16, 4, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, weight: weightInput},
+		{name: "packed_long_reduction", in: l(1, 1100, 8, 9), w: l(16, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "bare", lo: &neg},
 		// conv1d.
 		{in: l(2, 3, 17), w: l(4, 3, 5), stride: l(2), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightNamed},
 		{in: l(1, 6, 13), w: l(6, 2, 3), stride: l(1), pad: l(2), dil: l(2), groups: 3, weight: weightPrepack},

@@ -61,6 +61,19 @@ func init() {
 				RandTensor(r, f, []int64{dyn(r, 0, 4), 3}, -1, 1),
 			}
 		}},
+		// A packed (inline) convolution weight: every new input shape re-records
+		// the conv, which must find the weight packed at load.
+		Case{Name: "dynamic/conv_packed", Tol: Tolerance{Abs: 1e-4, Rel: 1e-4}, Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			x := b.Tensor(f, []uint32{2, 3, 9, 11}, -1)
+			b.Inputs(x)
+			inputs := []*reference.Tensor{RandTensor(r, f, []int64{dyn(r, 1, 2), 3, dyn(r, 1, 9), dyn(r, 1, 11)}, -1, 1)}
+			w := addWeight(b, RandTensor(r, f, []int64{16, 3, 3, 3}, -1, 1), weightInline, &inputs)
+			y := b.Tensor(f, []uint32{2, 16, 9, 11}, -1)
+			b.Op("aten.convolution.default", x, w, b.Null(), b.IntList(1), b.IntList(1), b.IntList(1), b.Bool(false),
+				b.IntList(0), b.Int(1), y)
+			b.Outputs(y)
+			return inputs
+		}},
 		Case{Name: "dynamic/permute_mean", Tol: Tolerance{Abs: 1e-5, Rel: 1e-4}, Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			x := b.Tensor(f, []uint32{4, 7, 3}, -1)
 			p := b.Tensor(f, []uint32{3, 4, 7}, -1)
