@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
@@ -237,9 +238,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	if err := g.allocate(); err != nil {
 		return nil, err
 	}
+	allocated := time.Now()
 	tentative := false
 	if err := g.recordOps(ctx); err != nil {
 		// SymInt inputs hold placeholder values (0) until the first
@@ -257,9 +260,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.checkWrites(); err != nil {
 		return nil, err
 	}
+	recorded := time.Now()
 	if err := g.finishDispatches(); err != nil {
 		return nil, err
 	}
+	pipelined := time.Now()
 	if err := g.createStaging(opts.OutputHostTypes); err != nil {
 		return nil, err
 	}
@@ -275,8 +280,13 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		}
 	}
 	g.computeStats()
+	// Phase times: constants written (queued), ops recorded (packing and
+	// packed-weight cache reads included), pipelines created, warm-up run
+	// (which also waits for the queued writes).
 	g.log.Debug("graph: built", "values", len(g.graph.Values), "ops", len(g.graph.Chain),
-		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants)
+		"dispatches", len(g.records), "tensorBytes", g.stats.TensorBufferBytes, "deferred", g.stats.NumDeferredConstants,
+		"allocate", allocated.Sub(start), "record", recorded.Sub(allocated), "pipelines", pipelined.Sub(recorded),
+		"warmup", time.Since(pipelined))
 	return g, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -243,6 +244,8 @@ func (g *WebGPUGraph) finishPacking() {
 	if len(g.packStaging) == 0 {
 		return
 	}
+	start, n := time.Now(), len(g.packStaging)
+	defer func() { g.log.Debug("graph: packed weights saved", "entries", n, "elapsed", time.Since(start)) }()
 	if err := g.packCache.Save(); err != nil {
 		// The cache logged it. Its unsaved entries still point into our
 		// mappings: drop them before unmapping.
