@@ -141,6 +141,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 		pd.paramOffset, pd.paramSize = off, uint64(len(params))
 	}
 	g.pend = append(g.pend, pd)
+	g.prefetchPipeline(k)
 	return nil
 }
 
@@ -182,6 +183,7 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 // finishDispatches uploads the uniform arena and creates one bind group per
 // dispatch.
 func (g *WebGPUGraph) finishDispatches() error {
+	g.stopPrefetch()
 	specs := make([]gpu.PipelineSpec, len(g.pend))
 	for i, pd := range g.pend {
 		specs[i] = gpu.PipelineSpec{Label: pd.kernel.Name, Source: pd.kernel.Source, Entry: pd.kernel.Entry, Layout: pd.kernel.Layout}

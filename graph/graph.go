@@ -121,12 +121,15 @@ type WebGPUGraph struct {
 	sym     map[int32]int64 // live SymInt values, by value id
 	shared  map[int32]*gpu.Buffer
 	owned   []*gpu.Buffer // every buffer this graph created, for Close
-	groups  []*gpu.BindGroup
-	records []gpu.Dispatch
-	inputs  []int32
-	outputs []outputSlot
-	reads   []gpu.Readback
-	prog    *gpu.Program // records and reads, prepared for replay
+	// prefetch compiles pipelines in the background during a load (nil
+	// otherwise; see prefetch.go).
+	prefetch *pipelinePrefetch
+	groups   []*gpu.BindGroup
+	records  []gpu.Dispatch
+	inputs   []int32
+	outputs  []outputSlot
+	reads    []gpu.Readback
+	prog     *gpu.Program // records and reads, prepared for replay
 	// per record: the chain index of its op and its kernel's name
 	dispatchOps     []int
 	dispatchKernels []string
@@ -195,6 +198,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log = slog.Default()
 	}
 	defer func() {
+		g.stopPrefetch()
 		g.finishPacking()
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
@@ -523,21 +527,20 @@ func (g *WebGPUGraph) allocate() error {
 		case pl.None:
 		case pl.Shared:
 			ts.buf, ts.shared = g.shared[pl.MemObjID], true
+		case ts.constant:
+			data, err := g.constantBytes(int32(i), ts)
+			if err != nil {
+				return err
+			}
+			if ts.buf, err = g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", i)); err != nil {
+				return fmt.Errorf("graph: constant value %d: %w", i, err)
+			}
 		default:
 			b, err := g.newBuffer(gpu.Storage, uint64(pl.Size), fmt.Sprintf("value %d", i))
 			if err != nil {
 				return err
 			}
 			ts.buf = b
-			if ts.constant {
-				data, err := g.constantBytes(int32(i), ts)
-				if err != nil {
-					return err
-				}
-				if err := g.dev.Write(b, 0, data); err != nil {
-					return fmt.Errorf("graph: constant value %d: %w", i, err)
-				}
-			}
 		}
 	}
 	return nil
@@ -547,6 +550,18 @@ func (g *WebGPUGraph) newBuffer(kind gpu.BufferKind, size uint64, label string) 
 	b, err := g.dev.NewBuffer(kind, size, label)
 	if err != nil {
 		return nil, fmt.Errorf("graph: %w", err)
+	}
+	g.owned = append(g.owned, b)
+	return b, nil
+}
+
+// newBufferData is newBuffer for a Storage buffer that starts with data
+// (gpu.Device.NewBufferData: on lavapipe copied straight into the buffer).
+// Its errors are the device's, for the caller to wrap.
+func (g *WebGPUGraph) newBufferData(size uint64, data []byte, label string) (*gpu.Buffer, error) {
+	b, err := g.dev.NewBufferData(size, data, label)
+	if err != nil {
+		return nil, err
 	}
 	g.owned = append(g.owned, b)
 	return b, nil

@@ -69,7 +69,30 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 		return ops.Tensor{}, ops.Errorf(-1, "bad packed shape %v %v", spec.DType, spec.Dims)
 	}
 	nbytes := numel * int64(spec.DType.Size())
-	buf, err := g.newBuffer(gpu.Storage, uint64(nbytes), "packed "+spec.Name)
+	label := "packed " + spec.Name
+	// The packed bytes when they are at hand: the weight as exported
+	// (identity) or a cache hit. They go straight into the new buffer.
+	var data []byte
+	have, hit := spec.Kernel == nil, false
+	if have {
+		ws := g.tensors[weight]
+		if ws.nbytes != nbytes {
+			return ops.Tensor{}, ops.Errorf(-1, "identity packing of value %d changes its size", id)
+		}
+		if data, err = g.constantBytes(weight, ws); err != nil {
+			return ops.Tensor{}, err
+		}
+	} else if g.packCache != nil {
+		if d, ok := g.packCache.Get(key, seed); ok && int64(len(d)) == nbytes {
+			data, have, hit = d, true, true
+		}
+	}
+	var buf *gpu.Buffer
+	if have {
+		buf, err = g.newBufferData(uint64(nbytes), data, label)
+	} else {
+		buf, err = g.newBuffer(gpu.Storage, uint64(nbytes), label)
+	}
 	if err != nil {
 		return ops.Tensor{}, err
 	}
@@ -79,30 +102,12 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.packed[key] = vid
-
-	if spec.Kernel == nil { // IdentitySpec: the weight as exported
-		ws := g.tensors[weight]
-		if ws.nbytes != nbytes {
-			return ops.Tensor{}, ops.Errorf(-1, "identity packing of value %d changes its size", id)
-		}
-		data, err := g.constantBytes(weight, ws)
-		if err != nil {
-			return ops.Tensor{}, err
-		}
-		if err := g.dev.Write(buf, 0, data); err != nil {
-			return ops.Tensor{}, err
-		}
-		return b.Tensor(vid)
-	}
-	if g.packCache != nil {
-		if data, ok := g.packCache.Get(key, seed); ok && int64(len(data)) == nbytes {
-			if err := g.dev.Write(buf, 0, data); err != nil {
-				return ops.Tensor{}, err
-			}
+	if have {
+		if hit {
 			g.packStats.Hits++
 			g.packStats.Bytes += nbytes
-			return b.Tensor(vid)
 		}
+		return b.Tensor(vid)
 	}
 	g.packStats.Bytes += nbytes
 	g.packStats.Misses++
@@ -184,13 +189,10 @@ func (g *WebGPUGraph) runPack(ctx context.Context, src *tensorState, id, weight 
 		if err != nil {
 			return err
 		}
-		if srcBuf, err = g.newBuffer(gpu.Storage, uint64(ws.nbytes), "pack source"); err != nil {
+		if srcBuf, err = g.newBufferData(uint64(ws.nbytes), data, "pack source"); err != nil {
 			return err
 		}
 		release = append(release, srcBuf)
-		if err := g.dev.Write(srcBuf, 0, data); err != nil {
-			return err
-		}
 	}
 	params, err := g.newBuffer(gpu.UniformBuf, uint64(len(spec.Params)), "pack params")
 	if err != nil {
@@ -287,11 +289,8 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	buf, err := g.newBuffer(gpu.Storage, uint64(ts.nbytes), fmt.Sprintf("persistent copy of %d", id))
+	buf, err := g.newBufferData(uint64(ts.nbytes), data, fmt.Sprintf("persistent copy of %d", id))
 	if err != nil {
-		return ops.Tensor{}, err
-	}
-	if err := g.dev.Write(buf, 0, data); err != nil {
 		return ops.Tensor{}, err
 	}
 	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,

@@ -153,6 +153,62 @@ func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer,
 	return buf, nil
 }
 
+// DirectUploads reports whether NewBufferData writes into the buffer's own
+// memory (see NewBufferData).
+func (d *Device) DirectUploads() bool { return d.direct }
+
+// NewBufferData creates a Storage buffer of at least size bytes (rounded by
+// AlignedSize; at least len(data)) that starts with data, zeros after. On a device with direct uploads (a CPU or
+// integrated adapter with the mappable-primary-buffers feature, such as
+// lavapipe) the buffer is created mapped and data is copied into its own
+// memory: one copy, no staging allocation and no queue work. Elsewhere it is
+// NewBuffer followed by Write. Either way the bytes are in place for every
+// later submission.
+func (d *Device) NewBufferData(size uint64, data []byte, label string) (*Buffer, error) {
+	size = AlignedSize(max(size, uint64(len(data))))
+	if !d.direct {
+		b, err := d.NewBuffer(Storage, size, label)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Write(b, 0, data); err != nil {
+			b.Release()
+			return nil, err
+		}
+		return b, nil
+	}
+	if size > d.limits.MaxBufferSize {
+		return nil, &Error{Op: "create buffer " + label, Err: fmt.Errorf("%d bytes exceeds the device's maxBufferSize %d", size, d.limits.MaxBufferSize)}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if err := d.checkLostLocked("create buffer " + label); err != nil {
+		return nil, err
+	}
+	usage := wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst | wgpu.BufferUsageCopySrc | wgpu.BufferUsageMapWrite
+	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: size, MappedAtCreation: true})
+	if err != nil {
+		return nil, &Error{Op: "create buffer " + label, Err: err}
+	}
+	// The mapping starts zeroed (WebGPU guarantees it), so the padding is.
+	m := rawMappedRange(b, size)
+	if m == nil {
+		b.Release()
+		return nil, &Error{Op: "create buffer " + label, Err: errors.New("buffer mapped at creation has no mapping")}
+	}
+	copy(m, data)
+	if err := b.Unmap(); err != nil {
+		b.Release()
+		return nil, &Error{Op: "create buffer " + label, Err: err}
+	}
+	d.live.buffers.Add(1)
+	d.live.bufferBytes.Add(int64(size))
+	return &Buffer{d: d, b: b, size: size, kind: Storage}, nil
+}
+
 // Size is the allocated size in bytes.
 func (b *Buffer) Size() uint64 { return b.size }
 

@@ -38,6 +38,9 @@ type Options struct {
 	WGPULogLevel int
 	// AllBackends asks for every backend instead of Vulkan first.
 	AllBackends bool
+	// StagedUploads turns off direct uploads (see Device.NewBufferData):
+	// every buffer's initial bytes then go through a queue write.
+	StagedUploads bool
 }
 
 // AdapterInfo describes the adapter a Device runs on.
@@ -68,6 +71,7 @@ type Device struct {
 	idleCell   unsafe.Pointer // C status cell for queue-idle waits
 	flush      writeFlush     // bounds the queue writes in flight (buffer.go)
 	timestamps bool           // the TimestampQuery feature is enabled (see profile.go)
+	direct     bool           // NewBufferData maps storage buffers at creation (buffer.go)
 	prof       profState
 
 	// mu serialises queue use (submit, write, map) and cache access. The
@@ -138,15 +142,26 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	limits.MaxPushConstantSize = 0
 	// Timestamp queries (for Program.Profile) only where the adapter has them.
 	var features []wgpu.FeatureName
-	if ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
+	timestamps := ad.HasFeature(wgpu.FeatureNameTimestampQuery)
+	if timestamps {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
+	}
+	// Direct uploads only where device memory is host memory (a CPU or an
+	// integrated adapter): there a mappable storage buffer costs the
+	// kernels nothing, while on a discrete GPU it would live in slow
+	// host-visible memory.
+	direct := !opts.StagedUploads && ad.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) &&
+		(ai.AdapterType == wgpu.AdapterTypeCPU || ai.AdapterType == wgpu.AdapterTypeIntegratedGPU)
+	if direct {
+		features = append(features, wgpu.NativeFeatureMappablePrimaryBuffers)
 	}
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "wgdelegate",
 		RequiredFeatures: features,
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: limits},
 	})
-	d.timestamps = err == nil && dev != nil && len(features) > 0
+	d.timestamps = err == nil && dev != nil && timestamps
+	d.direct = err == nil && dev != nil && direct
 	if err != nil || dev == nil {
 		ad.Release()
 		d.inst.Release()
@@ -167,7 +182,7 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	}
 	d.limits = dev.GetLimits().Limits
 	log.Debug("gpu: device opened", "adapter", d.info.Name, "driver", d.info.Driver, "backend", d.info.Backend,
-		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize)
+		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize, "directUploads", d.direct)
 	return d, nil
 }
 
@@ -286,6 +301,10 @@ type Pipeline struct {
 	bgl      *wgpu.BindGroupLayout
 	plLayout *wgpu.PipelineLayout
 	mod      *wgpu.ShaderModule
+	// prefetched: made by Prefetch and not yet looked up by Pipelines, whose
+	// first lookup then counts it as created rather than as a hit (under
+	// Device.mu).
+	prefetched bool
 }
 
 func (p *Pipeline) release() {
@@ -343,10 +362,25 @@ func (d *Device) PipelineStats() PipelineStats {
 // cache, creating the missing ones concurrently: on lavapipe creation is
 // shader compilation, the bulk of a cold load.
 func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
+	return d.pipelinesFor(specs, false)
+}
+
+// Prefetch creates the pipelines for specs that the cache lacks, one after
+// another on the calling goroutine, so that a later Pipelines call finds
+// them: a graph compiles its kernels in the background while its load goes
+// on. Pipelines made here count as created; the first Pipelines lookup of
+// each does not count as a hit. Errors are dropped: the Pipelines call
+// that needs the pipeline meets them again.
+func (d *Device) Prefetch(specs []PipelineSpec) {
+	d.pipelinesFor(specs, true) //nolint:errcheck // see above
+}
+
+func (d *Device) pipelinesFor(specs []PipelineSpec, prefetch bool) ([]*Pipeline, error) {
 	out := make([]*Pipeline, len(specs))
 	keys := make([]string, len(specs))
 	var missing []int // first index of each missing key
 	seen := map[string]bool{}
+	var claimed map[string]bool
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -360,7 +394,19 @@ func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
 		keys[i] = PipelineKey(sp.Source, sp.Entry, sp.Layout)
 		if p, ok := d.pipelines[keys[i]]; ok {
 			out[i] = p
-			d.pipeHits.Add(1)
+			switch {
+			case prefetch:
+			case p.prefetched:
+				// Made for this caller ahead of time: like a pipeline
+				// created here, neither it nor its repeats are hits.
+				p.prefetched = false
+				if claimed == nil {
+					claimed = map[string]bool{}
+				}
+				claimed[keys[i]] = true
+			case !claimed[keys[i]]:
+				d.pipeHits.Add(1)
+			}
 		} else if !seen[keys[i]] {
 			seen[keys[i]] = true
 			missing = append(missing, i)
@@ -373,6 +419,9 @@ func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
 	made := make([]*Pipeline, len(missing))
 	errs := make([]error, len(missing))
 	workers := min(len(missing), runtime.GOMAXPROCS(0))
+	if prefetch {
+		workers = min(len(missing), 1)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -407,6 +456,7 @@ func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
 			}
 			continue
 		}
+		p.prefetched = prefetch
 		d.pipelines[p.Key] = p
 		d.pipeCreated.Add(1)
 	}

@@ -116,6 +116,16 @@ func statusCell(p unsafe.Pointer) *uint32        { return (*uint32)(p) }
 func newCell() unsafe.Pointer                    { return C.calloc(1, 4) }
 func freeCell(p unsafe.Pointer)                  { C.free(p) }
 func (d *Device) rawUnmap(b *Buffer)             { C.wgpuBufferUnmap(rawBuffer(b.b)) }
+
+// rawMappedRange is the buffer's mapped memory [0, size), or nil when the
+// buffer is not mapped (the binding's GetMappedRange would panic on that).
+func rawMappedRange(b *wgpu.Buffer, size uint64) []byte {
+	p := C.wgpuBufferGetMappedRange(rawBuffer(b), 0, C.size_t(size))
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), size)
+}
 func (d *Device) rawMapRead(b *Buffer) {
 	C.wgd_map_read(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
 }

@@ -31,6 +31,7 @@ extern void wgpuBufferUnmap(wgdH buf);
 extern void wgpuQueueWriteBuffer(wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size);
 extern uint32_t wgpuDevicePoll(wgdH device, uint32_t wait, const void *index);
 extern uint64_t wgpuBufferGetSize(wgdH buf);
+extern void *wgpuBufferGetMappedRange(wgdH buf, size_t off, size_t size);
 extern void wgpuQueueOnSubmittedWorkDone(wgdH queue, wgdStatusCB cb, void *ud);
 extern void wgpuDeviceDestroy(wgdH device);
 extern void wgpuCommandEncoderResolveQuerySet(wgdH enc, wgdH qs, uint32_t first, uint32_t count, wgdH dst, uint64_t dstOff);
