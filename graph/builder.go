@@ -120,9 +120,11 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
+	writesState := false
 	for _, id := range outputs {
 		if g.tensors[id].materialized {
-			g.mutatesState = true // it writes into a prepacked (persistent) buffer
+			writesState = true // it writes into a prepacked (persistent) buffer
+			g.mutatesState = true
 		}
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
@@ -141,7 +143,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 		pd.paramOffset, pd.paramSize = off, uint64(len(params))
 	}
 	g.pend = append(g.pend, pd)
-	g.prefetchPipeline(k)
+	g.prefetchPipeline(k, len(g.pend)-1, !writesState)
 	return nil
 }
 

@@ -194,6 +194,10 @@ func (g *WebGPUGraph) runPack(ctx context.Context, src *tensorState, id, weight 
 		}
 		release = append(release, srcBuf)
 	}
+	// The kernel reads the source now: its bytes must be in place.
+	if err := g.finishUploads(); err != nil {
+		return err
+	}
 	params, err := g.newBuffer(gpu.UniformBuf, uint64(len(spec.Params)), "pack params")
 	if err != nil {
 		return err

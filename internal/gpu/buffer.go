@@ -98,6 +98,7 @@ type Buffer struct {
 	b        *wgpu.Buffer
 	size     uint64
 	kind     BufferKind
+	mappable bool // a Storage buffer that can be mapped for writing (direct uploads)
 	state    mapState
 	released bool
 	cell     unsafe.Pointer // staging: C status cell of the pending map
@@ -177,11 +178,29 @@ func (d *Device) NewBufferData(size uint64, data []byte, label string) (*Buffer,
 		}
 		return b, nil
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.newMappableLocked(size, label, true)
+	if err != nil {
+		return nil, err
+	}
+	// The mapping starts zeroed (WebGPU guarantees it), so the padding is.
+	m := rawMappedRange(b.b, size)
+	if m == nil {
+		d.releaseLocked(b)
+		return nil, &Error{Op: "create buffer " + label, Err: errors.New("buffer mapped at creation has no mapping")}
+	}
+	copy(m, data)
+	d.rawUnmap(b)
+	return b, nil
+}
+
+// newMappableLocked creates a Storage buffer that may also be mapped for
+// writing (direct uploads only), mapped at creation or not.
+func (d *Device) newMappableLocked(size uint64, label string, mapped bool) (*Buffer, error) {
 	if size > d.limits.MaxBufferSize {
 		return nil, &Error{Op: "create buffer " + label, Err: fmt.Errorf("%d bytes exceeds the device's maxBufferSize %d", size, d.limits.MaxBufferSize)}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
 	}
@@ -189,24 +208,93 @@ func (d *Device) NewBufferData(size uint64, data []byte, label string) (*Buffer,
 		return nil, err
 	}
 	usage := wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst | wgpu.BufferUsageCopySrc | wgpu.BufferUsageMapWrite
-	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: size, MappedAtCreation: true})
+	b, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: size, MappedAtCreation: mapped})
 	if err != nil {
-		return nil, &Error{Op: "create buffer " + label, Err: err}
-	}
-	// The mapping starts zeroed (WebGPU guarantees it), so the padding is.
-	m := rawMappedRange(b, size)
-	if m == nil {
-		b.Release()
-		return nil, &Error{Op: "create buffer " + label, Err: errors.New("buffer mapped at creation has no mapping")}
-	}
-	copy(m, data)
-	if err := b.Unmap(); err != nil {
-		b.Release()
 		return nil, &Error{Op: "create buffer " + label, Err: err}
 	}
 	d.live.buffers.Add(1)
 	d.live.bufferBytes.Add(int64(size))
-	return &Buffer{d: d, b: b, size: size, kind: Storage}, nil
+	return &Buffer{d: d, b: b, size: size, kind: Storage, mappable: true}, nil
+}
+
+// BeginUpload creates a Storage buffer of at least size bytes (rounded by
+// AlignedSize) whose contents FinishUpload will write; until then they are
+// undefined. It is NewBufferData split in two so that, on a device with
+// direct uploads, the driver prepares the buffer's memory in the
+// background: the buffer is cleared by a submitted command, which lavapipe
+// runs on its own thread, touching (page-faulting) all of the memory there
+// while the caller goes on. FinishUpload then only copies. Elsewhere
+// BeginUpload is NewBuffer and FinishUpload is Write.
+//
+// A load uses it to spread the cost of first-touching fresh memory, which
+// on lavapipe dominates uploading a weight, over two threads.
+func (d *Device) BeginUpload(size uint64, label string) (*Buffer, error) {
+	size = AlignedSize(size)
+	if !d.direct {
+		return d.NewBuffer(Storage, size, label)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.newMappableLocked(size, label, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.clear(b); err != nil {
+		d.releaseLocked(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// FinishUpload writes data (at most the buffer's size) at the start of a
+// buffer from BeginUpload. On a device with direct uploads it waits for the
+// clear that BeginUpload submitted, maps the buffer and copies data in;
+// elsewhere it is Write. The rest of the buffer is zero.
+func (d *Device) FinishUpload(b *Buffer, data []byte) error {
+	if !b.mappable {
+		return d.Write(b, 0, data)
+	}
+	if uint64(len(data)) > b.size {
+		return &Error{Op: "upload", Err: fmt.Errorf("%d bytes overflow a %d-byte buffer", len(data), b.size)}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if b.released {
+		return &Error{Op: "upload", Err: errors.New("buffer was released")}
+	}
+	if err := d.checkLostLocked("upload"); err != nil {
+		return err
+	}
+	if b.cell == nil {
+		b.cell = newCell()
+	}
+	b.state = mapPending
+	d.rawMapWrite(b)
+	// No deadline: a buffer must never be left map-pending (a submit that
+	// uses it would abort the process), and the wait is for a clear.
+	if err := d.waitMapLocked(context.Background(), b); err != nil {
+		return err
+	}
+	if b.state != mapped {
+		b.state = unmapped
+		if err := d.checkLostLocked("upload"); err != nil {
+			return err
+		}
+		return &Error{Op: "upload", Err: ErrMapFailed}
+	}
+	m := rawMappedRange(b.b, b.size)
+	if m == nil {
+		d.rawUnmap(b)
+		b.state = unmapped
+		return &Error{Op: "upload", Err: errors.New("mapped buffer has no mapping")}
+	}
+	copy(m, data)
+	d.rawUnmap(b)
+	b.state = unmapped
+	return nil
 }
 
 // Size is the allocated size in bytes.
@@ -221,6 +309,14 @@ func (b *Buffer) Release() {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.releaseLocked(b)
+}
+
+// releaseLocked is Release with d.mu held.
+func (d *Device) releaseLocked(b *Buffer) {
+	if b.released {
+		return
+	}
 	if !d.closed {
 		d.settleLocked(b)
 		if b.state == mapped {

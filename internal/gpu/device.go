@@ -368,11 +368,21 @@ func (d *Device) Pipelines(specs []PipelineSpec) ([]*Pipeline, error) {
 // Prefetch creates the pipelines for specs that the cache lacks, one after
 // another on the calling goroutine, so that a later Pipelines call finds
 // them: a graph compiles its kernels in the background while its load goes
-// on. Pipelines made here count as created; the first Pipelines lookup of
-// each does not count as a hit. Errors are dropped: the Pipelines call
-// that needs the pipeline meets them again.
-func (d *Device) Prefetch(specs []PipelineSpec) {
-	d.pipelinesFor(specs, true) //nolint:errcheck // see above
+// on. It returns the pipelines, nil where creation failed. Pipelines made
+// here count as created; the first Pipelines lookup of each does not count
+// as a hit. Errors are dropped: the Pipelines call that needs the pipeline
+// meets them again.
+func (d *Device) Prefetch(specs []PipelineSpec) []*Pipeline {
+	out, err := d.pipelinesFor(specs, true)
+	if err != nil {
+		out = make([]*Pipeline, len(specs))
+		d.mu.Lock()
+		for i, sp := range specs {
+			out[i] = d.pipelines[PipelineKey(sp.Source, sp.Entry, sp.Layout)]
+		}
+		d.mu.Unlock()
+	}
+	return out
 }
 
 func (d *Device) pipelinesFor(specs []PipelineSpec, prefetch bool) ([]*Pipeline, error) {

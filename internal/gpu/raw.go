@@ -82,6 +82,34 @@ static void wgd_map_read(wgdH buf, size_t size, uint32_t *cell) {
 	wgpuBufferMapAsync(buf, 1, 0, size, wgd_status_cb, cell); // WGPUMapMode_Read
 }
 
+static void wgd_map_write(wgdH buf, size_t size, uint32_t *cell) {
+	*cell = 0;
+	wgpuBufferMapAsync(buf, 2, 0, size, wgd_status_cb, cell); // WGPUMapMode_Write
+}
+
+// wgd_clear submits a clear of buf's first size bytes. It returns 0, or -1
+// with err set (nothing submitted).
+static int wgd_clear(wgdH dev, wgdH queue, wgdH buf, uint64_t size, wgdErr *err) {
+	wgpuDevicePushErrorScope(dev, 0);
+	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
+	if (!enc) {
+		wgd_pop(dev, err);
+		return -1;
+	}
+	wgpuCommandEncoderClearBuffer(enc, buf, 0, size);
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgd_pop(dev, err);
+	if (err->type != 0 || !cb) {
+		if (cb) wgpuCommandBufferRelease(cb);
+		wgpuCommandEncoderRelease(enc);
+		return -1;
+	}
+	wgpuQueueSubmit(queue, 1, &cb);
+	wgpuCommandBufferRelease(cb);
+	wgpuCommandEncoderRelease(enc);
+	return 0;
+}
+
 static void wgd_on_done(wgdH queue, uint32_t *cell) {
 	*cell = 0;
 	wgpuQueueOnSubmittedWorkDone(queue, wgd_status_cb, cell);
@@ -128,6 +156,9 @@ func rawMappedRange(b *wgpu.Buffer, size uint64) []byte {
 }
 func (d *Device) rawMapRead(b *Buffer) {
 	C.wgd_map_read(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
+}
+func (d *Device) rawMapWrite(b *Buffer) {
+	C.wgd_map_write(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
 }
 func (d *Device) rawOnDone(cell unsafe.Pointer) { C.wgd_on_done(d.raw.queue, (*C.uint32_t)(cell)) }
 func cellValue(p unsafe.Pointer) uint32         { return *(*uint32)(p) }
@@ -211,6 +242,14 @@ func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
 		return d.scopeError("write buffer")
 	}
 	return d.noteWriteLocked(len(data))
+}
+
+// clear submits a clear of the whole of b; the caller holds d.mu.
+func (d *Device) clear(b *Buffer) error {
+	if C.wgd_clear(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(b.size), d.raw.err) != 0 {
+		return d.scopeError("clear buffer")
+	}
+	return nil
 }
 
 func cUint64(v uint64) C.uint64_t { return C.uint64_t(v) }

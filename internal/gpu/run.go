@@ -41,6 +41,23 @@ func (d *Device) Run(ctx context.Context, dispatches []Dispatch, reads []Readbac
 	return d.Prepare(dispatches, reads).Run(ctx)
 }
 
+// Submit records dispatches in one compute pass and submits them without
+// waiting: a later Run (or Close) waits for them, the queue being in order.
+// Loads use it to start driver-side work early.
+func (d *Device) Submit(dispatches []Dispatch) error {
+	var p program
+	p.set(dispatches, nil)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if err := d.checkLostLocked("submit"); err != nil {
+		return err
+	}
+	return d.submit(&p)
+}
+
 // Program is a prepared submission: dispatches and readbacks in the form
 // the driver takes, replayed without allocation.
 type Program struct {

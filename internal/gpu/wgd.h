@@ -32,6 +32,7 @@ extern void wgpuQueueWriteBuffer(wgdH queue, wgdH buf, uint64_t off, const void 
 extern uint32_t wgpuDevicePoll(wgdH device, uint32_t wait, const void *index);
 extern uint64_t wgpuBufferGetSize(wgdH buf);
 extern void *wgpuBufferGetMappedRange(wgdH buf, size_t off, size_t size);
+extern void wgpuCommandEncoderClearBuffer(wgdH enc, wgdH buf, uint64_t off, uint64_t size);
 extern void wgpuQueueOnSubmittedWorkDone(wgdH queue, wgdStatusCB cb, void *ud);
 extern void wgpuDeviceDestroy(wgdH device);
 extern void wgpuCommandEncoderResolveQuerySet(wgdH enc, wgdH qs, uint32_t first, uint32_t count, wgdH dst, uint64_t dstOff);
