@@ -1,10 +1,16 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // TestReloadCreatesNoPipelines: a second load of the same graph in one
@@ -54,8 +60,9 @@ func TestSameDispatchesEveryCall(t *testing.T) {
 }
 
 // TestWarmUpRunsEachPipelineOnce: the load-time warm-up dispatches every
-// distinct pipeline of the graph exactly once, on one workgroup, and the
-// first Execute after it still computes the whole graph.
+// distinct pipeline of the graph exactly once, on one workgroup, either
+// early (as soon as it was compiled) or in the final warm-up, and the first
+// Execute after it still computes the whole graph.
 func TestWarmUpRunsEachPipelineOnce(t *testing.T) {
 	ctx := context.Background()
 	for i, blob := range seedGraphs(t) {
@@ -67,13 +74,18 @@ func TestWarmUpRunsEachPipelineOnce(t *testing.T) {
 		for _, r := range g.records {
 			pipes[r.Pipeline]++
 		}
-		warm := g.warmUpDispatches()
-		if len(warm) != len(pipes) {
-			t.Errorf("graph %d: %d warm-up dispatches for %d pipelines", i, len(warm), len(pipes))
+		for p := range g.warmed {
+			if pipes[p] == 0 {
+				t.Errorf("graph %d: warmed-up pipeline %p is not the graph's", i, p)
+			}
+			pipes[p] = -1
 		}
-		for _, d := range warm {
+		for _, d := range g.warmUpDispatches() {
 			if d.X != 1 || d.Y != 1 || d.Z != 1 {
 				t.Errorf("graph %d: warm-up dispatch of %d×%d×%d workgroups", i, d.X, d.Y, d.Z)
+			}
+			if pipes[d.Pipeline] == -1 {
+				t.Errorf("graph %d: pipeline %p warmed up twice", i, d.Pipeline)
 			}
 			pipes[d.Pipeline] = -1
 		}
@@ -83,5 +95,117 @@ func TestWarmUpRunsEachPipelineOnce(t *testing.T) {
 			}
 		}
 		g.Close()
+	}
+}
+
+// test.accumulate [state, out]: state += 1 in place, out = state. With
+// state an et_vk.prepack output this is state kept across Executes, like a
+// KV cache.
+var testAccumulateKernel = &shaders.Kernel{Name: "test accumulate", Entry: "main", WorkgroupSize: 64,
+	Layout: shaders.Layout(0, 2, true), Source: `
+@group(0) @binding(0) var<storage, read_write> s: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+struct P { n: u32, a: u32, b: u32, c: u32 }
+@group(0) @binding(2) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  if (g.x < p.n) { s[g.x] = s[g.x] + 1.0; y[g.x] = s[g.x]; }
+}`}
+
+func init() {
+	ops.Register("test.accumulate", func(b ops.Builder, args []int32) error {
+		st, err := b.Tensor(args[0])
+		if err != nil {
+			return err
+		}
+		out, err := ops.Output(b, 1, args[1], st.DType, st.Dims)
+		if err != nil {
+			return err
+		}
+		var p ops.Params
+		p.U32(uint32(out.Numel))
+		grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return err
+		}
+		return b.Dispatch(testAccumulateKernel, nil, []int32{st.ID, out.ID}, p.Bytes(), grid)
+	})
+}
+
+// TestEarlyWarmUp: with every background compile waited for (prefetchSync),
+// each pipeline is warmed up at its first dispatch, the final warm-up has
+// nothing left, and the first Execute computes the whole graph. A dispatch
+// that writes state kept across Executes is never warmed up: the state
+// starts from the constant at the first Execute.
+func TestEarlyWarmUp(t *testing.T) {
+	prefetchSync = true
+	defer func() { prefetchSync = false }()
+	ctx := context.Background()
+	for i, blob := range seedGraphs(t) {
+		g, err := Load(ctx, device(t), blob, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cold, err := Load(ctx, device(t), blob, Options{SkipWarmup: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.warmed) == 0 || len(g.warmUpDispatches()) != 0 {
+			t.Errorf("graph %d: %d pipelines warmed early, %d left for the final warm-up", i, len(g.warmed), len(g.warmUpDispatches()))
+		}
+		if len(cold.warmed) != 0 {
+			t.Errorf("graph %d: SkipWarmup load warmed %d pipelines", i, len(cold.warmed))
+		}
+		in := randomInputs(g, uint64(i))
+		a, err := g.Execute(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cold.Execute(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range a {
+			if !bytes.Equal(a[k].Data, b[k].Data) {
+				t.Errorf("graph %d: output %d differs from a load without warm-up", i, k)
+			}
+		}
+		g.Close()
+		cold.Close()
+	}
+
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	state := make([]byte, 4*100)
+	for i := 0; i < 100; i++ {
+		binary.LittleEndian.PutUint32(state[4*i:], math.Float32bits(float32(i)))
+	}
+	x := b.Tensor(f, []uint32{100}, -1)
+	c, _ := b.NamedConst(f, []uint32{100}, state)
+	s := b.Tensor(f, []uint32{100}, -1)
+	b.Op("et_vk.prepack.default", c, s)
+	y := b.Tensor(f, []uint32{100}, -1)
+	b.Op("test.accumulate", s, y)
+	z := b.Tensor(f, []uint32{100}, -1)
+	b.Op("aten.add.Tensor", y, x, b.Double(1), z)
+	b.Inputs(x)
+	b.Outputs(z)
+	g := loadBuilt(t, b, Options{})
+	defer g.Close()
+	if len(g.warmed) != 1 {
+		t.Errorf("%d pipelines warmed early, want 1 (the add, not the state update)", len(g.warmed))
+	}
+	xin := Tensor{DType: f, Shape: []int64{100}, Data: make([]byte, 400)}
+	for call := 1; call <= 3; call++ {
+		res, err := g.Execute(ctx, []Tensor{xin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := res[0].Float32s()
+		for i, v := range got {
+			if want := float32(i + call); v != want {
+				t.Fatalf("call %d: z[%d] = %v, want %v", call, i, v, want)
+			}
+		}
 	}
 }

@@ -12,6 +12,11 @@ import (
 // compiled, or warmed up, with the rest when the load ends.
 const prefetchQueue = 256
 
+// prefetchSync makes the load wait for each kernel's background compile
+// right after queuing it, so that early warm-ups happen deterministically
+// (tests only).
+var prefetchSync bool
+
 // pipelinePrefetch compiles a graph's pipelines on one background goroutine
 // while its ops are still being recorded, so that shader compilation
 // overlaps the weight uploads (which keep the loading goroutine busy) rather
@@ -70,6 +75,10 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int, eligible bool) 
 		p.queued[k] = true
 		select {
 		case p.specs <- prefetchReq{k: k, spec: gpu.PipelineSpec{Label: k.Name, Source: k.Source, Entry: k.Entry, Layout: k.Layout}}:
+			if prefetchSync {
+				r := <-p.ready
+				p.pipes[r.k] = r.p
+			}
 		default:
 		}
 	}
@@ -99,11 +108,11 @@ func (p *pipelinePrefetch) run(dev *gpu.Device) {
 		if p.stop.Load() {
 			continue
 		}
-		if ps := dev.Prefetch([]gpu.PipelineSpec{r.spec}); ps[0] != nil {
-			select {
-			case p.ready <- prefetched{k: r.k, p: ps[0]}:
-			default:
-			}
+		// Sent even when compilation failed (nil), for prefetchSync.
+		ps := dev.Prefetch([]gpu.PipelineSpec{r.spec})
+		select {
+		case p.ready <- prefetched{k: r.k, p: ps[0]}:
+		default:
 		}
 	}
 }

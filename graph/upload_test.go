@@ -1,0 +1,79 @@
+package graph
+
+import (
+	"context"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// TestSplitUploads: large weights are uploaded half directly and half
+// through buffers the driver clears first (gpu.Device.BeginUpload), in
+// load order; every one reads back exactly, including a weight whose begun
+// upload a GPU packing kernel reads while the load is still recording (it
+// must be finished first) and odd sizes that need zero padding.
+//
+// Load order: the two transposed weights have buffers of their own,
+// written when the load allocates (the first directly, the second begun,
+// then read by its packing kernel); the identity-packed ones are written
+// as their ops record (alternately begun and direct).
+func TestSplitUploads(t *testing.T) {
+	const tr, tc = 513, 517 // transposed weights, 1,060,884 bytes
+	sizes := []uint32{262147, 0, 300001, 0, 262145}
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	var want [][]float32
+	var outs []int32
+	for i, n := range sizes {
+		if n == 0 { // the transposed weight, second in load order
+			w, raw := randWeight(tr*tc, uint64(90+i))
+			cst, _ := b.NamedConst(f, []uint32{tr, tc}, raw)
+			out := b.Tensor(f, []uint32{tc, tr}, -1)
+			b.Op("test.packed_transpose", cst, out)
+			wt := make([]float32, tr*tc)
+			for r := 0; r < tr; r++ {
+				for c := 0; c < tc; c++ {
+					wt[c*tr+r] = w[r*tc+c]
+				}
+			}
+			want, outs = append(want, wt), append(outs, out)
+			continue
+		}
+		w, raw := randWeight(int(n), uint64(91+i))
+		cst, _ := b.NamedConst(f, []uint32{n}, raw)
+		out := b.Tensor(f, []uint32{n}, -1)
+		b.Op("test.packed_identity", cst, out)
+		want, outs = append(want, w), append(outs, out)
+	}
+	b.Outputs(outs...)
+	g := loadBuilt(t, b, Options{})
+	defer g.Close()
+	if g.dev.DirectUploads() {
+		if g.upLater == 0 || g.upDirect == 0 {
+			t.Errorf("uploads not split: %d bytes direct, %d begun", g.upDirect, g.upLater)
+		}
+	} else {
+		t.Log("device without direct uploads: every upload is a queue write")
+	}
+	if len(g.uploads) != 0 {
+		t.Errorf("%d uploads left unfinished after the load", len(g.uploads))
+	}
+	res, err := g.Execute(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		got, err := res[i].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want[i]) {
+			t.Fatalf("output %d: %d values, want %d", i, len(got), len(want[i]))
+		}
+		for k := range got {
+			if got[k] != want[i][k] {
+				t.Fatalf("output %d[%d] = %v, want %v", i, k, got[k], want[i][k])
+			}
+		}
+	}
+}
