@@ -133,12 +133,12 @@ type WebGPUGraph struct {
 	// and begun so far (see newBufferData); load only.
 	uploads           []pendingUpload
 	upDirect, upLater int64
-	groups    []*gpu.BindGroup
-	records   []gpu.Dispatch
-	inputs    []int32
-	outputs   []outputSlot
-	reads     []gpu.Readback
-	prog      *gpu.Program // records and reads, prepared for replay
+	groups            []*gpu.BindGroup
+	records           []gpu.Dispatch
+	inputs            []int32
+	outputs           []outputSlot
+	reads             []gpu.Readback
+	prog              *gpu.Program // records and reads, prepared for replay
 	// per record: the chain index of its op and its kernel's name
 	dispatchOps     []int
 	dispatchKernels []string
