@@ -477,6 +477,8 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.NumDispatches += gs.NumDispatches
 		s.NumDeferredConstants += gs.NumDeferredConstants
 		s.DeferredConstantBytes += gs.DeferredConstantBytes
+		s.PackedWeightBytes += gs.PackedWeightBytes
+		s.PersistentCopyBytes += gs.PersistentCopyBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

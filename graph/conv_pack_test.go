@@ -195,6 +195,10 @@ func TestConvWeightPackedCache(t *testing.T) {
 		if s := g.MemoryStats(); s.NumDeferredConstants != 1 || s.DeferredConstantBytes != wbytes {
 			t.Errorf("load %d: %d deferred constants (%d bytes), want the weight", i, s.NumDeferredConstants, s.DeferredConstantBytes)
 		}
+		// The packed weight is device memory the graph holds.
+		if s := g.MemoryStats(); s.PackedWeightBytes != wbytes || s.TotalBytes() != s.TensorBufferBytes+s.StagingBufferBytes+s.UniformBufferBytes+wbytes {
+			t.Errorf("load %d: %d packed weight bytes (total %d), want %d counted in the total", i, s.PackedWeightBytes, s.TotalBytes(), wbytes)
+		}
 		res, err := g.Execute(context.Background(), []Tensor{{DType: serialization.Float32, Shape: []int64{1, ic, h, wd}, Data: xb}})
 		g.Close()
 		if err != nil {

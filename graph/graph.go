@@ -104,11 +104,18 @@ type MemoryStats struct {
 	// only feed prepack; DeferredConstantBytes is what they would have used.
 	NumDeferredConstants  int
 	DeferredConstantBytes int64
+	// PackedWeightBytes is the size of the buffers holding weights in the
+	// layouts kernels read (packed at load or from the packed-weight
+	// cache); PersistentCopyBytes that of writable copies of constants an
+	// op updates in place. Neither is part of the memory plan.
+	PackedWeightBytes   int64
+	PersistentCopyBytes int64
 }
 
-// TotalBytes is tensor + staging + uniform bytes.
+// TotalBytes is tensor + staging + uniform + packed-weight + persistent
+// copy bytes: all the device memory the graph holds.
 func (s MemoryStats) TotalBytes() int64 {
-	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes
+	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes
 }
 
 // WebGPUGraph is a loaded delegate graph, ready to Execute.

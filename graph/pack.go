@@ -96,6 +96,7 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	if err != nil {
 		return ops.Tensor{}, err
 	}
+	g.stats.PackedWeightBytes += int64(buf.Size())
 	ts := &tensorState{dtype: spec.DType, dims: append([]int64(nil), spec.Dims...), numel: numel, nbytes: nbytes,
 		constant: true, constID: -1, memObj: -1, buf: buf}
 	ts.setLive(ts.dims, numel)
@@ -297,6 +298,7 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	if err != nil {
 		return ops.Tensor{}, err
 	}
+	g.stats.PersistentCopyBytes += int64(buf.Size())
 	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,
 		buf: buf, materialized: true}
 	cp.setLive(ts.dims, ts.numel)

@@ -236,6 +236,10 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	tw.row("  staging bytes", s.StagingBufferBytes)
 	tw.row("  uniform bytes", s.UniformBufferBytes)
 	tw.row("  deferred constants", fmt.Sprintf("%d (%d bytes)", s.NumDeferredConstants, s.DeferredConstantBytes))
+	tw.row("  packed weight bytes", s.PackedWeightBytes)
+	if s.PersistentCopyBytes > 0 {
+		tw.row("  persistent copy bytes", s.PersistentCopyBytes)
+	}
 	tw.row("  dispatches", s.NumDispatches)
 	tw.row("  cached pipelines", s.NumCachedPipelines)
 	tw.row("  cached shaders", s.NumCachedShaders)
