@@ -572,3 +572,37 @@ func TestChainedProgress(t *testing.T) {
 		t.Errorf("progress %+v", got)
 	}
 }
+
+// TestProgressCountsDeferredWeights: a weight that reaches the device
+// only through et_vk.prepack (deferred: no buffer of its own) still counts
+// in the progress byte totals.
+func TestProgressCountsDeferredWeights(t *testing.T) {
+	requireOps(t, "et_vk.prepack.default", "aten.add.Tensor")
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	x := b.Tensor(f, []uint32{6}, -1)
+	w := b.InlineConst(f, []uint32{6}, make([]byte, 24))
+	p := b.Tensor(f, []uint32{6}, -1)
+	b.Op("et_vk.prepack.default", w, p)
+	y := b.Tensor(f, []uint32{6}, -1)
+	b.Op("aten.add.Tensor", x, p, b.Double(1), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last wgdelegate.Progress
+	m, err := wgdelegate.Load(context.Background(), blob, wgdelegate.WithDevice(device(t)),
+		wgdelegate.WithProgress(func(p wgdelegate.Progress) { last = p }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if s := m.MemoryStats(); s.NumDeferredConstants != 1 {
+		t.Fatalf("%d deferred constants, want the prepacked weight", s.NumDeferredConstants)
+	}
+	if last.BytesTotal != 24 || last.BytesDone != 24 {
+		t.Errorf("progress %d/%d weight bytes, want 24/24", last.BytesDone, last.BytesTotal)
+	}
+}

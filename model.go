@@ -176,14 +176,15 @@ func mergeData(named *serialization.NamedDataMap, ptd []byte) error {
 	return named.Merge(fm)
 }
 
-// constantBytes is the bytes of g's constants that get a buffer (deferred
-// prepack sources do not), as a progress total.
+// constantBytes is the bytes of g's constants (weights), as a progress
+// total.
 func constantBytes(g *serialization.Graph) int64 {
-	deferred := graph.DeferredConstants(g)
 	var n int64
 	for i := range g.Values {
 		v := &g.Values[i]
-		if v.Kind != serialization.KindTensor || v.Tensor == nil || !v.Tensor.IsConstant() || deferred[int32(i)] {
+		// Deferred constants count too: they reach the device as a
+		// prepack output or a packed weight.
+		if v.Kind != serialization.KindTensor || v.Tensor == nil || !v.Tensor.IsConstant() {
 			continue
 		}
 		if b, err := serialization.TensorNBytes(v.Tensor); err == nil {
