@@ -120,11 +120,9 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
-	writesState := false
 	for _, id := range outputs {
 		if g.tensors[id].materialized {
-			writesState = true // it writes into a prepacked (persistent) buffer
-			g.mutatesState = true
+			g.mutatesState = true // it writes into a prepacked (persistent) buffer
 		}
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
@@ -143,7 +141,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 		pd.paramOffset, pd.paramSize = off, uint64(len(params))
 	}
 	g.pend = append(g.pend, pd)
-	g.prefetchPipeline(k, len(g.pend)-1, !writesState)
+	g.prefetchPipeline(k, len(g.pend)-1)
 	return nil
 }
 

@@ -136,16 +136,20 @@ type WebGPUGraph struct {
 	// the pipelines warmed up so far, which the final warm-up leaves out.
 	warmEarly bool
 	warmed    map[*gpu.Pipeline]bool
-	// uploads begun and not yet finished, and the bytes uploaded directly
-	// and begun so far (see newBufferData); load only.
-	uploads           []pendingUpload
-	upDirect, upLater int64
-	groups            []*gpu.BindGroup
-	records           []gpu.Dispatch
-	inputs            []int32
-	outputs           []outputSlot
-	reads             []gpu.Readback
-	prog              *gpu.Program // records and reads, prepared for replay
+	// scratch buffers of the early warm-ups (load only)
+	warmIn  *gpu.Buffer
+	warmOut []*gpu.Buffer
+	// uploads deferred and not yet finished, and the bytes of deferred
+	// uploads touched by the loading goroutine and by the driver's thread
+	// (see newBufferData); load only.
+	uploads          []pendingUpload
+	upMain, upDriver int64
+	groups           []*gpu.BindGroup
+	records          []gpu.Dispatch
+	inputs           []int32
+	outputs          []outputSlot
+	reads            []gpu.Readback
+	prog             *gpu.Program // records and reads, prepared for replay
 	// per record: the chain index of its op and its kernel's name
 	dispatchOps     []int
 	dispatchKernels []string
@@ -215,6 +219,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	defer func() {
 		g.stopPrefetch()
+		g.releaseWarmScratch()
 		g.finishPacking()
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
@@ -281,6 +286,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.finishUploads(); err != nil {
 		return nil, err
 	}
+	g.warmReady() // the pipelines compiled while the weights were copied
 	// After the ops' own argument checks, which give the more specific
 	// error when both apply.
 	if err := g.checkWrites(); err != nil {
@@ -577,39 +583,46 @@ func (g *WebGPUGraph) newBuffer(kind gpu.BufferKind, size uint64, label string) 
 	return b, nil
 }
 
-// splitUploadMin is the smallest upload that may be split off to the
-// driver's thread (see newBufferData).
-const splitUploadMin = 1 << 20
+// deferUploadMin is the smallest upload that newBufferData defers.
+const deferUploadMin = 1 << 20
 
 // pendingUpload is a buffer begun with gpu.Device.BeginUpload whose bytes
 // finishUploads writes.
 type pendingUpload struct {
-	buf   *gpu.Buffer
-	data  []byte
-	label string
+	buf      *gpu.Buffer
+	data     []byte
+	label    string
+	prepared bool // a clear was submitted (the driver's thread touches the memory)
 }
 
 // newBufferData is newBuffer for a Storage buffer that starts with data.
 // Its errors are the device's, for the caller to wrap.
 //
-// On a device with direct uploads (lavapipe) the cost of an upload is
-// first-touching the buffer's fresh memory. So every other large upload,
-// by bytes, is begun now and finished by finishUploads: the driver clears
-// (touches) its buffer on the driver's own thread while this one goes on
-// with the next upload, which it copies straight into a buffer mapped at
-// creation. Measured on lavapipe, 64 MiB as eight 8 MiB buffers: 42-48 ms
-// all direct, 27-29 ms split. The buffer's contents are undefined until
-// finishUploads, which must run before any GPU work that reads them.
+// On a device with direct uploads (lavapipe) a large upload is deferred:
+// the buffer is created now and its bytes copied in by finishUploads,
+// after the ops are recorded, so that the pipelines, which recording
+// starts compiling in the background, compile while the weights are
+// copied. Uploading there costs mostly first-touching the buffers' fresh
+// memory, so every other deferred upload, by bytes, is prepared: its
+// buffer is cleared on the driver's own thread meanwhile. Measured on
+// lavapipe, 64 MiB as eight 8 MiB buffers: 42-48 ms touched on one thread,
+// 27-29 ms on two. The contents are undefined until finishUploads, which
+// must run before any GPU work that reads them.
 func (g *WebGPUGraph) newBufferData(size uint64, data []byte, label string) (*gpu.Buffer, error) {
 	n := int64(len(data))
-	if g.dev.DirectUploads() && n >= splitUploadMin && g.upLater < g.upDirect {
-		b, err := g.dev.BeginUpload(size, label)
+	if g.dev.DirectUploads() && n >= deferUploadMin {
+		prepare := g.upDriver < g.upMain
+		b, err := g.dev.BeginUpload(size, label, prepare)
 		if err != nil {
 			return nil, err
 		}
 		g.owned = append(g.owned, b)
-		g.uploads = append(g.uploads, pendingUpload{buf: b, data: data, label: label})
-		g.upLater += n
+		g.uploads = append(g.uploads, pendingUpload{buf: b, data: data, label: label, prepared: prepare})
+		if prepare {
+			g.upDriver += n
+		} else {
+			g.upMain += n
+		}
 		return b, nil
 	}
 	b, err := g.dev.NewBufferData(size, data, label)
@@ -617,17 +630,24 @@ func (g *WebGPUGraph) newBufferData(size uint64, data []byte, label string) (*gp
 		return nil, err
 	}
 	g.owned = append(g.owned, b)
-	g.upDirect += n
 	return b, nil
 }
 
-// finishUploads writes the bytes of the uploads newBufferData began.
+// finishUploads writes the bytes of the uploads newBufferData deferred:
+// first those this goroutine touches, while the driver's thread clears the
+// prepared ones, then the prepared ones. Between uploads it warms up the
+// pipelines compiled meanwhile.
 func (g *WebGPUGraph) finishUploads() error {
-	for len(g.uploads) > 0 {
-		u := g.uploads[0]
-		g.uploads = g.uploads[1:]
-		if err := g.dev.FinishUpload(u.buf, u.data); err != nil {
-			return fmt.Errorf("graph: %s: %w", u.label, err)
+	for _, prepared := range []bool{false, true} {
+		for _, u := range g.uploads {
+			if u.prepared != prepared {
+				continue
+			}
+			if err := g.dev.FinishUpload(u.buf, u.data); err != nil {
+				g.uploads = nil
+				return fmt.Errorf("graph: %s: %w", u.label, err)
+			}
+			g.warmReady() // submit warm-ups as soon as their pipelines are ready
 		}
 	}
 	g.uploads = nil

@@ -25,9 +25,10 @@ var prefetchSync bool
 // rest are compiled there in parallel.
 //
 // A pipeline compiled here is also warmed up early (see warmUpEarly): its
-// first eligible dispatch is submitted on one workgroup right away, so that
-// the driver's first-dispatch work (llvmpipe's JIT) runs on the driver's
-// thread during the load instead of in the final warm-up.
+// first dispatch is submitted on one workgroup, on scratch buffers, as soon
+// as the pipeline is ready, so that the driver's first-dispatch work
+// (llvmpipe's JIT) runs on the driver's thread during the load instead of
+// in the final warm-up.
 type pipelinePrefetch struct {
 	specs chan prefetchReq
 	ready chan prefetched
@@ -37,7 +38,7 @@ type pipelinePrefetch struct {
 	// Loading goroutine only:
 	queued map[*shaders.Kernel]bool
 	pipes  map[*shaders.Kernel]*gpu.Pipeline // compiled, from ready
-	first  map[*shaders.Kernel]int           // index in g.pend of the kernel's first dispatch that may warm it up early
+	first  map[*shaders.Kernel]int           // index in g.pend of the kernel's first dispatch
 }
 
 type prefetchReq struct {
@@ -51,12 +52,11 @@ type prefetched struct {
 }
 
 // prefetchPipeline is called for every dispatch recorded during a load, the
-// pendingDispatch at index i of g.pend; eligible tells whether it may be
-// run early (it writes no state that outlives an Execute). It queues the
-// kernel's pipeline for background compilation the first time, and warms up
-// whatever pipelines have been compiled meanwhile. Re-recording (whose
-// pipelines exist) does nothing.
-func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int, eligible bool) {
+// pendingDispatch at index i of g.pend. It queues the kernel's pipeline for
+// background compilation the first time, and warms up whatever pipelines
+// have been compiled meanwhile. Re-recording (whose pipelines exist) does
+// nothing.
+func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int) {
 	if g.replay {
 		return
 	}
@@ -68,7 +68,7 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int, eligible bool) 
 		g.prefetch = p
 		go p.run(g.dev)
 	}
-	if _, ok := p.first[k]; !ok && eligible && g.warmEarly {
+	if _, ok := p.first[k]; !ok && g.warmEarly {
 		p.first[k] = i
 	}
 	if !p.queued[k] {
@@ -81,6 +81,16 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int, eligible bool) 
 			}
 		default:
 		}
+	}
+	g.warmReady()
+}
+
+// warmReady takes the pipelines compiled so far and warms up those not
+// warmed yet (see warmUpEarly). It does nothing when no prefetch runs.
+func (g *WebGPUGraph) warmReady() {
+	p := g.prefetch
+	if p == nil {
+		return
 	}
 	for {
 		select {
@@ -130,40 +140,87 @@ func (g *WebGPUGraph) stopPrefetch() {
 	<-p.done
 }
 
-// warmUpEarly submits pd on one workgroup with pipe, without waiting, and
-// marks pipe warm so that the final warm-up leaves it out. The dispatch
-// sees the buffers as they are now (constants written, intermediates not
-// yet), which is harmless: like the final warm-up it only writes buffers
-// that every Execute rewrites (pd writes no state), and its results are
-// never read. Any failure just leaves pipe to the final warm-up.
+// warmScratchSize is the size of each scratch buffer an early warm-up
+// binds. Kernels index runtime-sized arrays, whose minimum binding size is
+// one element; WebGPU clamps the accesses past the end.
+const warmScratchSize = 16 << 10
+
+// warmUpEarly submits pd's kernel on one workgroup with pipe, without
+// waiting, and marks pipe warm so that the final warm-up leaves it out. It
+// binds scratch buffers instead of the graph's: one zeroed buffer for every
+// input and one buffer per output, with pd's real parameters. The
+// dispatch thus touches no buffer of the graph (weights still being
+// uploaded, state kept across Executes) and its results are never read;
+// the driver builds the same kernel whatever the buffers. Any failure just
+// leaves pipe to the final warm-up.
 func (g *WebGPUGraph) warmUpEarly(pipe *gpu.Pipeline, pd *pendingDispatch) {
 	g.warmed[pipe] = true
-	entries := make([]gpu.BindEntry, 0, len(pd.tensors)+1)
-	for _, id := range pd.tensors {
-		entries = append(entries, gpu.BindEntry{Buf: g.tensors[id].buf})
-	}
-	var params *gpu.Buffer
-	if pd.paramSize > 0 {
-		var err error
-		if params, err = g.dev.NewBuffer(gpu.UniformBuf, pd.paramSize, "warm-up params"); err != nil {
+	ok := false
+	defer func() {
+		if !ok {
 			delete(g.warmed, pipe)
-			return
 		}
-		defer params.Release() // the device keeps it until the dispatch is done
-		if err := g.dev.Write(params, 0, g.arena[pd.paramOffset:pd.paramOffset+pd.paramSize]); err != nil {
-			delete(g.warmed, pipe)
-			return
+	}()
+	entries := make([]gpu.BindEntry, 0, len(pipe.Layout))
+	outs := 0
+	for _, b := range pipe.Layout {
+		var buf *gpu.Buffer
+		switch b {
+		case gpu.ReadOnly:
+			if g.warmIn == nil {
+				var err error
+				if g.warmIn, err = g.newBuffer(gpu.Storage, warmScratchSize, "warm-up scratch"); err != nil {
+					return
+				}
+			}
+			buf = g.warmIn
+		case gpu.ReadWrite:
+			for len(g.warmOut) <= outs {
+				b, err := g.newBuffer(gpu.Storage, warmScratchSize, "warm-up scratch")
+				if err != nil {
+					return
+				}
+				g.warmOut = append(g.warmOut, b)
+			}
+			buf = g.warmOut[outs]
+			outs++
+		case gpu.Uniform:
+			if pd.paramSize == 0 {
+				return
+			}
+			params, err := g.dev.NewBuffer(gpu.UniformBuf, pd.paramSize, "warm-up params")
+			if err != nil {
+				return
+			}
+			defer params.Release() // the device keeps it until the dispatch is done
+			if err := g.dev.Write(params, 0, g.arena[pd.paramOffset:pd.paramOffset+pd.paramSize]); err != nil {
+				return
+			}
+			buf = params
 		}
-		entries = append(entries, gpu.BindEntry{Buf: params})
+		entries = append(entries, gpu.BindEntry{Buf: buf})
 	}
 	bg, err := g.dev.NewBindGroup(pipe, entries, "warm-up "+pd.kernel.Name)
 	if err != nil {
-		delete(g.warmed, pipe)
 		return
 	}
 	defer bg.Release()
 	if err := g.dev.Submit([]gpu.Dispatch{{Pipeline: pipe, Group: bg, X: 1, Y: 1, Z: 1}}); err != nil {
 		g.log.Debug("graph: early warm-up failed", "kernel", pd.kernel.Name, "err", err)
-		delete(g.warmed, pipe)
+		return
 	}
+	ok = true
+}
+
+// releaseWarmScratch releases the early warm-ups' scratch buffers (the
+// device keeps them until the warm-ups are done).
+func (g *WebGPUGraph) releaseWarmScratch() {
+	if g.warmIn != nil {
+		g.releaseOwned(g.warmIn)
+		g.warmIn = nil
+	}
+	for _, b := range g.warmOut {
+		g.releaseOwned(b)
+	}
+	g.warmOut = nil
 }

@@ -7,16 +7,15 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// TestSplitUploads: large weights are uploaded half directly and half
-// through buffers the driver clears first (gpu.Device.BeginUpload), in
-// load order; every one reads back exactly, including a weight whose begun
+// TestSplitUploads: large weights are uploaded after recording
+// (gpu.Device.BeginUpload), half of them into buffers the driver clears
+// first; every one reads back exactly, including weights whose deferred
 // upload a GPU packing kernel reads while the load is still recording (it
 // must be finished first) and odd sizes that need zero padding.
 //
 // Load order: the two transposed weights have buffers of their own,
-// written when the load allocates (the first directly, the second begun,
-// then read by its packing kernel); the identity-packed ones are written
-// as their ops record (alternately begun and direct).
+// created when the load allocates and read by their packing kernels; the
+// identity-packed ones are created as their ops record.
 func TestSplitUploads(t *testing.T) {
 	const tr, tc = 513, 517 // transposed weights, 1,060,884 bytes
 	sizes := []uint32{262147, 0, 300001, 0, 262145}
@@ -49,8 +48,8 @@ func TestSplitUploads(t *testing.T) {
 	g := loadBuilt(t, b, Options{})
 	defer g.Close()
 	if g.dev.DirectUploads() {
-		if g.upLater == 0 || g.upDirect == 0 {
-			t.Errorf("uploads not split: %d bytes direct, %d begun", g.upDirect, g.upLater)
+		if g.upMain == 0 || g.upDriver == 0 {
+			t.Errorf("uploads not split: %d bytes touched by the load, %d by the driver", g.upMain, g.upDriver)
 		}
 	} else {
 		t.Log("device without direct uploads: every upload is a queue write")

@@ -219,16 +219,18 @@ func (d *Device) newMappableLocked(size uint64, label string, mapped bool) (*Buf
 
 // BeginUpload creates a Storage buffer of at least size bytes (rounded by
 // AlignedSize) whose contents FinishUpload will write; until then they are
-// undefined. It is NewBufferData split in two so that, on a device with
-// direct uploads, the driver prepares the buffer's memory in the
-// background: the buffer is cleared by a submitted command, which lavapipe
-// runs on its own thread, touching (page-faulting) all of the memory there
-// while the caller goes on. FinishUpload then only copies. Elsewhere
-// BeginUpload is NewBuffer and FinishUpload is Write.
+// undefined. It is NewBufferData split in two, so that a load can create
+// its buffers, record its dispatches (which starts compiling their
+// pipelines in the background) and only then copy the weights in.
 //
-// A load uses it to spread the cost of first-touching fresh memory, which
-// on lavapipe dominates uploading a weight, over two threads.
-func (d *Device) BeginUpload(size uint64, label string) (*Buffer, error) {
+// On a device with direct uploads the buffer is host memory that
+// FinishUpload maps and copies into; the cost there is first-touching that
+// fresh memory (page faults). With prepare, BeginUpload also submits a
+// clear of the buffer, which lavapipe runs on its own thread, touching the
+// memory there while the caller goes on, so FinishUpload only copies;
+// without, FinishUpload's mapping touches it. Elsewhere BeginUpload is
+// NewBuffer (prepare is ignored) and FinishUpload is Write.
+func (d *Device) BeginUpload(size uint64, label string, prepare bool) (*Buffer, error) {
 	size = AlignedSize(size)
 	if !d.direct {
 		return d.NewBuffer(Storage, size, label)
@@ -239,17 +241,20 @@ func (d *Device) BeginUpload(size uint64, label string) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.clear(b); err != nil {
-		d.releaseLocked(b)
-		return nil, err
+	if prepare {
+		if err := d.clear(b); err != nil {
+			d.releaseLocked(b)
+			return nil, err
+		}
 	}
 	return b, nil
 }
 
 // FinishUpload writes data (at most the buffer's size) at the start of a
-// buffer from BeginUpload. On a device with direct uploads it waits for the
-// clear that BeginUpload submitted, maps the buffer and copies data in;
-// elsewhere it is Write. The rest of the buffer is zero.
+// buffer from BeginUpload. On a device with direct uploads it maps the
+// buffer (after the clear BeginUpload submitted, if any, and any other
+// submitted work that uses the buffer) and copies data in; elsewhere it is
+// Write. The rest of the buffer is zero.
 func (d *Device) FinishUpload(b *Buffer, data []byte) error {
 	if !b.mappable {
 		return d.Write(b, 0, data)
@@ -274,7 +279,9 @@ func (d *Device) FinishUpload(b *Buffer, data []byte) error {
 	b.state = mapPending
 	d.rawMapWrite(b)
 	// No deadline: a buffer must never be left map-pending (a submit that
-	// uses it would abort the process), and the wait is for a clear.
+	// uses it would abort the process), and the wait is for a clear at
+	// most. Mapping zero-fills the memory not yet written (WebGPU's
+	// guarantee), so the padding is zero.
 	if err := d.waitMapLocked(context.Background(), b); err != nil {
 		return err
 	}

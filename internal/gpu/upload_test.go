@@ -97,7 +97,8 @@ func TestNewBufferData(t *testing.T) {
 	}
 }
 
-// TestBeginFinishUpload: a buffer begun with BeginUpload holds the data
+// TestBeginFinishUpload: a buffer begun with BeginUpload (prepared by a
+// clear or not) holds the data
 // FinishUpload gives it (zero padded), can be finished again with other
 // data, and serves a dispatch; the misuses are errors.
 func TestBeginFinishUpload(t *testing.T) {
@@ -105,9 +106,10 @@ func TestBeginFinishUpload(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var bufs []*Buffer
 			var datas [][]byte
-			// Several begun at once, finished in order, like a load.
-			for i, n := range []int{5, 4096, 1<<20 + 3, 3 << 20} {
-				b, err := d.BeginUpload(uint64(n)+7, "upload")
+			// Several begun at once, prepared or not, finished in order,
+			// like a load.
+			for i, n := range []int{5, 4096, 1<<20 + 3, 3 << 20, 2<<20 + 1} {
+				b, err := d.BeginUpload(uint64(n)+7, "upload", i%2 == 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -156,10 +158,10 @@ func TestBeginFinishUpload(t *testing.T) {
 			if err := d.FinishUpload(bufs[0], make([]byte, bufs[0].Size()+4)); !errors.As(err, &ge) {
 				t.Errorf("oversized FinishUpload: %v, want *gpu.Error", err)
 			}
-			if _, err := d.BeginUpload(d.Limits().MaxBufferSize+16, "huge"); !errors.As(err, &ge) {
+			if _, err := d.BeginUpload(d.Limits().MaxBufferSize+16, "huge", true); !errors.As(err, &ge) {
 				t.Errorf("BeginUpload over maxBufferSize: %v, want *gpu.Error", err)
 			}
-			gone, err := d.BeginUpload(64, "released")
+			gone, err := d.BeginUpload(64, "released", false)
 			if err != nil {
 				t.Fatal(err)
 			}
