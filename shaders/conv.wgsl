@@ -136,27 +136,41 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
   }
-{{- range $l := .Lanes}}{{range $q := $.OXB}}
-  if (ox0 + {{$q}}u < params.ow) {
-    var v = acc{{$l.K}}_{{$q}}.{{$l.C}};
-    if (params.last != 0u) {
-      if (params.has_min != 0u && v < params.min_v) { v = params.min_v; }
-      if (params.has_max != 0u && v > params.max_v) { v = params.max_v; }
-    }
-    y[ob{{$l.J}} + ox0 + {{$q}}u] = v;
-  }
+{{- if .Packed}}
+  // Clamp (a fused activation, last chunk only) four lanes at a time; a NaN
+  // compares false and stays NaN. Then one bounds check per column.
+  let lo = vec4<f32>(params.min_v);
+  let hi = vec4<f32>(params.max_v);
+  let clo = vec4<bool>(params.last != 0u && params.has_min != 0u);
+  let chi = vec4<bool>(params.last != 0u && params.has_max != 0u);
+{{- range $k := .Vec}}{{range $q := $.OXB}}
+  acc{{$k}}_{{$q}} = select(acc{{$k}}_{{$q}}, lo, clo & (acc{{$k}}_{{$q}} < lo));
+  acc{{$k}}_{{$q}} = select(acc{{$k}}_{{$q}}, hi, chi & (acc{{$k}}_{{$q}} > hi));
 {{- end}}{{end}}
+{{- range $q := .OXB}}
+  if (ox0 + {{$q}}u < params.ow) {
+{{- range $l := $.Lanes}}
+    y[ob{{$l.J}} + ox0 + {{$q}}u] = acc{{$l.K}}_{{$q}}.{{$l.C}};
+{{- end}}
+  }
+{{- end}}
+{{- end}}
 {{- if not .Packed}}
+  // Clamp (a fused activation, last chunk only); a NaN compares false and
+  // stays NaN. Then one bounds check per column.
+  let clo = params.last != 0u && params.has_min != 0u;
+  let chi = params.last != 0u && params.has_max != 0u;
 {{- range $j := .OCB}}{{range $q := $.OXB}}
-  if (ox0 + {{$q}}u < params.ow) {
-    var v = acc{{$j}}_{{$q}};
-    if (params.last != 0u) {
-      if (params.has_min != 0u && v < params.min_v) { v = params.min_v; }
-      if (params.has_max != 0u && v > params.max_v) { v = params.max_v; }
-    }
-    y[ob{{$j}} + ox0 + {{$q}}u] = v;
-  }
+  acc{{$j}}_{{$q}} = select(acc{{$j}}_{{$q}}, params.min_v, clo && acc{{$j}}_{{$q}} < params.min_v);
+  acc{{$j}}_{{$q}} = select(acc{{$j}}_{{$q}}, params.max_v, chi && acc{{$j}}_{{$q}} > params.max_v);
 {{- end}}{{end}}
+{{- range $q := .OXB}}
+  if (ox0 + {{$q}}u < params.ow) {
+{{- range $j := $.OCB}}
+    y[ob{{$j}} + ox0 + {{$q}}u] = acc{{$j}}_{{$q}};
+{{- end}}
+  }
+{{- end}}
 {{- end}}
 }
 {{else}}

@@ -160,6 +160,7 @@ func init() {
 		{name: "packed", in: l(1, 7, 19), w: l(16, 7, 5), stride: l(1), pad: l(2), dil: l(1), groups: 1, bias: true, weight: weightNamed},
 		{name: "packed", in: l(1, 3, 6, 13), w: l(16, 3, 1, 1), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "et_vk", lo: &zero, hi: &six},
 		{name: "packed", in: l(1, 4, 6, 6), w: l(16, 4, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, weight: weightInput},
+		{name: "packed", in: l(1, 5, 7, 10), w: l(32, 5, 3, 3), stride: l(1), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "bare", hi: &zero},
 		{name: "packed_long_reduction", in: l(1, 1100, 8, 9), w: l(16, 1100, 8, 8), stride: l(1), pad: l(0), dil: l(1), groups: 1, bias: true, weight: weightNamed, clamp: "bare", lo: &neg},
 		// conv1d.
 		{in: l(2, 3, 17), w: l(4, 3, 5), stride: l(2), pad: l(1), dil: l(1), groups: 1, bias: true, weight: weightNamed},
