@@ -52,8 +52,8 @@ func randWeight(n int, seed uint64) ([]float32, []byte) {
 	return w, raw
 }
 
-// loadBuilt loads what b describes, with its named data.
-func loadBuilt(t *testing.T, b *serialization.Builder, opt Options) *WebGPUGraph {
+// builtBlob returns what b describes: the blob and its named data.
+func builtBlob(t testing.TB, b *serialization.Builder) ([]byte, *serialization.NamedDataMap) {
 	t.Helper()
 	blob, err := b.Blob()
 	if err != nil {
@@ -65,7 +65,14 @@ func loadBuilt(t *testing.T, b *serialization.Builder, opt Options) *WebGPUGraph
 			t.Fatal(err)
 		}
 	}
-	opt.NamedData = named
+	return blob, named
+}
+
+// loadBuilt loads what b describes, with its named data.
+func loadBuilt(t *testing.T, b *serialization.Builder, opt Options) *WebGPUGraph {
+	t.Helper()
+	var blob []byte
+	blob, opt.NamedData = builtBlob(t, b)
 	g, err := Load(context.Background(), device(t), blob, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -69,13 +69,19 @@ func testCopy(b ops.Builder, packed ops.Tensor, outID int32) error {
 	if err != nil {
 		return err
 	}
+	return testDispatch(b, testCopyKernel, []int32{packed.ID}, []int32{out.ID}, out.Numel)
+}
+
+// testDispatch dispatches a test kernel whose params are the element count
+// n, one invocation per element in workgroups of 64.
+func testDispatch(b ops.Builder, k *shaders.Kernel, inputs, outputs []int32, n int64) error {
 	var p ops.Params
-	p.U32(uint32(out.Numel))
-	grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
+	p.U32(uint32(n))
+	grid, err := ops.Grid(uint64(n), 64, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
 	}
-	return b.Dispatch(testCopyKernel, []int32{packed.ID}, []int32{out.ID}, p.Bytes(), grid)
+	return b.Dispatch(k, inputs, outputs, p.Bytes(), grid)
 }
 
 // packedGraph is a weight [r, c] (named data, behind et_vk.prepack) whose
@@ -96,16 +102,7 @@ func packedGraph(t testing.TB, r, c uint32, seed uint64) ([]byte, *serialization
 	out := b.Tensor(f, []uint32{c, r}, -1)
 	b.Op("test.packed_transpose", p, out)
 	b.Outputs(out)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	blob, named := builtBlob(t, b)
 	return blob, named, w
 }
 

@@ -122,13 +122,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		var p ops.Params
-		p.U32(uint32(out.Numel))
-		grid, err := ops.Grid(uint64(out.Numel), 64, b.MaxWorkgroupsPerDim())
-		if err != nil {
-			return err
-		}
-		return b.Dispatch(testAccumulateKernel, nil, []int32{st.ID, out.ID}, p.Bytes(), grid)
+		return testDispatch(b, testAccumulateKernel, nil, []int32{st.ID, out.ID}, out.Numel)
 	})
 }
 

@@ -34,6 +34,23 @@ static void wgd_pop(wgdH dev, wgdErr *err) {
 	wgpuDevicePopErrorScope(dev, wgd_err_cb, err);
 }
 
+// wgd_finish_submit finishes enc, pops the error scope pushed before it
+// was created and, if recording raised no error, submits it. It returns 0,
+// or -1 with err set (nothing submitted).
+static int wgd_finish_submit(wgdH dev, wgdH queue, wgdH enc, wgdErr *err) {
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgd_pop(dev, err);
+	if (err->type != 0 || !cb) {
+		if (cb) wgpuCommandBufferRelease(cb);
+		wgpuCommandEncoderRelease(enc);
+		return -1;
+	}
+	wgpuQueueSubmit(queue, 1, &cb);
+	wgpuCommandBufferRelease(cb);
+	wgpuCommandEncoderRelease(enc);
+	return 0;
+}
+
 // wgd_submit encodes every dispatch in one compute pass, then the copies,
 // and submits once. It returns 0, or -1 with err set (nothing submitted).
 static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
@@ -57,17 +74,7 @@ static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, con
 	for (size_t i = 0; i < nc; i++) {
 		if (c[i].size > 0) wgpuCommandEncoderCopyBufferToBuffer(enc, c[i].src, 0, c[i].dst, 0, c[i].size);
 	}
-	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
-	wgd_pop(dev, err);
-	if (err->type != 0 || !cb) {
-		if (cb) wgpuCommandBufferRelease(cb);
-		wgpuCommandEncoderRelease(enc);
-		return -1;
-	}
-	wgpuQueueSubmit(queue, 1, &cb);
-	wgpuCommandBufferRelease(cb);
-	wgpuCommandEncoderRelease(enc);
-	return 0;
+	return wgd_finish_submit(dev, queue, enc, err);
 }
 
 static int wgd_write(wgdH dev, wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size, wgdErr *err) {
@@ -97,17 +104,7 @@ static int wgd_clear(wgdH dev, wgdH queue, wgdH buf, uint64_t size, wgdErr *err)
 		return -1;
 	}
 	wgpuCommandEncoderClearBuffer(enc, buf, 0, size);
-	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
-	wgd_pop(dev, err);
-	if (err->type != 0 || !cb) {
-		if (cb) wgpuCommandBufferRelease(cb);
-		wgpuCommandEncoderRelease(enc);
-		return -1;
-	}
-	wgpuQueueSubmit(queue, 1, &cb);
-	wgpuCommandBufferRelease(cb);
-	wgpuCommandEncoderRelease(enc);
-	return 0;
+	return wgd_finish_submit(dev, queue, enc, err);
 }
 
 static void wgd_on_done(wgdH queue, uint32_t *cell) {
