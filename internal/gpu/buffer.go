@@ -225,36 +225,46 @@ func (d *Device) newMappableLocked(size uint64, label string, mapped bool) (*Buf
 //
 // On a device with direct uploads the buffer is host memory that
 // FinishUpload maps and copies into; the cost there is first-touching that
-// fresh memory (page faults). With prepare, BeginUpload also submits a
-// clear of the buffer, which lavapipe runs on its own thread, touching the
-// memory there while the caller goes on, so FinishUpload only copies;
-// without, FinishUpload's mapping touches it. Elsewhere BeginUpload is
-// NewBuffer (prepare is ignored) and FinishUpload is Write.
-func (d *Device) BeginUpload(size uint64, label string, prepare bool) (*Buffer, error) {
+// fresh memory (page faults), which PrepareUpload can move to the driver's
+// thread. Elsewhere BeginUpload is NewBuffer and FinishUpload is Write.
+func (d *Device) BeginUpload(size uint64, label string) (*Buffer, error) {
 	size = AlignedSize(size)
 	if !d.direct {
 		return d.NewBuffer(Storage, size, label)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b, err := d.newMappableLocked(size, label, false)
-	if err != nil {
-		return nil, err
+	return d.newMappableLocked(size, label, false)
+}
+
+// PrepareUpload submits a clear of a buffer from BeginUpload, not yet
+// finished, and returns without waiting. lavapipe runs it on its own
+// thread, touching the buffer's memory there while the caller goes on
+// (say, finishing another upload), so that FinishUpload only copies. It
+// does nothing on a device without direct uploads.
+func (d *Device) PrepareUpload(b *Buffer) error {
+	if !b.mappable {
+		return nil
 	}
-	if prepare {
-		if err := d.clear(b); err != nil {
-			d.releaseLocked(b)
-			return nil, err
-		}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
 	}
-	return b, nil
+	if b.released || b.state != unmapped {
+		return &Error{Op: "prepare upload", Err: errors.New("buffer is released or mapped")}
+	}
+	if err := d.checkLostLocked("prepare upload"); err != nil {
+		return err
+	}
+	return d.clear(b)
 }
 
 // FinishUpload writes data (at most the buffer's size) at the start of a
 // buffer from BeginUpload. On a device with direct uploads it maps the
-// buffer (after the clear BeginUpload submitted, if any, and any other
-// submitted work that uses the buffer) and copies data in; elsewhere it is
-// Write. The rest of the buffer is zero.
+// buffer (after PrepareUpload's clear, if any, and any other submitted
+// work that uses the buffer) and copies data in; elsewhere it is Write.
+// The rest of the buffer is zero.
 func (d *Device) FinishUpload(b *Buffer, data []byte) error {
 	if !b.mappable {
 		return d.Write(b, 0, data)

@@ -97,8 +97,8 @@ func TestNewBufferData(t *testing.T) {
 	}
 }
 
-// TestBeginFinishUpload: a buffer begun with BeginUpload (prepared by a
-// clear or not) holds the data
+// TestBeginFinishUpload: a buffer begun with BeginUpload (prepared by
+// PrepareUpload or not) holds the data
 // FinishUpload gives it (zero padded), can be finished again with other
 // data, and serves a dispatch; the misuses are errors.
 func TestBeginFinishUpload(t *testing.T) {
@@ -109,11 +109,16 @@ func TestBeginFinishUpload(t *testing.T) {
 			// Several begun at once, prepared or not, finished in order,
 			// like a load.
 			for i, n := range []int{5, 4096, 1<<20 + 3, 3 << 20, 2<<20 + 1} {
-				b, err := d.BeginUpload(uint64(n)+7, "upload", i%2 == 0)
+				b, err := d.BeginUpload(uint64(n)+7, "upload")
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer b.Release()
+				if i%2 == 0 {
+					if err := d.PrepareUpload(b); err != nil {
+						t.Fatal(err)
+					}
+				}
 				bufs, datas = append(bufs, b), append(datas, pattern(n, i))
 			}
 			for i, b := range bufs {
@@ -158,16 +163,19 @@ func TestBeginFinishUpload(t *testing.T) {
 			if err := d.FinishUpload(bufs[0], make([]byte, bufs[0].Size()+4)); !errors.As(err, &ge) {
 				t.Errorf("oversized FinishUpload: %v, want *gpu.Error", err)
 			}
-			if _, err := d.BeginUpload(d.Limits().MaxBufferSize+16, "huge", true); !errors.As(err, &ge) {
+			if _, err := d.BeginUpload(d.Limits().MaxBufferSize+16, "huge"); !errors.As(err, &ge) {
 				t.Errorf("BeginUpload over maxBufferSize: %v, want *gpu.Error", err)
 			}
-			gone, err := d.BeginUpload(64, "released", false)
+			gone, err := d.BeginUpload(64, "released")
 			if err != nil {
 				t.Fatal(err)
 			}
 			gone.Release()
 			if err := d.FinishUpload(gone, make([]byte, 8)); err == nil {
 				t.Error("FinishUpload of a released buffer succeeded")
+			}
+			if err := d.PrepareUpload(gone); d.DirectUploads() && err == nil {
+				t.Error("PrepareUpload of a released buffer succeeded")
 			}
 		})
 	}
