@@ -162,6 +162,12 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	if d.shared || d.memObj >= 0 {
 		return fmt.Errorf("%w: prepack output %d is aliased (mem_obj_id %d); prepacked tensors need a dedicated buffer (mem_obj_id -1)", ErrInvalidGraph, dst, d.memObj)
 	}
+	if d.deferred {
+		// Only read packed (prepack.Deferred): the packing reads the
+		// constant itself, and the copy would never be read.
+		g.prepackSrc[dst] = src
+		return nil
+	}
 	if d.buf == nil {
 		return ops.Errorf(1, "prepack output %d has no buffer", dst)
 	}

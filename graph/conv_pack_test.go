@@ -219,3 +219,51 @@ func TestConvWeightPackedCache(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepackedConvWeightNotCopied: a convolution weight behind
+// et_vk.prepack (as the exporter writes it) is packed from the constant:
+// neither the constant nor the prepack output gets a buffer, only the
+// packed weight does, and the result matches the reference.
+func TestPrepackedConvWeightNotCopied(t *testing.T) {
+	const ic, oc, h, wd = 3, 16, 6, 5
+	b := serialization.NewBuilder()
+	f := serialization.Float32
+	x := b.Tensor(f, []uint32{1, ic, h, wd}, -1)
+	b.Inputs(x)
+	wv, wraw := randWeight(oc*ic*9, 11)
+	bv, braw := randWeight(oc, 12)
+	xv, xraw := randWeight(ic*h*wd, 13)
+	w, _ := b.NamedConst(f, []uint32{oc, ic, 3, 3}, wraw)
+	pw := b.Tensor(f, []uint32{oc, ic, 3, 3}, -1)
+	b.Op("et_vk.prepack.default", w, pw)
+	bias, _ := b.NamedConst(f, []uint32{oc}, braw)
+	out := b.Tensor(f, []uint32{1, oc, h, wd}, -1)
+	b.Op("aten.convolution.default", x, pw, bias, b.IntList(1), b.IntList(1), b.IntList(1), b.Bool(false),
+		b.IntList(0), b.Int(1), out)
+	b.Outputs(out)
+	g := loadBuilt(t, b, Options{})
+	defer g.Close()
+	wbytes := int64(4 * len(wv))
+	s := g.MemoryStats()
+	if s.NumDeferredConstants != 2 || s.DeferredConstantBytes != 2*wbytes {
+		t.Errorf("%d deferred (%d bytes), want the constant and its prepack output (%d bytes)",
+			s.NumDeferredConstants, s.DeferredConstantBytes, 2*wbytes)
+	}
+	if s.PackedWeightBytes != wbytes {
+		t.Errorf("%d packed weight bytes, want %d", s.PackedWeightBytes, wbytes)
+	}
+	if want := int64(4 * (ic*h*wd + oc*h*wd + oc)); s.TensorBufferBytes != want {
+		t.Errorf("tensor buffers hold %d bytes, want %d (input, output, bias: no weight copy)", s.TensorBufferBytes, want)
+	}
+	res, err := g.Execute(context.Background(), []Tensor{{DType: f, Shape: []int64{1, ic, h, wd}, Data: xraw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := res[0].Float32s()
+	want := conv3x3(xv, wv, bv, ic, oc, h, wd)
+	for k := range want {
+		if d := math.Abs(float64(got[k] - want[k])); d > 1e-4+1e-4*math.Abs(float64(want[k])) {
+			t.Fatalf("y[%d] = %v, want %v", k, got[k], want[k])
+		}
+	}
+}

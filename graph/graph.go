@@ -100,8 +100,10 @@ type MemoryStats struct {
 	NumDispatches             int
 	NumCachedPipelines        int
 	NumCachedShaders          int
-	// NumDeferredConstants counts constants that got no buffer because they
-	// only feed prepack; DeferredConstantBytes is what they would have used.
+	// NumDeferredConstants counts the weights that got no buffer of their
+	// own (prepack.Deferred): constants that only feed prepack or are only
+	// read packed, and prepack outputs only read packed;
+	// DeferredConstantBytes is what they would have used.
 	NumDeferredConstants  int
 	DeferredConstantBytes int64
 	// PackedWeightBytes is the size of the buffers holding weights in the
@@ -356,8 +358,8 @@ func (g *WebGPUGraph) createValues(deferred map[int32]bool) error {
 		if ts.nbytes > maxTensorBytes {
 			return invalidf("value %d: tensor of %d bytes is too large", i, ts.nbytes)
 		}
+		ts.deferred = deferred[id]
 		if ts.constant {
-			ts.deferred = deferred[id]
 			if _, err := g.constantBytes(id, ts); err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ type Tensor struct {
 	NBytes   int64
 	MemObjID int32
 	Constant bool
-	Deferred bool // constant feeding only prepack: no buffer
+	Deferred bool // no buffer: a constant, or prepack output, read only through prepack or packing
 }
 
 // Placement says where one tensor lives.
@@ -37,7 +37,7 @@ type Stats struct {
 	UnsharedTensorBufferBytes int64 // sum of nbytes of dedicated tensors that have a buffer
 	SharedBufferBytes         int64 // sum of the per-mem_obj_id maxima
 	NumSharedObjects          int
-	NumDeferred               int   // constants with no buffer of their own
+	NumDeferred               int   // deferred tensors: no buffer of their own
 	DeferredBytes             int64 // bytes those constants would have used
 }
 
@@ -69,7 +69,7 @@ func Build(tensors []Tensor) (*Plan, error) {
 			p.Stats.NumTensors++
 		}
 		switch {
-		case t.Constant && t.Deferred:
+		case t.Deferred:
 			p.Placements[t.ID] = Placement{None: true}
 			p.Stats.NumDeferred++
 			p.Stats.DeferredBytes += t.NBytes

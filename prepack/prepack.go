@@ -10,16 +10,22 @@ import (
 // Op is the prepack operator's name in OperatorCall.name.
 const Op = "et_vk.prepack.default"
 
-// Deferred returns the constant tensors that get no buffer of
-// their own: those whose only uses are as arg 0 of et_vk.prepack.default,
-// or as an argument an op reads through PackWeight (ops.RegisterPacked).
+// Deferred returns the tensors that get no buffer of their own:
+//
+//   - constants whose only uses are as arg 0 of et_vk.prepack.default, or
+//     as an argument an op reads through PackWeight (ops.RegisterPacked):
+//     Build writes them straight into each prepack output, or packs them;
+//   - prepack outputs (arg 1 of et_vk.prepack.default, dedicated:
+//     mem_obj_id -1) whose only uses are such packed arguments: the op packs
+//     the constant behind them, so the prepacked copy would never be read.
+//
 // Every other argument of every op is a direct use, ValueList items
-// included, and so is every graph output. Build writes a deferred constant
-// straight into each prepack output. Build and the CLI's inspect both use it, so they
-// agree.
+// included, and so is every graph input and output. Build and the CLI's
+// inspect both use it, so they agree.
 func Deferred(g *serialization.Graph) map[int32]bool {
 	n := int32(len(g.Values))
 	prepackSrc := map[int32]bool{}
+	prepackDst := map[int32]bool{}
 	direct := map[int32]bool{}
 	use := func(id int32) {
 		direct[id] = true
@@ -32,6 +38,10 @@ func Deferred(g *serialization.Graph) map[int32]bool {
 	for _, op := range g.Chain {
 		if op.Name == Op && len(op.Args) == 2 {
 			prepackSrc[op.Args[0]] = true
+			if prepackDst[op.Args[1]] {
+				use(op.Args[1]) // prepacked twice: keep it simple, give it a buffer
+			}
+			prepackDst[op.Args[1]] = true
 			continue
 		}
 		packed := ops.PackedArgs(op.Name)
@@ -46,12 +56,23 @@ func Deferred(g *serialization.Graph) map[int32]bool {
 	for _, id := range g.OutputIDs {
 		use(int32(id))
 	}
+	for _, id := range g.InputIDs {
+		use(int32(id))
+	}
 	deferred := map[int32]bool{}
 	for id := range prepackSrc {
-		if direct[id] || id < 0 || id >= n {
+		if direct[id] || prepackDst[id] || id < 0 || id >= n {
 			continue
 		}
 		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && v.Tensor.IsConstant() {
+			deferred[id] = true
+		}
+	}
+	for id := range prepackDst {
+		if direct[id] || id < 0 || id >= n {
+			continue
+		}
+		if v := g.Values[id]; v.Kind == serialization.KindTensor && v.Tensor != nil && !v.Tensor.IsConstant() && v.Tensor.MemObjID < 0 {
 			deferred[id] = true
 		}
 	}
