@@ -103,6 +103,10 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 		}
 		ts := g.tensors[id]
 		if ts.buf == nil {
+			if !ts.constant && !ts.deferred && ts.memObj < 0 {
+				// A prepack output whose et_vk.prepack has not run yet.
+				return fmt.Errorf("%w: %w: value %d is read before the et_vk.prepack that writes it", ErrInvalidGraph, ErrReadBeforeWrite, id)
+			}
 			return fmt.Errorf("%w: value %d has no buffer", ErrInvalidGraph, id)
 		}
 		if i >= len(inputs) && ts.constant {
@@ -168,21 +172,31 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		g.prepackSrc[dst] = src
 		return nil
 	}
-	if d.buf == nil {
-		return ops.Errorf(1, "prepack output %d has no buffer", dst)
-	}
-	g.prepackSrc[dst] = src
 	if g.replay {
+		if d.buf == nil {
+			return ops.Errorf(1, "prepack output %d was not written when the graph was loaded", dst)
+		}
+		g.prepackSrc[dst] = src
 		return nil // written when the graph was loaded
 	}
-	d.materialized = true
 	data, err := g.constantBytes(src, s)
 	if err != nil {
 		return err
 	}
-	if err := g.dev.Write(d.buf, 0, data); err != nil {
+	if d.buf == nil {
+		// Created now, with the bytes (allocate left it to us): on
+		// lavapipe a direct, possibly deferred, upload.
+		pl := g.plan.Placements[dst]
+		buf, err := g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", dst))
+		if err != nil {
+			return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
+		}
+		d.buf = buf
+	} else if err := g.dev.Write(d.buf, 0, data); err != nil {
 		return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
 	}
+	g.prepackSrc[dst] = src
+	d.materialized = true
 	return nil
 }
 

@@ -538,8 +538,22 @@ func (g *WebGPUGraph) checkWrites() error {
 }
 
 // allocate creates the shared and dedicated buffers and writes every
-// non-deferred constant into its own buffer.
+// non-deferred constant into its own buffer. The dedicated buffer of a
+// prepack output (not a graph input or output) is made by its et_vk.prepack,
+// which creates it with the constant's bytes (MaterializeConstant).
 func (g *WebGPUGraph) allocate() error {
+	lazy := map[int32]bool{}
+	for _, op := range g.graph.Chain {
+		if op.Name == prepack.Op && len(op.Args) == 2 {
+			lazy[op.Args[1]] = true
+		}
+	}
+	for _, id := range g.inputs {
+		delete(lazy, id)
+	}
+	for _, id := range g.graph.OutputIDs {
+		delete(lazy, int32(id))
+	}
 	for _, id := range g.plan.SharedIDs() {
 		b, err := g.newBuffer(gpu.Storage, uint64(g.plan.SharedSizes[id]), fmt.Sprintf("shared %d", id))
 		if err != nil {
@@ -564,6 +578,7 @@ func (g *WebGPUGraph) allocate() error {
 			if ts.buf, err = g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", i)); err != nil {
 				return fmt.Errorf("graph: constant value %d: %w", i, err)
 			}
+		case lazy[int32(i)]:
 		default:
 			b, err := g.newBuffer(gpu.Storage, uint64(pl.Size), fmt.Sprintf("value %d", i))
 			if err != nil {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -74,5 +75,57 @@ func TestSplitUploads(t *testing.T) {
 				t.Fatalf("output %d[%d] = %v, want %v", i, k, got[k], want[i][k])
 			}
 		}
+	}
+}
+
+// TestPrepackOutputBuffer: a prepack output read directly gets its buffer
+// from its et_vk.prepack, with the constant's bytes (a large one through a
+// deferred upload), and reads back exactly; an op that reads a prepack
+// output before its et_vk.prepack is a read-before-write error.
+func TestPrepackOutputBuffer(t *testing.T) {
+	f := serialization.Float32
+	for _, n := range []uint32{7, 262147} {
+		b := serialization.NewBuilder()
+		w, raw := randWeight(int(n), uint64(n))
+		c, _ := b.NamedConst(f, []uint32{n}, raw)
+		p := b.Tensor(f, []uint32{n}, -1)
+		b.Op("et_vk.prepack.default", c, p)
+		out := b.Tensor(f, []uint32{n}, -1)
+		b.Op("aten.clone.default", p, b.Null(), out)
+		b.Outputs(out)
+		g := loadBuilt(t, b, Options{})
+		if s := g.MemoryStats(); s.UnsharedTensorBufferBytes != 2*4*int64(n) || s.NumDeferredConstants != 1 {
+			t.Errorf("n=%d: %d dedicated bytes, %d deferred; want the prepack output and the output, the constant deferred",
+				n, s.UnsharedTensorBufferBytes, s.NumDeferredConstants)
+		}
+		res, err := g.Execute(context.Background(), nil)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := res[0].Float32s()
+		for i := range w {
+			if got[i] != w[i] {
+				t.Fatalf("n=%d: out[%d] = %v, want %v", n, i, got[i], w[i])
+			}
+		}
+	}
+
+	b := serialization.NewBuilder()
+	_, raw := randWeight(4, 1)
+	c, _ := b.NamedConst(f, []uint32{4}, raw)
+	p := b.Tensor(f, []uint32{4}, -1)
+	out := b.Tensor(f, []uint32{4}, -1)
+	b.Op("aten.clone.default", p, b.Null(), out)
+	b.Op("et_vk.prepack.default", c, p)
+	b.Outputs(out)
+	blob, named := builtBlob(t, b)
+	_, err := Load(context.Background(), device(t), blob, Options{NamedData: named})
+	if !errors.Is(err, ErrReadBeforeWrite) || !errors.Is(err, ErrInvalidGraph) {
+		t.Errorf("prepack output read before its prepack: %v, want ErrReadBeforeWrite and ErrInvalidGraph", err)
+	}
+	var oe *OpError
+	if !errors.As(err, &oe) || oe.Index != 0 {
+		t.Errorf("error %v does not name op 0", err)
 	}
 }
