@@ -149,9 +149,20 @@ func TestE2EDecoderKVCache(t *testing.T) {
 
 // TestE2EMLPDynamicBatch: one loaded MLP (declared batch 8, an upper
 // bound) executed with batches of 1, 3, 8 and 3 again; outputs come back
-// with the live batch size.
+// with the live batch size. With its weights as constants and behind
+// et_vk.prepack.
 func TestE2EMLPDynamicBatch(t *testing.T) {
-	m := models.NewMLP(models.DefaultMLP)
+	for _, prepacked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prepack=%v", prepacked), func(t *testing.T) {
+			cfg := models.DefaultMLP
+			cfg.Prepack = prepacked
+			testMLPDynamicBatch(t, models.NewMLP(cfg))
+		})
+	}
+}
+
+// testMLPDynamicBatch is TestE2EMLPDynamicBatch for one MLP.
+func testMLPDynamicBatch(t *testing.T, m *models.MLP) {
 	f, err := models.Encode(m.B, true)
 	if err != nil {
 		t.Fatal(err)

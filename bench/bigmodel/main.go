@@ -27,6 +27,7 @@ func main() {
 	kind := flag.String("kind", "conv", "model: conv (3×3 convolution stack) or mlp (two linear layers)")
 	mib := flag.Float64("mib", 64, "approximate weight size in MiB")
 	out := flag.String("out", "", "directory for model.pte and weights.ptd (required)")
+	prepack := flag.Bool("prepack", false, "mlp: weights behind et_vk.prepack, as the Vulkan exporter writes them")
 	batch := flag.Int64("batch", 8, "mlp: rows of the input (an upper bound: the batch is dynamic)")
 	layers := flag.Int64("layers", 8, "conv: number of 3×3 convolutions")
 	hw := flag.Int64("hw", 4, "conv: input height and width")
@@ -41,7 +42,7 @@ func main() {
 		// Two [n, n] float32 weights: 8·n² bytes.
 		n := int64(math.Sqrt(*mib * (1 << 20) / 8))
 		n -= n % 4
-		b = models.NewMLP(models.MLPConfig{MaxBatch: *batch, In: n, Hidden: n, Out: n, Seed: 1}).B
+		b = models.NewMLP(models.MLPConfig{MaxBatch: *batch, In: n, Hidden: n, Out: n, Seed: 1, Prepack: *prepack}).B
 		desc = fmt.Sprintf("MLP [%d x %d] -> %d -> %d", *batch, n, n, n)
 	case "conv":
 		cfg := models.ConvStackForMiB(*mib, *layers, *hw)

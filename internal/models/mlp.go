@@ -10,6 +10,9 @@ import (
 type MLPConfig struct {
 	MaxBatch, In, Hidden, Out int64
 	Seed                      uint64
+	// Prepack routes the weights and biases through et_vk.prepack, as the
+	// Vulkan exporter writes them.
+	Prepack bool
 }
 
 // DefaultMLP takes batches of up to 8 rows of 16 features.
@@ -30,10 +33,19 @@ func NewMLP(cfg MLPConfig) *MLP {
 	f := serialization.Float32
 	b := serialization.NewBuilder()
 	x := b.Tensor(f, dims(cfg.MaxBatch, cfg.In), -1)
-	w1 := weight(b, r.normal(cfg.Hidden*cfg.In, 0.5), cfg.Hidden, cfg.In)
-	b1 := weight(b, r.normal(cfg.Hidden, 0.1), cfg.Hidden)
-	w2 := weight(b, r.normal(cfg.Out*cfg.Hidden, 0.3), cfg.Out, cfg.Hidden)
-	b2 := weight(b, r.normal(cfg.Out, 0.1), cfg.Out)
+	wt := func(v []float32, shape ...int64) int32 {
+		id := weight(b, v, shape...)
+		if !cfg.Prepack {
+			return id
+		}
+		p := b.Tensor(f, dims(shape...), -1)
+		b.Op("et_vk.prepack.default", id, p)
+		return p
+	}
+	w1 := wt(r.normal(cfg.Hidden*cfg.In, 0.5), cfg.Hidden, cfg.In)
+	b1 := wt(r.normal(cfg.Hidden, 0.1), cfg.Hidden)
+	w2 := wt(r.normal(cfg.Out*cfg.Hidden, 0.3), cfg.Out, cfg.Hidden)
+	b2 := wt(r.normal(cfg.Out, 0.1), cfg.Out)
 	h := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 0)
 	g := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 1)
 	y := b.Tensor(f, dims(cfg.MaxBatch, cfg.Out), -1)
