@@ -21,8 +21,9 @@ var prefetchSync bool
 // while its ops are still being recorded, so that shader compilation
 // overlaps the weight uploads (which keep the loading goroutine busy) rather
 // than following them. finishDispatches stops it and then looks every
-// pipeline up as before: the ones compiled here are cache hits for it, the
-// rest are compiled there in parallel.
+// pipeline up as before: it finds the ones compiled here in the device's
+// cache (counted as created, not as hits), and compiles the rest there in
+// parallel.
 //
 // A pipeline compiled here is also warmed up early (see warmUpEarly): its
 // first dispatch is submitted on one workgroup, on scratch buffers, as soon
@@ -37,8 +38,7 @@ type pipelinePrefetch struct {
 
 	// Loading goroutine only:
 	queued map[*shaders.Kernel]bool
-	pipes  map[*shaders.Kernel]*gpu.Pipeline // compiled, from ready
-	first  map[*shaders.Kernel]int           // index in g.pend of the kernel's first dispatch
+	first  map[*shaders.Kernel]int // index in g.pend of the kernel's first dispatch
 }
 
 type prefetchReq struct {
@@ -63,8 +63,7 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int) {
 	p := g.prefetch
 	if p == nil {
 		p = &pipelinePrefetch{specs: make(chan prefetchReq, prefetchQueue), ready: make(chan prefetched, prefetchQueue),
-			done: make(chan struct{}), queued: map[*shaders.Kernel]bool{}, pipes: map[*shaders.Kernel]*gpu.Pipeline{},
-			first: map[*shaders.Kernel]int{}}
+			done: make(chan struct{}), queued: map[*shaders.Kernel]bool{}, first: map[*shaders.Kernel]int{}}
 		g.prefetch = p
 		go p.run(g.dev)
 	}
@@ -76,8 +75,7 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int) {
 		select {
 		case p.specs <- prefetchReq{k: k, spec: gpu.PipelineSpec{Label: k.Name, Source: k.Source, Entry: k.Entry, Layout: k.Layout}}:
 			if prefetchSync {
-				r := <-p.ready
-				p.pipes[r.k] = r.p
+				g.warmCompiled(<-p.ready)
 			}
 		default:
 		}
@@ -85,8 +83,8 @@ func (g *WebGPUGraph) prefetchPipeline(k *shaders.Kernel, i int) {
 	g.warmReady()
 }
 
-// warmReady takes the pipelines compiled so far and warms up those not
-// warmed yet (see warmUpEarly). It does nothing when no prefetch runs.
+// warmReady warms up the pipelines compiled since the last call (see
+// warmUpEarly). It does nothing when no prefetch runs.
 func (g *WebGPUGraph) warmReady() {
 	p := g.prefetch
 	if p == nil {
@@ -95,19 +93,24 @@ func (g *WebGPUGraph) warmReady() {
 	for {
 		select {
 		case r := <-p.ready:
-			p.pipes[r.k] = r.p
+			g.warmCompiled(r)
 			continue
 		default:
 		}
-		break
-	}
-	if !g.warmEarly {
 		return
 	}
-	for k, i := range p.first {
-		if pipe := p.pipes[k]; pipe != nil && !g.warmed[pipe] {
-			g.warmUpEarly(pipe, &g.pend[i])
-		}
+}
+
+// warmCompiled warms up a pipeline the prefetch goroutine compiled (nil
+// when compilation failed), with its kernel's first dispatch. A kernel is
+// queued at its first dispatch, so that dispatch is always recorded by
+// then.
+func (g *WebGPUGraph) warmCompiled(r prefetched) {
+	if !g.warmEarly || r.p == nil || g.warmed[r.p] {
+		return
+	}
+	if i, ok := g.prefetch.first[r.k]; ok {
+		g.warmUpEarly(r.p, &g.pend[i])
 	}
 }
 
