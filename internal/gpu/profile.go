@@ -17,22 +17,6 @@ typedef struct { wgdH querySet; uint32_t begin, end; } wgdpTimestampWrites;
 typedef struct { const void *next; const char *label; const wgdpTimestampWrites *tw; } wgdpPassDesc;
 typedef struct { const void *next; const char *label; uint32_t type; uint32_t count; } wgdpQuerySetDesc;
 
-static void wgdp_err_cb(uint32_t type, const char *msg, void *ud) {
-	wgdErr *e = (wgdErr *)ud;
-	e->type = type;
-	e->popped = 1;
-	e->msg[0] = 0;
-	if (msg) {
-		strncpy(e->msg, msg, sizeof e->msg - 1);
-		e->msg[sizeof e->msg - 1] = 0;
-	}
-}
-
-static void wgdp_pop(wgdH dev, wgdErr *err) {
-	err->popped = 0;
-	wgpuDevicePopErrorScope(dev, wgdp_err_cb, err);
-}
-
 // wgdp_query_set creates a timestamp query set of count queries, or returns
 // NULL with err set.
 static wgdH wgdp_query_set(wgdH dev, uint32_t count, void *errp) {
@@ -40,7 +24,7 @@ static wgdH wgdp_query_set(wgdH dev, uint32_t count, void *errp) {
 	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
 	wgdpQuerySetDesc desc = {NULL, "wgdelegate profile", 1, count}; // WGPUQueryType_Timestamp
 	wgdH qs = wgpuDeviceCreateQuerySet(dev, &desc);
-	wgdp_pop(dev, err);
+	wgd_pop(dev, err);
 	if (err->type != 0 || !qs) {
 		if (qs) wgpuQuerySetRelease(qs);
 		if (err->type == 0) {
@@ -70,7 +54,7 @@ static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, 
 	wgpuDevicePushErrorScope(dev, 0);
 	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
 	if (!enc) {
-		wgdp_pop(dev, err);
+		wgd_pop(dev, err);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -89,17 +73,7 @@ static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, 
 		wgpuCommandEncoderResolveQuerySet(enc, qs, first, 2 * (uint32_t)n, resolve, resolveOff);
 		if (staging) wgpuCommandEncoderCopyBufferToBuffer(enc, resolve, 0, staging, 0, copyBytes);
 	}
-	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
-	wgdp_pop(dev, err);
-	if (err->type != 0 || !cb) {
-		if (cb) wgpuCommandBufferRelease(cb);
-		wgpuCommandEncoderRelease(enc);
-		return -1;
-	}
-	wgpuQueueSubmit(queue, 1, &cb);
-	wgpuCommandBufferRelease(cb);
-	wgpuCommandEncoderRelease(enc);
-	return 0;
+	return wgd_finish_submit(dev, queue, enc, err);
 }
 */
 import "C"

@@ -12,44 +12,11 @@ package gpu
 // scope covers a whole encode, and callbacks write into C memory.
 #include "wgd.h"
 
-static void wgd_err_cb(uint32_t type, const char *msg, void *ud) {
-	wgdErr *e = (wgdErr *)ud;
-	e->type = type;
-	e->popped = 1;
-	e->msg[0] = 0;
-	if (msg) {
-		strncpy(e->msg, msg, sizeof e->msg - 1);
-		e->msg[sizeof e->msg - 1] = 0;
-	}
-}
-
 // A status cell: 0 while pending, status+1 once the callback ran.
 static void wgd_status_cb(uint32_t status, void *ud) { *(volatile uint32_t *)ud = status + 1; }
 
 typedef struct { wgdH pipe, group; uint32_t x, y, z, pad; } wgdDispatch;
 typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
-
-static void wgd_pop(wgdH dev, wgdErr *err) {
-	err->popped = 0;
-	wgpuDevicePopErrorScope(dev, wgd_err_cb, err);
-}
-
-// wgd_finish_submit finishes enc, pops the error scope pushed before it
-// was created and, if recording raised no error, submits it. It returns 0,
-// or -1 with err set (nothing submitted).
-static int wgd_finish_submit(wgdH dev, wgdH queue, wgdH enc, wgdErr *err) {
-	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
-	wgd_pop(dev, err);
-	if (err->type != 0 || !cb) {
-		if (cb) wgpuCommandBufferRelease(cb);
-		wgpuCommandEncoderRelease(enc);
-		return -1;
-	}
-	wgpuQueueSubmit(queue, 1, &cb);
-	wgpuCommandBufferRelease(cb);
-	wgpuCommandEncoderRelease(enc);
-	return 0;
-}
 
 // wgd_submit encodes every dispatch in one compute pass, then the copies,
 // and submits once. It returns 0, or -1 with err set (nothing submitted).

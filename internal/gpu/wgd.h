@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef void *wgdH;
 typedef void (*wgdErrCB)(uint32_t type, const char *msg, void *ud);
@@ -43,5 +44,41 @@ extern void wgpuQuerySetRelease(wgdH qs);
 // wgdErr receives a popped error scope. type is WGPUErrorType (0 = none);
 // popped tells whether the callback ran.
 typedef struct { uint32_t type; uint32_t popped; char msg[1024]; } wgdErr;
+
+// Helpers both cgo preambles use (static: each gets its own copy).
+
+static inline void wgd_err_cb(uint32_t type, const char *msg, void *ud) {
+	wgdErr *e = (wgdErr *)ud;
+	e->type = type;
+	e->popped = 1;
+	e->msg[0] = 0;
+	if (msg) {
+		strncpy(e->msg, msg, sizeof e->msg - 1);
+		e->msg[sizeof e->msg - 1] = 0;
+	}
+}
+
+// wgd_pop pops the error scope into err.
+static inline void wgd_pop(wgdH dev, wgdErr *err) {
+	err->popped = 0;
+	wgpuDevicePopErrorScope(dev, wgd_err_cb, err);
+}
+
+// wgd_finish_submit finishes enc, pops the error scope pushed before it
+// was created and, if recording raised no error, submits it. It returns 0,
+// or -1 with err set (nothing submitted).
+static inline int wgd_finish_submit(wgdH dev, wgdH queue, wgdH enc, wgdErr *err) {
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgd_pop(dev, err);
+	if (err->type != 0 || !cb) {
+		if (cb) wgpuCommandBufferRelease(cb);
+		wgpuCommandEncoderRelease(enc);
+		return -1;
+	}
+	wgpuQueueSubmit(queue, 1, &cb);
+	wgpuCommandBufferRelease(cb);
+	wgpuCommandEncoderRelease(enc);
+	return 0;
+}
 
 #endif
