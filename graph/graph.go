@@ -130,27 +130,12 @@ type WebGPUGraph struct {
 	sym     map[int32]int64 // live SymInt values, by value id
 	shared  map[int32]*gpu.Buffer
 	owned   []*gpu.Buffer // every buffer this graph created, for Close
-	// prefetch compiles pipelines in the background during a load (nil
-	// otherwise; see prefetch.go).
-	prefetch *pipelinePrefetch
-	// warmEarly: pipelines are warmed up as soon as they are compiled
-	// (during a load, unless SkipWarmup or SymInt inputs); warmed holds
-	// the pipelines warmed up so far, which the final warm-up leaves out.
-	warmEarly bool
-	warmed    map[*gpu.Pipeline]bool
-	// scratch buffers of the early warm-ups (load only)
-	warmIn  *gpu.Buffer
-	warmOut []*gpu.Buffer
-	// uploads deferred and not yet finished (load only), and the bytes
-	// finishUploads had the loading goroutine and the driver's thread touch
-	uploads          []pendingUpload
-	upMain, upDriver int64
-	groups           []*gpu.BindGroup
-	records          []gpu.Dispatch
-	inputs           []int32
-	outputs          []outputSlot
-	reads            []gpu.Readback
-	prog             *gpu.Program // records and reads, prepared for replay
+	groups  []*gpu.BindGroup
+	records []gpu.Dispatch
+	inputs  []int32
+	outputs []outputSlot
+	reads   []gpu.Readback
+	prog    *gpu.Program // records and reads, prepared for replay
 	// per record: the chain index of its op and its kernel's name
 	dispatchOps     []int
 	dispatchKernels []string
@@ -163,6 +148,21 @@ type WebGPUGraph struct {
 	plan  *memplan.Plan
 	pend  []pendingDispatch
 	arena []byte
+	// prefetch compiles pipelines in the background during a load (nil
+	// otherwise; see prefetch.go).
+	prefetch *pipelinePrefetch
+	// warmEarly: pipelines are warmed up as soon as they are compiled
+	// (during a load, unless SkipWarmup or SymInt inputs); warmed holds
+	// the pipelines warmed up so far, which the final warm-up leaves out.
+	warmEarly bool
+	warmed    map[*gpu.Pipeline]bool
+	// scratch buffers of the early warm-ups
+	warmIn  *gpu.Buffer
+	warmOut []*gpu.Buffer
+	// uploads deferred and not yet finished, and the bytes finishUploads
+	// had the loading goroutine and the driver's thread touch
+	uploads          []pendingUpload
+	upMain, upDriver int64
 
 	// dynamic shapes
 	arenaBuf   *gpu.Buffer

@@ -101,7 +101,7 @@ type Buffer struct {
 	mappable bool // a Storage buffer that can be mapped for writing (direct uploads)
 	state    mapState
 	released bool
-	cell     unsafe.Pointer // staging: C status cell of the pending map
+	cell     unsafe.Pointer // staging or mappable: C status cell of the pending map
 }
 
 // AlignedSize rounds n up to a multiple of 16 with a minimum of 16. WebGPU
@@ -159,12 +159,12 @@ func (d *Device) NewBuffer(kind BufferKind, size uint64, label string) (*Buffer,
 func (d *Device) DirectUploads() bool { return d.direct }
 
 // NewBufferData creates a Storage buffer of at least size bytes (rounded by
-// AlignedSize; at least len(data)) that starts with data, zeros after. On a device with direct uploads (a CPU or
-// integrated adapter with the mappable-primary-buffers feature, such as
-// lavapipe) the buffer is created mapped and data is copied into its own
-// memory: one copy, no staging allocation and no queue work. Elsewhere it is
-// NewBuffer followed by Write. Either way the bytes are in place for every
-// later submission.
+// AlignedSize; at least len(data)) that starts with data, zeros after. On a
+// device with direct uploads (a CPU or integrated adapter with the
+// mappable-primary-buffers feature, such as lavapipe) the buffer is created
+// mapped and data is copied into its own memory: one copy, no staging
+// allocation and no queue work. Elsewhere it is NewBuffer followed by
+// Write. Either way the bytes are in place for every later submission.
 func (d *Device) NewBufferData(size uint64, data []byte, label string) (*Buffer, error) {
 	size = AlignedSize(max(size, uint64(len(data))))
 	if !d.direct {
@@ -264,7 +264,7 @@ func (d *Device) PrepareUpload(b *Buffer) error {
 // buffer from BeginUpload. On a device with direct uploads it maps the
 // buffer (after PrepareUpload's clear, if any, and any other submitted
 // work that uses the buffer) and copies data in; elsewhere it is Write.
-// The rest of the buffer is zero.
+// The rest of the buffer keeps its contents (zeros after BeginUpload).
 func (d *Device) FinishUpload(b *Buffer, data []byte) error {
 	if !b.mappable {
 		return d.Write(b, 0, data)
