@@ -598,3 +598,91 @@ func TestConcurrentExecute(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestConcurrentLoads loads models with large weights (deferred, split
+// uploads; background compiles; early warm-ups) from several goroutines at
+// once on one device while another model executes, and checks every
+// result. Run it with -race.
+func TestConcurrentLoads(t *testing.T) {
+	const n = 300007 // over 1 MiB of float32
+	build := func(seed int) (*serialization.Builder, []float32) {
+		b := serialization.NewBuilder()
+		f := serialization.Float32
+		x := b.Tensor(f, dims(n), -1)
+		want := make([]float32, n)
+		c1v, c2v := make([]float32, n), make([]float32, n)
+		for i := range c1v {
+			c1v[i] = float32((i*7+seed)%101) - 50
+			c2v[i] = float32((i*3+seed)%89) * 0.5
+			want[i] = c1v[i] + c2v[i] // x is zero
+		}
+		c1, _ := b.NamedConst(f, dims(n), f32bytes(c1v))
+		c2, _ := b.NamedConst(f, dims(n), f32bytes(c2v))
+		p := b.Tensor(f, dims(n), -1)
+		b.Op("et_vk.prepack.default", c2, p)
+		y := b.Tensor(f, dims(n), -1)
+		b.Op("aten.add.Tensor", x, c1, b.Double(1), y)
+		z := b.Tensor(f, dims(n), -1)
+		b.Op("aten.add.Tensor", y, p, b.Double(1), z)
+		b.Inputs(x)
+		b.Outputs(z)
+		return b, want
+	}
+	check := func(m *wgdelegate.Model, want []float32) error {
+		outs, err := m.Execute(context.Background(), wgdelegate.Float32Tensor([]int64{n}, make([]float32, n)))
+		if err != nil {
+			return err
+		}
+		got, _ := outs[0].Float32s()
+		for i := range want {
+			if got[i] != want[i] {
+				return fmt.Errorf("element %d = %v, want %v", i, got[i], want[i])
+			}
+		}
+		return nil
+	}
+	busyB, busyWant := build(99)
+	busy := mustLoad(t, busyB)
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := check(busy, busyWant); err != nil {
+				errs <- fmt.Errorf("executing model: %w", err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			b, want := build(w)
+			m, err := load(t, b)
+			if err != nil {
+				errs <- fmt.Errorf("load %d: %w", w, err)
+				return
+			}
+			defer m.Close()
+			if err := check(m, want); err != nil {
+				errs <- fmt.Errorf("model %d: %w", w, err)
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
