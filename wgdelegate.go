@@ -23,6 +23,12 @@ type DeviceOptions struct {
 	Logger *slog.Logger
 	// WGPULogLevel enables wgpu-native's own stderr log (1 error .. 5 trace).
 	WGPULogLevel int
+	// HugePages asks Linux for transparent huge pages for large weight
+	// buffers on a CPU adapter (lavapipe), which makes filling them up to
+	// 4x cheaper, except on VMs that hand free memory back to their host,
+	// where a fresh huge page can cost several times more. Off by default;
+	// the README's "Loading" section has the numbers.
+	HugePages bool
 }
 
 // Device is a WebGPU device. Pipelines compiled for one model are shared by
@@ -35,7 +41,7 @@ type Device struct {
 // OpenDevice opens the default adapter (Vulkan first). Pass the device to
 // Open or Load with WithDevice.
 func OpenDevice(ctx context.Context, opts DeviceOptions) (*Device, error) {
-	d, err := gpu.Open(ctx, gpu.Options{Logger: opts.Logger, WGPULogLevel: opts.WGPULogLevel})
+	d, err := gpu.Open(ctx, gpu.Options{Logger: opts.Logger, WGPULogLevel: opts.WGPULogLevel, HugePages: opts.HugePages})
 	if err != nil {
 		return nil, err
 	}

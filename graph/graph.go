@@ -640,12 +640,13 @@ func (g *WebGPUGraph) newBufferData(size uint64, data []byte, label string) (*gp
 // finishUploads writes the bytes of the uploads newBufferData deferred.
 // Uploading there costs mostly first-touching the buffers' fresh memory,
 // so the work is spread over two threads: about half the bytes go to
-// buffers that the driver's thread clears first (gpu.Device.PrepareUpload),
-// one clear submitted before each buffer this goroutine touches itself, so
+// buffers that another thread first-touches (gpu.Device.PrepareUpload: a
+// prefault goroutine on a CPU adapter, else the driver's thread clearing
+// them), one prepared before each buffer this goroutine fills itself, so
 // that both threads fault pages at once; those are copied into last.
 // Measured on lavapipe, 64 MiB as eight 8 MiB buffers: 42-48 ms touched on
-// one thread, 27-29 ms on two. Between uploads it warms up the pipelines
-// compiled meanwhile.
+// one thread, 27-29 ms on two (with clears). Between uploads it warms up
+// the pipelines compiled meanwhile.
 func (g *WebGPUGraph) finishUploads() error {
 	ups := g.uploads
 	g.uploads = nil

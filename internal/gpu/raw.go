@@ -56,9 +56,9 @@ static void wgd_map_read(wgdH buf, size_t size, uint32_t *cell) {
 	wgpuBufferMapAsync(buf, 1, 0, size, wgd_status_cb, cell); // WGPUMapMode_Read
 }
 
-static void wgd_map_write(wgdH buf, size_t size, uint32_t *cell) {
+static void wgd_map_write(wgdH buf, size_t off, size_t size, uint32_t *cell) {
 	*cell = 0;
-	wgpuBufferMapAsync(buf, 2, 0, size, wgd_status_cb, cell); // WGPUMapMode_Write
+	wgpuBufferMapAsync(buf, 2, off, size, wgd_status_cb, cell); // WGPUMapMode_Write
 }
 
 // wgd_clear submits a clear of buf's first size bytes. It returns 0, or -1
@@ -122,7 +122,18 @@ func (d *Device) rawMapRead(b *Buffer) {
 	C.wgd_map_read(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
 }
 func (d *Device) rawMapWrite(b *Buffer) {
-	C.wgd_map_write(rawBuffer(b.b), C.size_t(b.size), (*C.uint32_t)(b.cell))
+	C.wgd_map_write(rawBuffer(b.b), 0, C.size_t(b.size), (*C.uint32_t)(b.cell))
+}
+
+// rawMapWriteHead starts mapping the buffer's first 8 bytes for writing,
+// which first-touches (zero-fills) no more than that.
+func (d *Device) rawMapWriteHead(b *Buffer) {
+	C.wgd_map_write(rawBuffer(b.b), 0, 8, (*C.uint32_t)(b.cell))
+}
+
+// rawMappedHead is the address of a buffer's mapped first bytes, or nil.
+func rawMappedHead(b *wgpu.Buffer) unsafe.Pointer {
+	return unsafe.Pointer(C.wgpuBufferGetMappedRange(rawBuffer(b), 0, 8))
 }
 func (d *Device) rawOnDone(cell unsafe.Pointer) { C.wgd_on_done(d.raw.queue, (*C.uint32_t)(cell)) }
 func cellValue(p unsafe.Pointer) uint32         { return *(*uint32)(p) }
