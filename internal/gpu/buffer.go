@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -260,11 +259,12 @@ func (d *Device) BeginUpload(size uint64, label string) (*Buffer, error) {
 // memory of, for PrepareUpload and FinishUpload to prefault.
 const prefaultMin = 1 << 20
 
-// populate prefaults size bytes at p (see PrepareUpload), noting a kernel
-// that cannot.
+// populate prefaults size bytes at p (see PrepareUpload). A kernel that
+// cannot (before Linux 5.14: EINVAL; a sandbox may say otherwise) makes
+// later uploads fall back to clears.
 func (d *Device) populate(p unsafe.Pointer, size uint64) {
-	if err := populateWrite(p, size); errors.Is(err, syscall.EINVAL) {
-		d.noPopulate.Store(true)
+	if err := populateWrite(p, size); err != nil && !d.noPopulate.Swap(true) {
+		d.log.Debug("gpu: cannot prefault upload buffers; clearing them instead", "err", err)
 	}
 }
 

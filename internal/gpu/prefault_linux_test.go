@@ -255,3 +255,28 @@ func BenchmarkUpload(b *testing.B) {
 		})
 	}
 }
+
+// TestUploadPrefaultFallback: where the kernel cannot prefault (noted at
+// the first failure), PrepareUpload clears on the driver's thread instead,
+// and the upload still holds its data.
+func TestUploadPrefaultFallback(t *testing.T) {
+	d := cpuDevice(t, Options{})
+	d.noPopulate.Store(true)
+	const size = 3<<20 + 4
+	b, err := d.BeginUpload(size, "fallback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if err := d.PrepareUpload(b); err != nil {
+		t.Fatal(err)
+	}
+	if b.prep != nil {
+		t.Error("PrepareUpload started a prefault on a device that cannot")
+	}
+	data := pattern(size, 5)
+	if err := d.FinishUpload(b, data); err != nil {
+		t.Fatal(err)
+	}
+	checkUploaded(t, d, b, size, data)
+}
