@@ -153,21 +153,73 @@ func TestE2EDecoderKVCache(t *testing.T) {
 // et_vk.prepack.
 func TestE2EMLPDynamicBatch(t *testing.T) {
 	for _, prepacked := range []bool{false, true} {
-		t.Run(fmt.Sprintf("prepack=%v", prepacked), func(t *testing.T) {
-			cfg := models.DefaultMLP
-			cfg.Prepack = prepacked
-			testMLPDynamicBatch(t, models.NewMLP(cfg))
-		})
+		for _, plan := range models.Plans {
+			t.Run(fmt.Sprintf("prepack=%v/plan=%s", prepacked, plan), func(t *testing.T) {
+				cfg := models.DefaultMLP
+				cfg.Prepack = prepacked
+				m := models.NewMLP(cfg)
+				models.ApplyPlan(m.B, plan)
+				testMLPDynamicBatch(t, m)
+			})
+		}
 	}
 }
 
-// testMLPDynamicBatch is TestE2EMLPDynamicBatch for one MLP.
-func testMLPDynamicBatch(t *testing.T, m *models.MLP) {
-	f, err := models.Encode(m.B, true)
-	if err != nil {
-		t.Fatal(err)
+// TestE2EMLPExporterPlan: MLPs of 3 and 4 linears with relu (and gelu)
+// between them, weights behind et_vk.prepack and memory planned the
+// exporter's way, so that each activation shares a buffer with the input
+// of the linear before it. Fusion must stay on (one dispatch per linear,
+// as under dedicated buffers) and the results must match the reference;
+// the exporter's shared objects are enough (no buffer added).
+func TestE2EMLPExporterPlan(t *testing.T) {
+	for _, c := range []struct {
+		linears int
+		act     string
+	}{{3, "relu"}, {4, "relu"}, {3, "gelu"}} {
+		dispatches := map[models.Plan]int{}
+		for _, plan := range models.Plans {
+			t.Run(fmt.Sprintf("linears=%d/%s/plan=%s", c.linears, c.act, plan), func(t *testing.T) {
+				cfg := models.MLPConfig{MaxBatch: 8, In: 12, Hidden: 20, Out: 7, Seed: 9, Prepack: true, Linears: c.linears, Act: c.act}
+				m := models.NewMLP(cfg)
+				models.ApplyPlan(m.B, plan)
+				f, err := models.Encode(m.B, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				model := openModel(t, f)
+				st := model.MemoryStats()
+				dispatches[plan] = st.NumDispatches
+				if st.NumDispatches != c.linears {
+					t.Errorf("%d dispatches, want %d (one per linear, activations fused)", st.NumDispatches, c.linears)
+				}
+				if st.AddedSharedBytes != 0 {
+					t.Errorf("the re-plan added %d bytes of shared buffers to the exporter's plan", st.AddedSharedBytes)
+				}
+				if plan == models.PlanExporter && (st.NumSharedObjects != 2 || st.MovedTensors == 0) {
+					t.Errorf("exporter plan: %d shared objects, %d tensors moved; want 2 objects and some moved by fusion", st.NumSharedObjects, st.MovedTensors)
+				}
+				testMLPDynamicBatch(t, m, model)
+			})
+		}
+		if dispatches[models.PlanDedicated] != dispatches[models.PlanExporter] {
+			t.Errorf("linears=%d: %v dispatches per plan, want the same", c.linears, dispatches)
+		}
 	}
-	model := openModel(t, f)
+}
+
+// testMLPDynamicBatch is TestE2EMLPDynamicBatch for one MLP, opened from
+// its files unless a model is given.
+func testMLPDynamicBatch(t *testing.T, m *models.MLP, loaded ...*wgdelegate.Model) {
+	var model *wgdelegate.Model
+	if len(loaded) > 0 {
+		model = loaded[0]
+	} else {
+		f, err := models.Encode(m.B, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model = openModel(t, f)
+	}
 	for i, rows := range []int64{1, 3, 8, 3} {
 		x := m.Input(rows, uint64(20+i))
 		got, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{rows, m.Cfg.In}, x))

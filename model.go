@@ -480,6 +480,9 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.DeferredConstantBytes += gs.DeferredConstantBytes
 		s.PackedWeightBytes += gs.PackedWeightBytes
 		s.PersistentCopyBytes += gs.PersistentCopyBytes
+		s.MovedTensors += gs.MovedTensors
+		s.AddedSharedObjects += gs.AddedSharedObjects
+		s.AddedSharedBytes += gs.AddedSharedBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

@@ -16,6 +16,7 @@ type pendingDispatch struct {
 	kernel      *shaders.Kernel
 	pipe        *gpu.Pipeline
 	tensors     []int32 // inputs then outputs
+	outputs     int     // how many of tensors are outputs (bound writable)
 	paramOffset uint64
 	paramSize   uint64
 	groups      [3]uint32
@@ -102,7 +103,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			return ops.Errorf(-1, "value %d is not a tensor", id)
 		}
 		ts := g.tensors[id]
-		if ts.buf == nil {
+		if ts.buf == nil && !ts.shared {
 			if !ts.constant && !ts.deferred && ts.memObj < 0 {
 				// A prepack output whose et_vk.prepack has not run yet.
 				return fmt.Errorf("%w: %w: value %d is read before the et_vk.prepack that writes it", ErrInvalidGraph, ErrReadBeforeWrite, id)
@@ -113,14 +114,17 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			return fmt.Errorf("%w: op writes into constant value %d", ErrInvalidGraph, id)
 		}
 	}
-	// A buffer bound writable must not be bound again in the same dispatch:
-	// WebGPU rejects the usage conflict when the pass ends, and a shared
-	// mem_obj_id between an op's input and output would race anyway.
+	// A buffer bound writable must not be bound again in the same dispatch
+	// (WebGPU rejects the usage conflict when the pass ends; an in-place
+	// kernel would race). Transient tensors get their buffers after the
+	// recording, from the lifetimes it gives them, so here only one value
+	// bound twice, or two tensors with fixed buffers that are one buffer,
+	// can clash; checkBindings verifies every binding once all are known.
 	for i := len(inputs); i < len(ids); i++ {
 		for j := range ids {
-			if j != i && g.tensors[ids[j]].buf == g.tensors[ids[i]].buf {
-				return fmt.Errorf("%w: values %d and %d share one buffer (mem_obj_id %d) but are bound together, one writable",
-					ErrInvalidGraph, ids[j], ids[i], g.tensors[ids[i]].memObj)
+			if j != i && b.SameBuffer(ids[j], ids[i]) {
+				return fmt.Errorf("%w: values %d and %d are one buffer but are bound together, one writable",
+					ErrInvalidGraph, ids[j], ids[i])
 			}
 		}
 	}
@@ -131,7 +135,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
 	// others) once every op has been recorded.
-	pd := pendingDispatch{kernel: k, tensors: ids, groups: groups, op: b.index}
+	pd := pendingDispatch{kernel: k, tensors: ids, outputs: len(outputs), groups: groups, op: b.index}
 	if params != nil {
 		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
 		if align == 0 {
@@ -305,15 +309,21 @@ func (b *opBuilder) Absorb(i int) error {
 	return nil
 }
 
-// SameBuffer reports whether tensors x and y live in one GPU buffer (the
-// same value, or one shared mem_obj_id). A fusing op uses it so that its
-// fused kernel never reads a buffer it writes: the exporter's memory plan
-// may give a chain's last output the buffer of a value the chain's first op
-// reads, which is safe only while they are separate dispatches.
+// SameBuffer reports whether tensors x and y are bound to one GPU buffer
+// whatever the recording decides: the same value, or two tensors with
+// fixed buffers (constants, dedicated tensors, prepacked weights) that are
+// one buffer. Transient tensors, which the exporter let share objects, are
+// never the same buffer as another value here: bindTransients binds them
+// after the recording so that tensors live in one dispatch never share,
+// which lets a fused kernel read a tensor and write one the exporter gave
+// the same mem_obj_id.
 func (b *opBuilder) SameBuffer(x, y int32) bool {
 	t := b.g.tensors
 	if x < 0 || y < 0 || int(x) >= len(t) || int(y) >= len(t) || t[x] == nil || t[y] == nil {
 		return false
 	}
-	return x == y || (t[x].buf != nil && t[x].buf == t[y].buf)
+	if x == y {
+		return true
+	}
+	return !t[x].shared && !t[y].shared && t[x].buf != nil && t[x].buf == t[y].buf
 }

@@ -63,7 +63,11 @@ type tensorState struct {
 	constID  int32
 	memObj   int32
 	buf      *gpu.Buffer // nil when deferred
-	shared   bool
+	// shared: a transient tensor, one the exporter placed in a shared
+	// object (memObj). It is bound to a buffer after each recording, from
+	// the lifetimes the recorded dispatches give it (bindTransients), so
+	// buf is nil during the first recording and may change at each.
+	shared bool
 	// materialized: a prepacked (persistent) buffer filled at load.
 	materialized bool
 	// live is the current shape (see ops.Tensor); liveNumel its size.
@@ -112,6 +116,17 @@ type MemoryStats struct {
 	// op updates in place. Neither is part of the memory plan.
 	PackedWeightBytes   int64
 	PersistentCopyBytes int64
+	// MovedTensors counts the tensors the last recording bound to another
+	// shared object than their mem_obj_id: a record-time rewrite (a fused
+	// kernel) made a tensor live together with one the exporter let share
+	// its buffer, and one of them moved to a free object (see package
+	// memplan). AddedSharedObjects and AddedSharedBytes are the shared
+	// objects created beyond the exporter's plan because none was free
+	// (0 for every chain the project fuses); they are included in
+	// NumSharedObjects and SharedBufferBytes.
+	MovedTensors       int
+	AddedSharedObjects int
+	AddedSharedBytes   int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
@@ -189,6 +204,10 @@ type WebGPUGraph struct {
 	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
+	// memory limit and the exporter plan's tensor bytes, for the buffers
+	// bindTransients may add
+	memLimit, planBytes int64
+
 	// fusion (ops.Fuser)
 	consumers map[int32][]int // tensor id -> chain indices of ops reading it
 	absorbed  map[int]bool    // ops fused into an earlier op this recording
@@ -255,6 +274,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if limit <= 0 {
 		limit = DefaultMemoryLimit
 	}
+	g.memLimit, g.planBytes = limit, g.plan.Stats.TensorBufferBytes()
 	if need := g.plan.Stats.TensorBufferBytes(); need > limit {
 		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
@@ -284,6 +304,12 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		tentative = true
 		g.pend, g.arena = nil, nil
 	}
+	// Transient tensors get their buffers now that the recording has
+	// decided who writes what (a tentative recording binds the inputs and
+	// outputs, which need buffers before the first Execute records again).
+	if err := g.bindTransients(); err != nil {
+		return nil, err
+	}
 	if err := g.finishUploads(); err != nil {
 		return nil, err
 	}
@@ -294,6 +320,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	recorded := time.Now()
+	if err := g.checkBindings(); err != nil {
+		return nil, err
+	}
 	if err := g.finishDispatches(); err != nil {
 		return nil, err
 	}
@@ -569,7 +598,7 @@ func (g *WebGPUGraph) allocate() error {
 		switch {
 		case pl.None:
 		case pl.Shared:
-			ts.buf, ts.shared = g.shared[pl.MemObjID], true
+			ts.shared = true // bound after recording (bindTransients)
 		case ts.constant:
 			data, err := g.constantBytes(int32(i), ts)
 			if err != nil {
@@ -853,6 +882,12 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	}
 	g.groups, g.records = g.groups[:0], g.records[:0]
 	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
+	if err := g.bindTransients(); err != nil {
+		return err
+	}
+	if err := g.checkBindings(); err != nil {
+		return err
+	}
 	if err := g.finishDispatches(); err != nil {
 		return err
 	}
@@ -899,8 +934,9 @@ func (g *WebGPUGraph) computeStats() {
 	g.stats.NumTensors = s.NumTensors
 	g.stats.UnsharedTensorBufferBytes = s.UnsharedTensorBufferBytes
 	g.stats.SharedBufferBytes = s.SharedBufferBytes
-	g.stats.NumSharedObjects = s.NumSharedObjects
-	g.stats.TensorBufferBytes = s.TensorBufferBytes()
+	g.stats.NumSharedObjects = s.NumSharedObjects + g.stats.AddedSharedObjects
+	g.stats.SharedBufferBytes += g.stats.AddedSharedBytes
+	g.stats.TensorBufferBytes = s.TensorBufferBytes() + g.stats.AddedSharedBytes
 	g.stats.NumDeferredConstants = s.NumDeferred
 	g.stats.DeferredConstantBytes = s.DeferredBytes
 	for _, o := range g.outputs {

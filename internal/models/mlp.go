@@ -13,12 +13,19 @@ type MLPConfig struct {
 	// Prepack routes the weights and biases through et_vk.prepack, as the
 	// Vulkan exporter writes them.
 	Prepack bool
+	// Linears is the number of linear layers (0 means 2): In -> Hidden,
+	// Linears-2 times Hidden -> Hidden, then Hidden -> Out, with the
+	// activation after every one but the last.
+	Linears int
+	// Act is the activation: "gelu" (the default) or "relu".
+	Act string
 }
 
 // DefaultMLP takes batches of up to 8 rows of 16 features.
 var DefaultMLP = MLPConfig{MaxBatch: 8, In: 16, Hidden: 32, Out: 8, Seed: 3}
 
-// MLP is y = linear(gelu(linear(x))) with a dynamic batch: x is declared
+// MLP is y = linear(gelu(linear(x))) (or more layers, see MLPConfig) with
+// a dynamic batch: x is declared
 // [MaxBatch, In], an upper bound, and Execute takes any batch up to it;
 // every op derives its output shape from its input's live shape, so y has
 // as many rows as x. Input: x. Output: y.
@@ -42,16 +49,32 @@ func NewMLP(cfg MLPConfig) *MLP {
 		b.Op("et_vk.prepack.default", id, p)
 		return p
 	}
-	w1 := wt(r.normal(cfg.Hidden*cfg.In, 0.5), cfg.Hidden, cfg.In)
-	b1 := wt(r.normal(cfg.Hidden, 0.1), cfg.Hidden)
-	w2 := wt(r.normal(cfg.Out*cfg.Hidden, 0.3), cfg.Out, cfg.Hidden)
-	b2 := wt(r.normal(cfg.Out, 0.1), cfg.Out)
-	h := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 0)
-	g := b.Tensor(f, dims(cfg.MaxBatch, cfg.Hidden), 1)
-	y := b.Tensor(f, dims(cfg.MaxBatch, cfg.Out), -1)
-	b.Op("aten.linear.default", x, w1, b1, h)
-	b.Op("aten.gelu.default", h, b.String("none"), g)
-	b.Op("aten.linear.default", g, w2, b2, y)
+	n := max(cfg.Linears, 2)
+	cur, in := x, cfg.In
+	var y int32
+	for l := range n {
+		out, scale := cfg.Hidden, 0.5
+		if l == n-1 {
+			out, scale = cfg.Out, 0.3
+		}
+		w := wt(r.normal(out*in, scale), out, in)
+		bias := wt(r.normal(out, 0.1), out)
+		if l == n-1 {
+			y = b.Tensor(f, dims(cfg.MaxBatch, out), -1)
+			b.Op("aten.linear.default", cur, w, bias, y)
+			break
+		}
+		// Hidden activations alternate between two shared objects.
+		h := b.Tensor(f, dims(cfg.MaxBatch, out), 0)
+		g := b.Tensor(f, dims(cfg.MaxBatch, out), 1)
+		b.Op("aten.linear.default", cur, w, bias, h)
+		if cfg.Act == "relu" {
+			b.Op("aten.relu.default", h, g)
+		} else {
+			b.Op("aten.gelu.default", h, b.String("none"), g)
+		}
+		cur, in = g, out
+	}
 	b.Inputs(x)
 	b.Outputs(y)
 	return &MLP{Cfg: cfg, B: b}

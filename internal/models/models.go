@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -199,4 +200,32 @@ func dims(s ...int64) []uint32 {
 func weight(b *serialization.Builder, v []float32, shape ...int64) int32 {
 	id, _ := b.NamedConst(serialization.Float32, dims(shape...), f32bytes(v))
 	return id
+}
+
+// Plan is a memory plan a test graph runs under.
+type Plan string
+
+const (
+	// PlanAsBuilt keeps the mem_obj_ids the model was written with.
+	PlanAsBuilt Plan = "as-built"
+	// PlanDedicated gives every non-constant tensor its own buffer.
+	PlanDedicated Plan = "dedicated"
+	// PlanExporter plans like ExecuTorch's Vulkan exporter: greedy, shared
+	// objects reused as soon as a tensor's last reader has run
+	// (memplan.PlanLikeExporter).
+	PlanExporter Plan = "exporter"
+)
+
+// Plans are the plans every test graph runs under: no sharing at all, and
+// the exporter's greedy plan that real exports carry.
+var Plans = []Plan{PlanDedicated, PlanExporter}
+
+// ApplyPlan rewrites the mem_obj_ids of b's graph for plan p, in place.
+func ApplyPlan(b *serialization.Builder, p Plan) {
+	switch p {
+	case PlanDedicated:
+		memplan.PlanDedicated(b.Graph())
+	case PlanExporter:
+		memplan.PlanLikeExporter(b.Graph())
+	}
 }
