@@ -194,8 +194,9 @@ func init() {
 		Case{Name: "fuse/shared_buffer", Tol: chainTol, Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			// t0 = clone(x) in mem 0; relu(t0) -> mem 1; sigmoid -> mem 0
 			// (t0's buffer, dead for the unfused chain); exp -> mem 2;
-			// neg -> mem 0. A fused kernel reading t0 may not write mem 0:
-			// relu..exp fuse (writing mem 2), neg runs alone.
+			// neg -> mem 0. A fused kernel reading t0 may not write mem 0,
+			// so relu..neg fuse and neg's output is bound to another
+			// object (mem 1 or 2, both free by then).
 			d := []uint32{4, 9}
 			x := in(b, d...)
 			t0 := b.Tensor(f, d, 0)

@@ -24,7 +24,7 @@ var fuseDispatches = map[string]int{
 	"fuse/square_head":                1,
 	"fuse/middle_is_output":           2, // relu writes a graph output
 	"fuse/two_consumers":              2, // relu's output has two readers
-	"fuse/shared_buffer":              3, // clone, relu..exp, neg
+	"fuse/shared_buffer":              2, // clone, relu..neg: the buffers are re-bound, not the chain cut
 	"fuse/rank0":                      1,
 	"fuse/rank6_broadcast":            1,
 	"fuse/row_vec4_walk":              1,

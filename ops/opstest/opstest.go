@@ -16,6 +16,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -62,32 +63,86 @@ func Run(t *testing.T, dev *gpu.Device, cases []Case) {
 	}
 }
 
-// RunCase runs one case with one seed and returns the first mismatch.
+// Plan is a memory plan a case runs under.
+type Plan string
+
+const (
+	// PlanDedicated gives every non-constant tensor its own buffer.
+	PlanDedicated Plan = "dedicated"
+	// PlanExporter plans like ExecuTorch's Vulkan exporter
+	// (memplan.PlanLikeExporter): shared objects reused as soon as a
+	// tensor's last reader has run.
+	PlanExporter Plan = "exporter"
+)
+
+// plansFor is the plans seed runs under: both for the first seed, then
+// one each in turn, so that every case meets both plans and the suite
+// costs a third more, not twice as much.
+func plansFor(seed uint64) []Plan {
+	switch {
+	case seed == 1:
+		return []Plan{PlanDedicated, PlanExporter}
+	case seed%2 == 0:
+		return []Plan{PlanExporter}
+	}
+	return []Plan{PlanDedicated}
+}
+
+// RunCase runs one case with one seed and returns the first mismatch. The
+// case runs under a dedicated buffer per tensor and under the exporter's
+// greedy memory plan (the first seed both, later seeds alternately); both
+// must match the reference and record as many dispatches (a fusion the
+// exporter's plan prevented would show there).
 func RunCase(dev *gpu.Device, c Case, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	b := serialization.NewBuilder()
 	inputs := c.Build(b, r)
-	blobBytes, err := b.Blob()
-	if err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	blob, err := serialization.DecodeBlob(blobBytes)
-	if err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
 	named := serialization.NewNamedDataMap()
 	for _, nb := range b.NamedBlobs() {
 		if err := named.Add(nb.Key, nb.Data); err != nil {
 			return err
 		}
 	}
-	want, err := reference.Run(blob, named, inputs)
-	if err != nil {
-		return err
+	var want []*reference.Tensor
+	dispatches := map[Plan]int{}
+	for _, plan := range plansFor(seed) {
+		switch plan {
+		case PlanDedicated:
+			memplan.PlanDedicated(b.Graph())
+		case PlanExporter:
+			memplan.PlanLikeExporter(b.Graph())
+		}
+		blobBytes, err := b.Blob()
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		blob, err := serialization.DecodeBlob(blobBytes)
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		if want == nil {
+			if want, err = reference.Run(blob, named, inputs); err != nil {
+				return err
+			}
+		}
+		n, err := runPlan(dev, c, blob, named, inputs, want)
+		if err != nil {
+			return fmt.Errorf("%s plan: %w", plan, err)
+		}
+		dispatches[plan] = n
 	}
+	if d, e := dispatches[PlanDedicated], dispatches[PlanExporter]; d != 0 && e != 0 && d != e {
+		return fmt.Errorf("%d dispatches under dedicated buffers, %d under the exporter's plan", d, e)
+	}
+	return nil
+}
+
+// runPlan builds blob on dev, executes it on inputs and compares with want;
+// it returns how many dispatches the graph recorded.
+func runPlan(dev *gpu.Device, c Case, blob *serialization.Blob, named serialization.NamedData, inputs, want []*reference.Tensor) (int, error) {
 	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
 	if err != nil {
-		return fmt.Errorf("gpu build: %w", err)
+		return 0, fmt.Errorf("gpu build: %w", err)
 	}
 	defer g.Close()
 	hostIn := make([]graph.Tensor, len(inputs))
@@ -96,22 +151,22 @@ func RunCase(dev *gpu.Device, c Case, seed uint64) error {
 	}
 	got, err := g.Execute(context.Background(), hostIn)
 	if err != nil {
-		return fmt.Errorf("gpu execute: %w", err)
+		return 0, fmt.Errorf("gpu execute: %w", err)
 	}
 	for i := range want {
 		gt, err := reference.Decode(got[i].DType, got[i].Shape, got[i].Data)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		tol := DefaultTolerance[want[i].DType]
 		if c.Tol != (Tolerance{}) && want[i].DType == serialization.Float32 {
 			tol = c.Tol
 		}
 		if err := Compare(gt, want[i], tol); err != nil {
-			return fmt.Errorf("output %d: %w", i, err)
+			return 0, fmt.Errorf("output %d: %w", i, err)
 		}
 	}
-	return nil
+	return len(g.Dispatches()), nil
 }
 
 // Compare checks got against want element by element. NaNs must match NaNs.
