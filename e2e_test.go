@@ -10,6 +10,7 @@ import (
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // End-to-end model tests: whole networks written with the serialization
@@ -75,24 +76,48 @@ func TestE2ECNN(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := models.NewCNN(tc.cfg)
-			f, err := models.Encode(m.B, false)
+			forEachPlan(t, m.B, false, func(t *testing.T, model *wgdelegate.Model) {
+				for run, n := range tc.batches {
+					x := m.BatchInput(n, uint64(10+run))
+					got, err := model.Execute(context.Background(), wgdelegate.FromFloat32(m.BatchShape(n), x))
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := m.Reference(x)
+					if err != nil {
+						t.Fatal(err)
+					}
+					compareOutputs(t, fmt.Sprintf("run %d (batch %d)", run, n), got, want)
+				}
+			})
+		})
+	}
+}
+
+// forEachPlan runs run on the model b builds under each of models.Plans
+// (b's mem_obj_ids are rewritten in place), encoded with separate weights
+// or not, and checks that every plan records as many dispatches: the
+// exporter's memory plan must not cost a fusion.
+func forEachPlan(t *testing.T, b *serialization.Builder, separate bool, run func(t *testing.T, m *wgdelegate.Model)) {
+	t.Helper()
+	counts := map[models.Plan]int{}
+	for _, plan := range models.Plans {
+		t.Run("plan="+string(plan), func(t *testing.T) {
+			models.ApplyPlan(b, plan)
+			f, err := models.Encode(b, separate)
 			if err != nil {
 				t.Fatal(err)
 			}
 			model := openModel(t, f)
-			for run, n := range tc.batches {
-				x := m.BatchInput(n, uint64(10+run))
-				got, err := model.Execute(context.Background(), wgdelegate.FromFloat32(m.BatchShape(n), x))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := m.Reference(x)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compareOutputs(t, fmt.Sprintf("run %d (batch %d)", run, n), got, want)
+			run(t, model)
+			counts[plan] = model.MemoryStats().NumDispatches
+			if st := model.MemoryStats(); st.AddedSharedBytes != 0 {
+				t.Errorf("the re-plan added %d bytes to the plan's shared objects", st.AddedSharedBytes)
 			}
 		})
+	}
+	if len(counts) == len(models.Plans) && counts[models.PlanDedicated] != counts[models.PlanExporter] {
+		t.Errorf("dispatches per plan %v, want the same", counts)
 	}
 }
 
@@ -126,23 +151,20 @@ func TestE2EDecoderKVCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := models.Encode(d.B, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			model := openModel(t, f)
-			ref := d.NewReference()
-			for i, s := range steps {
-				got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
-				if err != nil {
-					t.Fatalf("step %d: %v", i, err)
+			forEachPlan(t, d.B, true, func(t *testing.T, model *wgdelegate.Model) {
+				ref := d.NewReference()
+				for i, s := range steps {
+					got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					want, err := ref.Step(s.tokens, s.pos)
+					if err != nil {
+						t.Fatalf("step %d: reference: %v", i, err)
+					}
+					compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
 				}
-				want, err := ref.Step(s.tokens, s.pos)
-				if err != nil {
-					t.Fatalf("step %d: reference: %v", i, err)
-				}
-				compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
-			}
+			})
 		})
 	}
 }
