@@ -7,8 +7,13 @@
 //	wgdelegate bench --packed-cache /tmp/wgd-cache --json --data /tmp/bigconv/weights.ptd /tmp/bigconv/model.pte  # warm
 //
 // -kind conv is a stack of 3×3 convolutions (internal/models.ConvStack),
-// whose weights the convolution kernel reads packed; -kind mlp is two
-// square linear layers with a dynamic batch (internal/models.MLP).
+// whose weights the convolution kernel reads packed; -kind mlp is -linears
+// square linear layers (two by default) with a relu (or -act gelu) between
+// them and a dynamic batch (internal/models.MLP). Memory is planned the way
+// the Vulkan exporter plans it (greedy, buffers reused as soon as a tensor
+// is dead):
+//
+//	go run ./bench/bigmodel -kind mlp -linears 4 -prepack -out /tmp/mlp4   # 4 × 2048², 64 MiB
 package main
 
 import (
@@ -24,7 +29,9 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "conv", "model: conv (3×3 convolution stack) or mlp (two linear layers)")
+	kind := flag.String("kind", "conv", "model: conv (3×3 convolution stack) or mlp (square linear layers)")
+	linears := flag.Int("linears", 2, "mlp: number of linear layers")
+	act := flag.String("act", "relu", "mlp: activation between the linears, relu or gelu")
 	mib := flag.Float64("mib", 64, "approximate weight size in MiB")
 	out := flag.String("out", "", "directory for model.pte and weights.ptd (required)")
 	prepack := flag.Bool("prepack", false, "mlp: weights behind et_vk.prepack, as the Vulkan exporter writes them")
@@ -39,11 +46,14 @@ func main() {
 	var desc string
 	switch *kind {
 	case "mlp":
-		// Two [n, n] float32 weights: 8·n² bytes.
-		n := int64(math.Sqrt(*mib * (1 << 20) / 8))
+		// -linears [n, n] float32 weights: 4·linears·n² bytes.
+		if *linears < 2 {
+			log.Fatal("bigmodel: -linears must be at least 2")
+		}
+		n := int64(math.Sqrt(*mib * (1 << 20) / float64(4**linears)))
 		n -= n % 4
-		b = models.NewMLP(models.MLPConfig{MaxBatch: *batch, In: n, Hidden: n, Out: n, Seed: 1, Prepack: *prepack}).B
-		desc = fmt.Sprintf("MLP [%d x %d] -> %d -> %d", *batch, n, n, n)
+		b = models.NewMLP(models.MLPConfig{MaxBatch: *batch, In: n, Hidden: n, Out: n, Seed: 1, Prepack: *prepack, Linears: *linears, Act: *act}).B
+		desc = fmt.Sprintf("MLP [%d x %d], %d linears of %d -> %d, %s", *batch, n, *linears, n, n, *act)
 	case "conv":
 		cfg := models.ConvStackForMiB(*mib, *layers, *hw)
 		b = models.NewConvStack(cfg).B
@@ -51,6 +61,7 @@ func main() {
 	default:
 		log.Fatalf("bigmodel: unknown -kind %q (conv or mlp)", *kind)
 	}
+	models.ApplyPlan(b, models.PlanExporter)
 	f, err := models.Encode(b, true)
 	if err != nil {
 		log.Fatal(err)

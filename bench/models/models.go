@@ -3,6 +3,7 @@
 // and a few sized for measuring (a larger MLP, a long elementwise chain),
 // each a VkGraph builder with deterministic weights and one set of inputs.
 // BenchmarkModels (in the root package) and bench/compare.sh use them.
+// Every model's memory is planned the way the Vulkan exporter plans it.
 package models
 
 import (
@@ -41,6 +42,11 @@ func All() ([]*Model, error) {
 	}
 	ms = append(ms, &Model{Name: "decoder_step", Doc: "internal/models decoder layer, one token with a KV cache", Builder: dec.B,
 		Inputs: dec.Inputs([]int32{5}, 3)})
+	// Memory planned as real exports are: greedy, shared objects reused
+	// as soon as a tensor's last reader has run.
+	for _, m := range ms {
+		im.ApplyPlan(m.Builder, im.PlanExporter)
+	}
 	return ms, nil
 }
 

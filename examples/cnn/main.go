@@ -65,6 +65,9 @@ func run(outDir string, runs int) error {
 	// Step 2: the file. Encode wraps the graph as a VH00 delegate blob in
 	// a .pte; with separateWeights=false the weights go in the program's
 	// own named data, one segment per weight, after the delegate.
+	// The memory plan is the exporter's: greedy, a shared buffer reused
+	// as soon as its tensor's last reader has run.
+	models.ApplyPlan(m.B, models.PlanExporter)
 	files, err := models.Encode(m.B, false)
 	if err != nil {
 		return err

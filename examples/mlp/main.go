@@ -73,15 +73,20 @@ func run(outDir string) error {
 	// own prepacking"), so there are no et_vk.prepack calls in this graph.
 	//
 	// mem_obj_id is the exporter's memory plan: tensors with the same id
-	// share one buffer. The hidden activation h is dead once relu has read
-	// it, so the output y can reuse its buffer (id 1); -1 would mean a
-	// buffer of its own.
+	// share one buffer (-1 would mean a buffer of its own). The exporter
+	// plans greedily and reuses a buffer as soon as its tensor is dead: x
+	// is dead once the first linear has read it, so relu's output r takes
+	// its buffer (id 0), and h is dead once relu has read it, so y takes
+	// its buffer (id 1). The runtime fuses relu into the first linear; that
+	// kernel would read x and write r in one buffer, so the runtime binds
+	// r to another buffer of the plan that is free by then (h's, unused
+	// once relu is fused), without allocating more than the plan.
 	b := serialization.NewBuilder()
 	xID := b.Tensor(serialization.Float32, []uint32{batch, inDim}, 0)
 	w1ID, _ := b.NamedConst(serialization.Float32, []uint32{hidden, inDim}, f32bytes(w1))
 	b1ID, _ := b.NamedConst(serialization.Float32, []uint32{hidden}, f32bytes(b1))
 	hID := b.Tensor(serialization.Float32, []uint32{batch, hidden}, 1)
-	rID := b.Tensor(serialization.Float32, []uint32{batch, hidden}, 2)
+	rID := b.Tensor(serialization.Float32, []uint32{batch, hidden}, 0)
 	w2ID, _ := b.NamedConst(serialization.Float32, []uint32{outDim, hidden}, f32bytes(w2))
 	b2ID, _ := b.NamedConst(serialization.Float32, []uint32{outDim}, f32bytes(b2))
 	yID := b.Tensor(serialization.Float32, []uint32{batch, outDim}, 1)

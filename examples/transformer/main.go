@@ -70,6 +70,9 @@ func run(outDir string, steps int) error {
 	// Step 2: the files. The program (decoder.pte) holds the graph; the
 	// weights, the rotary tables and the caches' initial contents go in
 	// weights.ptd, keyed by the SHA-256 of their bytes.
+	// The memory plan is the exporter's: greedy, a shared buffer reused
+	// as soon as its tensor's last reader has run.
+	models.ApplyPlan(d.B, models.PlanExporter)
 	files, err := models.Encode(d.B, true)
 	if err != nil {
 		return err
