@@ -14,10 +14,17 @@
 //  4. Memory: package memplan gives one buffer per non-negative mem_obj_id,
 //     sized to its largest user, and a dedicated buffer to every constant and
 //     negative-id tensor. Non-deferred constants are written with queue
-//     writes straight from the caller's (memory-mapped) bytes.
+//     writes straight from the caller's (memory-mapped) bytes. The shared
+//     buffers are the exporter's budget: which tensor is bound to which is
+//     decided after recording (step 5), from the lifetimes the recorded
+//     dispatches give the tensors, so that a fused kernel never reads a
+//     buffer it writes (see package memplan).
 //  5. Ops record their dispatches in chain order; prepack writes its constant
-//     straight into its output's dedicated buffer. Parameters go to one
-//     uniform arena; bind groups are created once.
+//     straight into its output's dedicated buffer. Then the transient
+//     tensors are bound to the shared buffers (memplan.Place) and every
+//     dispatch is checked to bind no buffer twice with one binding
+//     writable. Parameters go to one uniform arena; bind groups are created
+//     once.
 //  6. One reused staging buffer per output.
 //
 // Execute uploads inputs, replays every dispatch in one compute pass and one

@@ -22,8 +22,12 @@ import (
 // exactly one consumer and is not a graph output (ops.SoleConsumer), every
 // dtype is float32, and, for a binary step, the other operand broadcasts to
 // the chain's shape without growing it. The chain stops before a step whose
-// output shares a buffer with a tensor the kernel reads. Fusion is decided
-// while recording, so a re-recording for new input shapes decides again.
+// output has a fixed buffer (a dedicated or prepacked tensor) that a tensor
+// the kernel reads also has; tensors the exporter placed in shared objects
+// never stop it, since the graph binds them after recording from the
+// lifetimes the fused kernels give them (package memplan). Fusion is
+// decided while recording, so a re-recording for new input shapes decides
+// again.
 //
 // The fused kernel evaluates the same float32 formulas in the same order as
 // unary.wgsl and binary.wgsl, so fused and unfused results agree to

@@ -2,12 +2,14 @@ package opstest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -33,12 +35,16 @@ var fuseDispatches = map[string]int{
 	"dynamic/fuse_decision":           1,
 }
 
-// buildCase builds case c's graph for seed 1 and returns it with the
-// number of ops in its chain.
-func buildCase(t *testing.T, dev *gpu.Device, c Case) (*graph.WebGPUGraph, *serialization.Blob, int) {
+// buildCase builds case c's graph for seed 1, with the exporter's memory
+// plan when exporter is set, and returns it with the number of ops in its
+// chain.
+func buildCase(t *testing.T, dev *gpu.Device, c Case, exporter ...bool) (*graph.WebGPUGraph, *serialization.Blob, int) {
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+	if len(exporter) > 0 && exporter[0] {
+		memplan.PlanLikeExporter(b.Graph())
+	}
 	raw, err := b.Blob()
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +105,8 @@ func TestFuseDecisions(t *testing.T) {
 // TestFuseReexecute runs one graph over changing live shapes: relu(x) * z
 // + 1 fuses into one kernel while z broadcasts to x's shape, splits when z
 // is larger, and fuses again after; each result matches the reference.
+// Under the exporter's plan every re-recording binds the transient tensors
+// again for its own lifetimes.
 func TestFuseReexecute(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -111,7 +119,13 @@ func TestFuseReexecute(t *testing.T) {
 			c = x
 		}
 	}
-	g, blob, _ := buildCase(t, dev, c)
+	for _, exporter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exporter_plan=%v", exporter), func(t *testing.T) { fuseReexecute(t, dev, c, exporter) })
+	}
+}
+
+func fuseReexecute(t *testing.T, dev *gpu.Device, c Case, exporter bool) {
+	g, blob, _ := buildCase(t, dev, c, exporter)
 	defer g.Close()
 	r := rand.New(rand.NewPCG(7, 7))
 	f := serialization.Float32
