@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -604,5 +605,53 @@ func TestProgressCountsDeferredWeights(t *testing.T) {
 	}
 	if last.BytesTotal != 24 || last.BytesDone != 24 {
 		t.Errorf("progress %d/%d weight bytes, want 24/24", last.BytesDone, last.BytesTotal)
+	}
+}
+
+// TestKernelConfigsSideBySide loads one elementwise chain twice in one
+// process, fused (the default) and with NoElementwiseFusion, and runs both
+// concurrently: kernel choices belong to a load, not to the process.
+func TestKernelConfigsSideBySide(t *testing.T) {
+	t.Parallel()
+	const n, elems = 6, 1000
+	x := make([]float32, elems)
+	for i := range x {
+		x[i] = float32(i%23) / 7
+	}
+	var outs [2][]float32
+	var wg sync.WaitGroup
+	for i, cfg := range []wgdelegate.KernelConfig{{}, {NoElementwiseFusion: true}} {
+		m, err := load(t, tinyChain(n, elems), wgdelegate.WithKernels(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		want := 1
+		if cfg.NoElementwiseFusion {
+			want = n
+		}
+		if got := m.MemoryStats().NumDispatches; got != want {
+			t.Errorf("config %+v: %d dispatches, want %d", cfg, got, want)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				o, err := m.Execute(context.Background(), wgdelegate.Float32Tensor([]int64{elems}, x))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if outs[i], err = o[0].Float32s(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range outs[0] {
+		if d := math.Abs(float64(outs[0][k] - outs[1][k])); d > 1e-6*math.Max(1, math.Abs(float64(outs[1][k]))) {
+			t.Fatalf("element %d: fused %v, unfused %v", k, outs[0][k], outs[1][k])
+		}
 	}
 }

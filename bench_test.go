@@ -9,7 +9,6 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/bench/models"
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -116,7 +115,7 @@ func tinyChain(n int, elems int64) *serialization.Builder {
 // BenchmarkChain200 executes a graph of 200 tiny elementwise ops (64
 // elements) and reports the time of one Execute divided by 200 (µs/op):
 // the upload, the one submit, the readback and every dispatch included.
-// unfused records one dispatch per op (ops.FuseElementwise off: the
+// unfused records one dispatch per op (WithKernels with NoElementwiseFusion: the
 // per-dispatch floor of one compute pass); fused lets the chain fuse
 // (dispatches says into how many kernels).
 //
@@ -129,9 +128,7 @@ func BenchmarkChain200(b *testing.B) {
 			name = "fused"
 		}
 		b.Run(name, func(b *testing.B) {
-			ops.FuseElementwise = fuse
-			m, err := load(b, tinyChain(n, 64))
-			ops.FuseElementwise = true
+			m, err := load(b, tinyChain(n, 64), wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: !fuse}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -73,7 +73,7 @@ func dims(s ...int64) []uint32 {
 
 // load encodes b into a .pte (delegate in a segment) plus a .ptd holding the
 // named constants, and loads it.
-func load(t testing.TB, b *serialization.Builder) (*wgdelegate.Model, error) {
+func load(t testing.TB, b *serialization.Builder, opts ...wgdelegate.Option) (*wgdelegate.Model, error) {
 	t.Helper()
 	blob, err := b.Blob()
 	if err != nil {
@@ -87,7 +87,8 @@ func load(t testing.TB, b *serialization.Builder) (*wgdelegate.Model, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return device(t).Load(context.Background(), pte, ptd)
+	opts = append([]wgdelegate.Option{wgdelegate.WithDevice(device(t)), wgdelegate.WithData(ptd)}, opts...)
+	return wgdelegate.Load(context.Background(), pte, opts...)
 }
 
 func mustLoad(t *testing.T, b *serialization.Builder) *wgdelegate.Model {

@@ -3,6 +3,8 @@ package wgdelegate
 import (
 	"log/slog"
 	"time"
+
+	"github.com/wgdelegate/wgdelegate/ops"
 )
 
 // Option configures Open and Load.
@@ -16,6 +18,7 @@ type config struct {
 	packedCache string
 	logger      *slog.Logger
 	progress    func(Progress)
+	kernels     KernelConfig
 }
 
 func newConfig(opts []Option) *config {
@@ -63,6 +66,19 @@ func WithDevice(d *Device) Option {
 // cache.
 func WithPackedCache(dir string) Option {
 	return func(c *config) { c.packedCache = dir }
+}
+
+// KernelConfig is a load's kernel choices (ops.Config): the matmul kernel
+// family, weight packing for linears and convolutions, elementwise fusion.
+// The zero value is the default, the choices measured best.
+type KernelConfig = ops.Config
+
+// WithKernels loads the model with kernel choices k instead of the
+// defaults, e.g. to compare kernels on one model, or to turn elementwise
+// fusion off and see every op's dispatch in a profile. Models with
+// different choices can be loaded side by side.
+func WithKernels(k KernelConfig) Option {
+	return func(c *config) { c.kernels = k }
 }
 
 // WithLogger sends the load's and the graphs' log records (debug-level

@@ -268,6 +268,11 @@ func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
 	b.Release()
 }
 
+var _ ops.Configurer = (*opBuilder)(nil)
+
+// Config implements ops.Configurer: the load's kernel choices.
+func (b *opBuilder) Config() ops.Config { return b.g.kernels }
+
 var _ ops.Fuser = (*opBuilder)(nil)
 
 // Consumers implements ops.Fuser.

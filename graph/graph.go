@@ -46,6 +46,8 @@ type Options struct {
 	// PackedCache is the path of a packed-weight cache file (see package
 	// prepack), shared by every graph of the process; "" for none.
 	PackedCache string
+	// Kernels are the load's kernel choices (the zero value: defaults).
+	Kernels ops.Config
 }
 
 // DefaultMemoryLimit is the tensor memory a graph may use unless
@@ -204,6 +206,9 @@ type WebGPUGraph struct {
 	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
+	// kernels are the load's kernel choices (ops.Configurer)
+	kernels ops.Config
+
 	// memory limit and the exporter plan's tensor bytes, for the buffers
 	// bindTransients may add
 	memLimit, planBytes int64
@@ -230,7 +235,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
 		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{},
 		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)

@@ -34,8 +34,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 // is registered as packing arg 0, so a constant w used only there gets no
 // buffer of its own.
 func init() {
-	ops.RegisterPacked("test.packed_identity", 0)
-	ops.Register("test.packed_identity", func(b ops.Builder, args []int32) error {
+	ops.RegisterOp(ops.Op{Name: "test.packed_identity", Packed: []int{0}, Run: func(b ops.Builder, args []int32) error {
 		w, err := b.Tensor(args[0])
 		if err != nil {
 			return err
@@ -45,7 +44,7 @@ func init() {
 			return err
 		}
 		return testCopy(b, packed, args[1])
-	})
+	}})
 	ops.Register("test.packed_transpose", func(b ops.Builder, args []int32) error {
 		w, err := b.Tensor(args[0])
 		if err != nil {

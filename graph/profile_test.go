@@ -11,8 +11,6 @@ import (
 func TestProfile(t *testing.T) {
 	// One dispatch per op: elementwise fusion would run add and mul as one
 	// kernel.
-	ops.FuseElementwise = false
-	defer func() { ops.FuseElementwise = true }()
 	const n = 4096
 	f := serialization.Float32
 	b := serialization.NewBuilder()
@@ -29,7 +27,7 @@ func TestProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	g, err := Load(ctx, device(t), blob, Options{})
+	g, err := Load(ctx, device(t), blob, Options{Kernels: ops.Config{NoElementwiseFusion: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSpanOverlaps(t *testing.T) {
+	t.Parallel()
 	for i, c := range []struct {
 		a, b Span
 		want bool
@@ -27,6 +28,7 @@ func TestSpanOverlaps(t *testing.T) {
 }
 
 func TestGreedy(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		in    []Interval
@@ -70,6 +72,7 @@ func TestGreedy(t *testing.T) {
 }
 
 func TestPlace(t *testing.T) {
+	t.Parallel()
 	pool := map[int32]int64{0: 64, 1: 64}
 	cases := []struct {
 		name  string
@@ -143,6 +146,7 @@ func TestPlace(t *testing.T) {
 }
 
 func TestPlaceRejects(t *testing.T) {
+	t.Parallel()
 	for i, uses := range [][]Use{
 		{{ID: 1, Bytes: -1}},
 		{{ID: 1, Span: Span{3, 2}, Used: true}},
@@ -159,6 +163,7 @@ func TestPlaceRejects(t *testing.T) {
 // tensor in a smaller object, keeps a conflict-free assignment as it is,
 // and adds nothing when the pool is a valid plan of the same lifetimes.
 func TestPlaceRandom(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for iter := range 500 {
 		n := 1 + r.IntN(30)
@@ -239,6 +244,7 @@ func mlpGraph() (*serialization.Graph, map[string]int32) {
 }
 
 func TestPlanLikeExporter(t *testing.T) {
+	t.Parallel()
 	g, ids := mlpGraph()
 	if n := PlanLikeExporter(g); n != 2 {
 		t.Fatalf("%d shared objects, want 2", n)
@@ -270,6 +276,7 @@ func TestPlanLikeExporter(t *testing.T) {
 // TestExporterLifetimes checks the steps: inputs from 0, op i at i+1,
 // outputs to len(chain)+1, ValueList members with the op naming the list.
 func TestExporterLifetimes(t *testing.T) {
+	t.Parallel()
 	b := serialization.NewBuilder()
 	f := serialization.Float32
 	x := b.Tensor(f, []uint32{3}, -1)

@@ -3,6 +3,7 @@ package memplan
 import "testing"
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		in         []Tensor
@@ -68,6 +69,7 @@ func TestBuild(t *testing.T) {
 }
 
 func TestAllocSize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want int64 }{{0, 4}, {1, 4}, {4, 4}, {5, 8}, {1023, 1024}} {
 		if got := AllocSize(c.in); got != c.want {
 			t.Errorf("AllocSize(%d) = %d, want %d", c.in, got, c.want)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -42,7 +41,7 @@ import (
 // of convPackTileOC (or fewer) output channels, [OC/t, ICg·KH·KW, t]
 // (ConvBlockSpec), and the Packed kernel reads each reduction step's t
 // weights as t/4 vec4s into vec4 accumulators. The weight is read only
-// through the graph's Packer (RegisterPacked), so a packed weight is on the
+// through the graph's Packer (Op.Packed), so a packed weight is on the
 // device once, and with a packed-weight cache the next load reads it from
 // the cache file. Depthwise and transposed convolutions keep the exported
 // layout. BenchmarkConv, packed vs unpacked in one run (medians of 3,
@@ -52,20 +51,8 @@ import (
 func init() {
 	for _, name := range []string{"aten.convolution.default", "et_vk.conv_with_clamp.default", "conv_with_clamp.default"} {
 		clamp := name != "aten.convolution.default"
-		Register(name, func(b Builder, args []int32) error { return convOp(b, args, clamp) })
-		RegisterPacked(name, 1)
+		RegisterOp(Op{Name: name, Run: func(b Builder, args []int32) error { return convOp(b, args, clamp) }, Packed: []int{1}})
 	}
-}
-
-// convPackOff disables weight packing for convolutions (SetConvPacking).
-var convPackOff atomic.Bool
-
-// SetConvPacking makes graphs built afterwards pack (on, the default) or
-// not pack constant forward-convolution weights, and returns the previous
-// setting. It exists so benchmarks and tests can compare both kernels on
-// the same shapes; it affects every graph built in the process.
-func SetConvPacking(on bool) bool {
-	return !convPackOff.Swap(!on)
 }
 
 // convPackTileOC is the most output channels the Packed kernel computes per
@@ -75,7 +62,7 @@ const convPackTileOC = 16
 
 // convWeight returns the value the kernel reads as convolution weight id
 // and whether it is block-packed with tile t. Every call goes through the
-// graph's Packer (the op is RegisterPacked): ConvBlockSpec when pack, else
+// graph's Packer (the op registers it in Op.Packed): ConvBlockSpec when pack, else
 // IdentitySpec. A weight that is not a constant (no packer, or a computed
 // tensor) is read as it is.
 func convWeight(b Builder, id int32, w Tensor, pack bool, t int64) (int32, bool, error) {
@@ -342,7 +329,7 @@ func convOp(b Builder, args []int32, clamp bool) error {
 	// group) × columns (forward only; transposed does one column).
 	ocg := g.oc / groups
 	tileOC := int64(convTileOC)
-	pack := !transposed && ocg%4 == 0 && !convPackOff.Load()
+	pack := !transposed && ocg%4 == 0 && !configOf(b).NoConvPacking
 	if pack {
 		tileOC = convPackTileOC
 	}

@@ -33,10 +33,8 @@ import (
 // unary.wgsl and binary.wgsl, so fused and unfused results agree to
 // rounding.
 
-// FuseElementwise enables elementwise fusion (the default). Benchmarks and
-// tests switch it off to measure or check the unfused chain; it is read
-// while recording, so set it before loading a graph.
-var FuseElementwise = true
+// Fusion is on unless the load's Config says NoElementwiseFusion
+// (benchmarks and tests of the unfused chain).
 
 const (
 	// fuseMaxSteps bounds a fused kernel's length (LLVM compile time grows
@@ -203,7 +201,7 @@ func fuseBinaryHead(b Builder, name string, args []int32, op string, self Tensor
 // fuseFrom extends chain c, whose first op is name(args), with the ops
 // that follow, and records it when at least one op joined.
 func fuseFrom(b Builder, name string, args []int32, c *fuseChain) (bool, error) {
-	if !FuseElementwise || c.numel == 0 || c.numel >= 1<<32-4 {
+	if configOf(b).NoElementwiseFusion || c.numel == 0 || c.numel >= 1<<32-4 {
 		return false, nil
 	}
 	f, ok := b.(Fuser)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -37,7 +36,7 @@ import (
 // output), the kernel applies that activation on its last K chunk and
 // writes the activation's output; the activation op is absorbed
 // (ops.Fuser) and records nothing. Constant linear weights can be packed
-// to [K, N] for the mm kernel (SetLinearPacking; off by default, it did not
+// to [K, N] for the mm kernel (Config.PackLinear; off by default, it did not
 // pay on lavapipe).
 func init() {
 	Register("aten.mm.default", mmOp)
@@ -76,31 +75,6 @@ const (
 	// K%4 == 0, whatever the weight size, else as MatmulAuto.
 	MatmulGEMV
 )
-
-var matmulPath atomic.Int32
-
-// SetMatmulPath makes graphs built afterwards use path and returns the
-// previous setting. It exists so benchmarks can compare the kernels on the
-// same shapes; it affects every graph built in the process.
-func SetMatmulPath(path MatmulPath) MatmulPath {
-	return MatmulPath(matmulPath.Swap(int32(path)))
-}
-
-// linearPack enables weight packing for linear (see SetLinearPacking).
-var linearPack atomic.Bool
-
-// SetLinearPacking makes graphs built afterwards pack (on) or not pack (the
-// default) constant linear weights into the [K, N] layout of the mm kernel,
-// and returns the previous setting. Packing is off by default because it did
-// not pay on lavapipe: packed/unpacked kernel rate, same run, interleaved,
-// N×N·N×N with bias: 256 0.99–1.04, 512 0.96–1.04, 1024 0.94–1.00. The vec4
-// kernel loads as many vec4s per FMA from either layout (every storage load
-// is a per-lane gather there). It exists for benchmarks and tests, and for
-// devices where the layout matters; it affects every graph built in the
-// process.
-func SetLinearPacking(on bool) bool {
-	return linearPack.Swap(on)
-}
 
 // matmulCall is one validated C = alpha·(A·B) + beta·bias call, batched
 // over bdims (C contiguous, A and B batch strides 0 where broadcast).
@@ -446,7 +420,7 @@ func linearOp(b Builder, args []int32) error {
 // creates it and a re-recording with another M never has to pack.
 func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
 	p, isPacker := b.(Packer)
-	if !isPacker || !linearPack.Load() || w.Numel == 0 {
+	if !isPacker || !configOf(b).PackLinear || w.Numel == 0 {
 		return 0, false, nil
 	}
 	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
@@ -545,7 +519,7 @@ func recordMatmul(b Builder, c matmulCall) error {
 	if fused {
 		dst = epi.out
 	}
-	path := MatmulPath(matmulPath.Load())
+	path := configOf(b).Matmul
 	if c.m == 1 && batch == 1 && c.transB && c.k > 0 && c.k%4 == 0 &&
 		((c.n*c.k >= gemvMinWeights && path == MatmulAuto) || path == MatmulGEMV) {
 		return recordGEMV(b, c, epi, dst)

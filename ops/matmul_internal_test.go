@@ -15,11 +15,15 @@ import (
 // settable per-dimension workgroup limit.
 type recorder struct {
 	Values
+	cfg        Config
 	maxPerDim  uint32
 	dispatches []recorded
 	live       map[int32][]int64
 	syms       map[int32]int64
 }
+
+// Config implements Configurer.
+func (r *recorder) Config() Config { return r.cfg }
 
 type recorded struct {
 	k      *shaders.Kernel
@@ -80,12 +84,15 @@ func (r *recorder) MaterializeConstant(src, dst int32) error { return nil }
 func (r *recorder) MaxWorkgroupsPerDim() uint32              { return r.maxPerDim }
 
 // recordMM records aten.mm on an M×K by K×N graph without a device.
-func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32) (*recorder, error) {
+func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg ...Config) (*recorder, error) {
 	t.Helper()
 	b := serialization.NewBuilder()
 	f := serialization.Float32
 	x, y, out := b.Tensor(f, []uint32{m, k}, -1), b.Tensor(f, []uint32{k, n}, -1), b.Tensor(f, []uint32{m, n}, -1)
 	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
+	if len(cfg) > 0 {
+		r.cfg = cfg[0]
+	}
 	return r, mmOp(r, []int32{x, y, out})
 }
 
@@ -168,9 +175,7 @@ func TestMatmulTiles(t *testing.T) {
 		if c.scalar {
 			path = MatmulScalar
 		}
-		prev := SetMatmulPath(path)
-		r, err := recordMM(t, c.m, c.k, c.n, 65535)
-		SetMatmulPath(prev)
+		r, err := recordMM(t, c.m, c.k, c.n, 65535, Config{Matmul: path})
 		if err != nil {
 			t.Fatal(err)
 		}

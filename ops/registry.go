@@ -10,64 +10,63 @@ import (
 // ids exactly as serialized: schema arguments in order, then the output.
 type Func func(b Builder, args []int32) error
 
+// Op is one op's registration: its implementation and what the graph must
+// know of its arguments before recording anything.
+type Op struct {
+	// Name is the exact OperatorCall.name the op implements.
+	Name string
+	// Run records the op's dispatches.
+	Run Func
+	// Packed lists the arguments (weights) the op reads only through
+	// Packer.PackWeight. A constant whose every use is such an argument (or
+	// an et_vk.prepack source) then gets no buffer of its own: only its
+	// packed form is on the device. Run must call PackWeight for those
+	// arguments on every path (IdentitySpec when it wants the weight as
+	// exported).
+	Packed []int
+	// HostReads lists the tensor arguments whose VALUES the op reads on the
+	// host while recording (HostReader): the graph re-records whenever
+	// those values change, as it does for new shapes.
+	HostReads []int
+}
+
 var (
 	regMu    sync.RWMutex
-	registry = map[string]Func{}
+	registry = map[string]Op{}
 )
 
-// Register adds fn under the exact OperatorCall.name it implements. It is
-// called from init functions; a duplicate name is a programming error and
-// panics.
-func Register(name string, fn Func) {
+// RegisterOp adds op under op.Name. It is called from init functions; a
+// duplicate name or a nil Run is a programming error and panics.
+func RegisterOp(op Op) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if fn == nil {
-		panic("ops: Register " + name + " with nil func")
+	if op.Run == nil {
+		panic("ops: Register " + op.Name + " with nil func")
 	}
-	if _, dup := registry[name]; dup {
-		panic("ops: Register called twice for " + name)
+	if _, dup := registry[op.Name]; dup {
+		panic("ops: Register called twice for " + op.Name)
 	}
-	registry[name] = fn
+	op.Packed = append([]int(nil), op.Packed...)
+	op.HostReads = append([]int(nil), op.HostReads...)
+	registry[op.Name] = op
 }
 
-var (
-	hostReads  = map[string][]int{}
-	packedArgs = map[string][]int{}
-)
-
-// RegisterPacked declares that op name reads its arguments args (weights)
-// only through Packer.PackWeight. A constant whose every use is such an
-// argument (or an et_vk.prepack source) then gets no buffer of its own:
-// only its packed form is on the device. The op must call PackWeight for
-// those arguments on every path (IdentitySpec when it wants the weight as
-// exported).
-func RegisterPacked(name string, args ...int) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	packedArgs[name] = append([]int(nil), args...)
-}
+// Register is RegisterOp for an op with no packed arguments and no host
+// reads.
+func Register(name string, fn Func) { RegisterOp(Op{Name: name, Run: fn}) }
 
 // PackedArgs returns the argument indices op name reads through PackWeight.
 func PackedArgs(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	return packedArgs[name]
-}
-
-// RegisterHostRead declares that op name reads the VALUES of its tensor
-// arguments args on the host while recording (HostReader): the graph then
-// re-records whenever those values change, as it does for new shapes.
-func RegisterHostRead(name string, args ...int) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	hostReads[name] = append([]int(nil), args...)
+	return registry[name].Packed
 }
 
 // HostReads returns the argument indices op name reads on the host.
 func HostReads(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	return hostReads[name]
+	return registry[name].HostReads
 }
 
 // HostReader is implemented by builders that can hand an op the host value
@@ -80,8 +79,8 @@ type HostReader interface {
 func Lookup(name string) (Func, bool) {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	fn, ok := registry[name]
-	return fn, ok
+	op, ok := registry[name]
+	return op.Run, ok
 }
 
 // Names lists every registered op name, sorted.

@@ -26,8 +26,7 @@ func init() {
 	for _, op := range []string{"add", "sub", "mul", "floordiv", "lt", "le", "gt", "ge", "eq", "ne"} {
 		Register(op, symArith(op))
 	}
-	Register("et_vk.select_as_symint.default", selectAsSymInt)
-	RegisterHostRead("et_vk.select_as_symint.default", 0)
+	RegisterOp(Op{Name: "et_vk.select_as_symint.default", Run: selectAsSymInt, HostReads: []int{0}})
 	noop := func(b Builder, args []int32) error { return nil }
 	Register("aten._assert_scalar.default", noop)
 	Register("aten.sym_constrain_range_for_size.default", noop)

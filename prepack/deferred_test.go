@@ -66,7 +66,9 @@ func TestDeferral(t *testing.T) {
 }
 
 // test.packed_read [w, out] reads w only through PackWeight.
-func init() { ops.RegisterPacked("test.packed_read", 0) }
+func init() {
+	ops.RegisterOp(ops.Op{Name: "test.packed_read", Packed: []int{0}, Run: func(ops.Builder, []int32) error { return nil }})
+}
 
 // TestDeferredPrepackOutputs: a dedicated prepack output whose only uses
 // are packed arguments (or none) gets no buffer; one read directly, listed

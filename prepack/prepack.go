@@ -13,7 +13,7 @@ const Op = "et_vk.prepack.default"
 // Deferred returns the tensors that get no buffer of their own:
 //
 //   - constants whose only uses are as arg 0 of et_vk.prepack.default, or
-//     as an argument an op reads through PackWeight (ops.RegisterPacked):
+//     as an argument an op reads through PackWeight (ops.Op.Packed):
 //     Build writes them straight into each prepack output, or packs them;
 //   - prepack outputs (arg 1 of et_vk.prepack.default, dedicated:
 //     mem_obj_id -1) whose only uses are such packed arguments: the op packs

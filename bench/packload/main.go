@@ -1,5 +1,5 @@
 // Command packload loads a model once with linear weight packing forced on
-// (ops.SetLinearPacking) through a packed-weight cache and prints what
+// (KernelConfig.PackLinear) through a packed-weight cache and prints what
 // `wgdelegate bench` would report for the load. Run it twice on the same
 // cache directory for a cold and a warm load:
 //
@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
-	"github.com/wgdelegate/wgdelegate/ops"
 )
 
 func main() {
@@ -27,7 +26,6 @@ func main() {
 	if *cache == "" || flag.NArg() != 1 {
 		log.Fatal("usage: packload -cache DIR MODELDIR (with model.pte and weights.ptd)")
 	}
-	ops.SetLinearPacking(true)
 	dir := flag.Arg(0)
 	ctx := context.Background()
 	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
@@ -39,7 +37,8 @@ func main() {
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	m, err := wgdelegate.Open(ctx, filepath.Join(dir, "model.pte"), wgdelegate.WithDevice(dev),
-		wgdelegate.WithDataFiles(filepath.Join(dir, "weights.ptd")), wgdelegate.WithPackedCache(*cache))
+		wgdelegate.WithDataFiles(filepath.Join(dir, "weights.ptd")), wgdelegate.WithPackedCache(*cache),
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{PackLinear: true}))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,6 +45,7 @@ Flags:
   --iterations N       timed executes after the first (default 10)
   --packed-cache DIR   use DIR as the packed-weight cache
   --json               print the results as one JSON object
+  --no-fusion          do not fuse elementwise chains: one dispatch per op
   --data FILE          a .ptd file holding named constants (repeatable)
   --input FILE         a .npy file for the next model input (repeatable)
   -v, --verbose        debug logs on stderr
@@ -66,6 +67,7 @@ type benchOptions struct {
 	iterations  int
 	packedCache string
 	json        bool
+	noFusion    bool
 	verbose     bool
 }
 
@@ -75,6 +77,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
 		{names: []string{"packed-cache"}, value: true, set: func(v string) error { o.packedCache = v; return nil }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
@@ -168,7 +171,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	var lm loadMeasure
-	var opts []wgdelegate.Option
+	opts := []wgdelegate.Option{wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion})}
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}

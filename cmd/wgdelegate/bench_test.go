@@ -14,7 +14,7 @@ import (
 func TestBenchJSON(t *testing.T) {
 	dir := t.TempDir()
 	model := chainModel(t, dir)
-	out := mustRun(t, "bench", "--json", "--iterations", "5", "--packed-cache", t.TempDir(), model)
+	out := mustRun(t, "bench", "--json", "--no-fusion", "--iterations", "5", "--packed-cache", t.TempDir(), model)
 	// Exactly the documented fields, nested ones included.
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
@@ -58,12 +58,20 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("pipelines %+v", r.Pipelines)
 	}
 	// A second load on the same device compiles nothing.
-	out = mustRun(t, "bench", "--json", "--iterations", "1", model)
+	out = mustRun(t, "bench", "--json", "--no-fusion", "--iterations", "1", model)
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Pipelines.Created != 0 || r.Pipelines.Hits < 3 {
 		t.Errorf("second load: pipelines %+v", r.Pipelines)
+	}
+	// With fusion (the default) the chain is one kernel.
+	out = mustRun(t, "bench", "--json", "--iterations", "1", model)
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.DispatchesPerExecute != 1 {
+		t.Errorf("fused: %d dispatches, want 1", r.DispatchesPerExecute)
 	}
 }
 

@@ -46,6 +46,7 @@ Flags:
                    dispatch laid end to end; open it in ui.perfetto.dev or
                    chrome://tracing)
   --json           print JSON instead of the table
+  --no-fusion      do not fuse elementwise chains: one dispatch per op
   --data FILE      a .ptd file holding named constants (repeatable)
   --input FILE     a .npy file for the next model input (repeatable)
   -v, --verbose    debug logs on stderr
@@ -55,6 +56,7 @@ Examples:
   wgdelegate profile model.pte
   wgdelegate profile --iterations 10 --trace trace.json model.pte
   wgdelegate profile --json model.pte | jq '.ops[:5]'
+  wgdelegate profile --no-fusion model.pte   # every elementwise op timed alone
 `
 
 // profileOptions are the parsed arguments of "wgdelegate profile".
@@ -65,6 +67,7 @@ type profileOptions struct {
 	iterations int
 	trace      string
 	json       bool
+	noFusion   bool
 	verbose    bool
 }
 
@@ -90,6 +93,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
 		{names: []string{"trace"}, value: true, set: func(v string) error { o.trace = v; return nil }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
@@ -333,7 +337,8 @@ func sourceDescription(s string) string {
 
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
-	l, err := openModel(ctx, o.model, o.data, o.inputs, log, stderr, nil)
+	l, err := openModel(ctx, o.model, o.data, o.inputs, log, stderr, nil,
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion}))
 	if err != nil {
 		return err
 	}

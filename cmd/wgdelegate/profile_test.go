@@ -15,7 +15,6 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -23,10 +22,8 @@ import (
 // ops of one dispatch each, and returns its path.
 func chainModel(t *testing.T, dir string) string {
 	t.Helper()
-	// One dispatch per op: elementwise fusion (decided at load) would run
-	// the chain as one kernel.
-	ops.FuseElementwise = false
-	t.Cleanup(func() { ops.FuseElementwise = true })
+	// Tests that want one dispatch per op load it with --no-fusion:
+	// elementwise fusion would run the chain as one kernel.
 	const n = 1 << 14
 	f := serialization.Float32
 	b := serialization.NewBuilder()
@@ -47,7 +44,7 @@ func chainModel(t *testing.T, dir string) string {
 func TestProfileTable(t *testing.T) {
 	dir := t.TempDir()
 	model := chainModel(t, dir)
-	out := mustRun(t, "profile", "--iterations", "2", model)
+	out := mustRun(t, "profile", "--no-fusion", "--iterations", "2", model)
 	if !strings.HasPrefix(out, "timing: gpu-timestamp") && !strings.HasPrefix(out, "timing: cpu") {
 		t.Errorf("no timing source:\n%s", out)
 	}
@@ -94,7 +91,7 @@ func TestProfileJSONAndTrace(t *testing.T) {
 	model := chainModel(t, dir)
 	x := writeNPY(t, dir, "x.npy", graph.Float32Tensor([]int64{1 << 14}, make([]float32, 1<<14)))
 	trace := filepath.Join(dir, "trace.json")
-	out := mustRun(t, "profile", "--json", "--iterations=3", "--trace", trace, "--input", x, "--input", x, model)
+	out := mustRun(t, "profile", "--json", "--no-fusion", "--iterations=3", "--trace", trace, "--input", x, "--input", x, model)
 	var res profileResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v:\n%s", err, out)

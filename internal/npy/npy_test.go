@@ -80,6 +80,7 @@ func sameTensor(a, b graph.Tensor) bool {
 }
 
 func TestGoldenRead(t *testing.T) {
+	t.Parallel()
 	for i, tc := range goldens {
 		path := filepath.Join("testdata", tc.file)
 		got, err := ReadFile(path)
@@ -107,6 +108,7 @@ func TestGoldenRead(t *testing.T) {
 }
 
 func TestGoldenWrite(t *testing.T) {
+	t.Parallel()
 	for i, tc := range goldens {
 		if !tc.write {
 			continue
@@ -129,6 +131,7 @@ func TestGoldenWrite(t *testing.T) {
 // TestGoldenInline checks the writer against bytes spelled out by hand from
 // the format description: np.save of np.arange(6, dtype='<f4').reshape(2, 3).
 func TestGoldenInline(t *testing.T) {
+	t.Parallel()
 	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
 	// 10 prefix bytes + header (dict, spaces, '\n') = 128.
 	header := dict + strings.Repeat(" ", 128-10-len(dict)-1) + "\n"
@@ -146,6 +149,7 @@ func TestGoldenInline(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	cases := []graph.Tensor{
 		graph.Float32Tensor([]int64{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0}),
 		graph.Float32Tensor([]int64{}, []float32{42}),
@@ -184,6 +188,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestWriteFileRoundTrip(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.npy")
 	want := graph.Int64Tensor([]int64{2}, []int64{7, -7})
 	if err := WriteFile(path, want); err != nil {
@@ -197,6 +202,7 @@ func TestWriteFileRoundTrip(t *testing.T) {
 
 // TestReadConsecutive reads two arrays written back to back from one stream.
 func TestReadConsecutive(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	a := graph.Float32Tensor([]int64{2}, []float32{1, 2})
 	b := graph.Int32Tensor([]int64{1}, []int32{3})
@@ -218,6 +224,7 @@ func TestReadConsecutive(t *testing.T) {
 }
 
 func TestWriteRejects(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		t    graph.Tensor
@@ -259,6 +266,7 @@ func dict(descr, order, shape string) string {
 
 // TestReject has one case per rejection path, each from hand-written bytes.
 func TestReject(t *testing.T) {
+	t.Parallel()
 	ok := dict("'<f4'", "False", "(2,)")
 	v2 := func(hlen uint32) []byte {
 		return binary.LittleEndian.AppendUint32([]byte(Magic+"\x02\x00"), hlen)
@@ -336,6 +344,7 @@ func TestReject(t *testing.T) {
 
 // TestRejectGoldens checks files NumPy wrote that the reader must refuse.
 func TestRejectGoldens(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		file string
 		want error
@@ -372,6 +381,7 @@ func (r *errReader) Read(p []byte) (int, error) {
 }
 
 func TestReadIOError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	full := npyFile(dict("'<f4'", "False", "(2,)"), f32s(1, 2))
 	for _, cut := range []int{3, 9, 40, len(full) - 4} {
@@ -387,6 +397,7 @@ func TestReadIOError(t *testing.T) {
 }
 
 func TestHeaderLiteralVariants(t *testing.T) {
+	t.Parallel()
 	// Variants other writers (and old NumPy) produce that NumPy reads.
 	cases := []struct {
 		dict  string

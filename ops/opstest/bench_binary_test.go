@@ -29,8 +29,6 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	defer dev.Close()
 	// Each add of the chain must be its own dispatch.
-	ops.FuseElementwise = false
-	defer func() { ops.FuseElementwise = true }()
 	const n = 1 << 22
 	for _, c := range []struct {
 		name   string
@@ -68,7 +66,7 @@ func benchAdd(b *testing.B, dev *gpu.Device, as, bs []int64) {
 		}
 		sb.Inputs(x, y)
 		sb.Outputs(z)
-		return buildBenchGraph(b, dev, sb)
+		return buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: true})
 	}
 	one, chain := build(1), build(1+binaryBenchChain)
 	defer one.Close()

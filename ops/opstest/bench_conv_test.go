@@ -14,7 +14,7 @@ import (
 // BenchmarkConv runs typical CNN convolutions (weight and bias as named
 // constants). One Execute uploads the input, runs the dispatches and reads
 // the output back; GFLOP/s counts 2·MACs per Execute. Each shape runs
-// with packed weights (the default, ops.SetConvPacking) and unpacked, side
+// with packed weights (the default; ops.Config.NoConvPacking) and unpacked, side
 // by side; transposed and depthwise convolutions do not pack, so their two
 // runs measure the same kernel.
 //
@@ -47,8 +47,6 @@ func BenchmarkConv(b *testing.B) {
 				name = c.name + "/unpacked"
 			}
 			b.Run(name, func(b *testing.B) {
-				prev := ops.SetConvPacking(packed)
-				defer ops.SetConvPacking(prev)
 				r := rand.New(rand.NewPCG(1, 2))
 				f := serialization.Float32
 				cc := convCase{in: c.in, w: c.w, stride: []int64{c.stride}, pad: []int64{c.pad}, dil: []int64{1}, opd: []int64{0},
@@ -63,7 +61,7 @@ func BenchmarkConv(b *testing.B) {
 					sb.Bool(c.transposed), sb.IntList(0), sb.Int(c.groups), out)
 				sb.Inputs(x)
 				sb.Outputs(out)
-				g := buildBenchGraph(b, dev, sb)
+				g := buildBenchGraph(b, dev, sb, ops.Config{NoConvPacking: !packed})
 				defer g.Close()
 				in := []graph.Tensor{{DType: f, Shape: c.in, Data: RandTensor(r, f, c.in, -1, 1).Encode()}}
 				ctx := context.Background()

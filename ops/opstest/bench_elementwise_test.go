@@ -49,8 +49,6 @@ func BenchmarkElementwiseAdd(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	ops.FuseElementwise = false
-	defer func() { ops.FuseElementwise = true }()
 	f := serialization.Float32
 	shape := []int64{elementwiseN}
 	build := func(adds int) *graph.WebGPUGraph {
@@ -69,7 +67,7 @@ func BenchmarkElementwiseAdd(b *testing.B) {
 		}
 		sb.Inputs(x, y)
 		sb.Outputs(z)
-		return buildBenchGraph(b, dev, sb)
+		return buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: true})
 	}
 	one, chain := build(1), build(1+elementwiseChain)
 	defer one.Close()
@@ -140,9 +138,7 @@ func BenchmarkElementwiseFusion(b *testing.B) {
 			sb.Op("aten.sigmoid.default", t[2], t[3])
 			sb.Inputs(x, y)
 			sb.Outputs(t[3])
-			ops.FuseElementwise = fuse
-			g := buildBenchGraph(b, dev, sb)
-			ops.FuseElementwise = true
+			g := buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: !fuse})
 			defer g.Close()
 			var ts []float64
 			if _, err := g.Execute(context.Background(), in); err != nil {

@@ -94,7 +94,7 @@ func BenchmarkMatmulGonum(b *testing.B) {
 // BenchmarkMatmul (minus an identity graph of the [1, K] input). Three
 // graphs run in every iteration: auto-GB/s is the kernel ops picks,
 // gemv-GB/s the GEMV kernel and vec4-GB/s the vec4 matmul kernel, forced
-// (ops.SetMatmulPath); gemv/vec4 is the ratio of those two.
+// (ops.Config.Matmul); gemv/vec4 is the ratio of those two.
 func BenchmarkGEMV(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -113,14 +113,8 @@ func BenchmarkGEMV(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
-			path := func(p ops.MatmulPath) func() func() {
-				return func() func() {
-					prev := ops.SetMatmulPath(p)
-					return func() { ops.SetMatmulPath(prev) }
-				}
-			}
 			benchVariants(b, dev, []*serialization.Builder{sb, sb, sb}, []string{"gemv", "vec4", "auto"},
-				[]func() func(){path(ops.MatmulGEMV), path(ops.MatmulNoGEMV), path(ops.MatmulAuto)}, in, 4*float64(k*k)/1e9, "GB/s", nil)
+				[]ops.Config{{Matmul: ops.MatmulGEMV}, {Matmul: ops.MatmulNoGEMV}, {Matmul: ops.MatmulAuto}}, in, 4*float64(k*k)/1e9, "GB/s", nil)
 		})
 	}
 }
@@ -173,21 +167,20 @@ func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, n
 	benchVariants(b, dev, sbs, names, nil, in, work, unit, ref)
 }
 
-// benchVariants is benchKernels with setup[i] (if any) in effect while
-// graph i is built.
-func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, setup []func() func(), in []graph.Tensor, work float64, unit string, ref func()) {
+// benchVariants is benchKernels with graph i built with kernel choices
+// cfgs[i]; with no cfgs, two graphs are built with and without linear
+// weight packing.
+func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, cfgs []ops.Config, in []graph.Tensor, work float64, unit string, ref func()) {
 	gs := make([]*graph.WebGPUGraph, len(sbs))
 	for i, sb := range sbs {
-		restore := func() {}
+		var cfg ops.Config
 		switch {
-		case setup != nil:
-			restore = setup[i]()
+		case cfgs != nil:
+			cfg = cfgs[i]
 		case len(sbs) == 2:
-			prev := ops.SetLinearPacking(i == 0)
-			restore = func() { ops.SetLinearPacking(prev) }
+			cfg.PackLinear = i == 0
 		}
-		gs[i] = buildBenchGraph(b, dev, sb)
-		restore()
+		gs[i] = buildBenchGraph(b, dev, sb, cfg)
 		defer gs[i].Close()
 	}
 	ib := serialization.NewBuilder()
@@ -245,7 +238,7 @@ func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, 
 	}
 }
 
-func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *graph.WebGPUGraph {
+func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, cfg ...ops.Config) *graph.WebGPUGraph {
 	b.Helper()
 	raw, err := sb.Blob()
 	if err != nil {
@@ -261,7 +254,11 @@ func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder) *
 			b.Fatal(err)
 		}
 	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
+	opts := graph.Options{NamedData: named}
+	if len(cfg) > 0 {
+		opts.Kernels = cfg[0]
+	}
+	g, err := graph.Build(context.Background(), dev, blob, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

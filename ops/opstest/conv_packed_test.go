@@ -55,7 +55,7 @@ func packable(t *testing.T, c Case) bool {
 // constant forward weight with a multiple of 4 output channels per group
 // (one miss, no cache); no transposed, depthwise or computed weight; and
 // with packing off
-// (ops.SetConvPacking(false)) nothing is packed and the unpacked kernel
+// (ops.Config.NoConvPacking) nothing is packed and the unpacked kernel
 // still matches the reference on every conv case. (The conformance suite
 // checks the packed kernel's values.)
 func TestConvPacking(t *testing.T) {
@@ -67,7 +67,7 @@ func TestConvPacking(t *testing.T) {
 	cases := convCases()
 	npacked := 0
 	for _, c := range cases {
-		g := buildMatmulCase(t, dev, c)
+		g := buildMatmulCase(t, dev, c, ops.Config{})
 		st := g.PackedCacheStats()
 		g.Close()
 		want := 0
@@ -83,11 +83,10 @@ func TestConvPacking(t *testing.T) {
 		t.Fatalf("only %d packable conv cases", npacked)
 	}
 
-	prev := ops.SetConvPacking(false)
-	defer ops.SetConvPacking(prev)
-	Run(t, dev, cases)
+	cfg := ops.Config{NoConvPacking: true}
+	RunWith(t, dev, cases, cfg)
 	for _, c := range cases {
-		g := buildMatmulCase(t, dev, c)
+		g := buildMatmulCase(t, dev, c, cfg)
 		if st := g.PackedCacheStats(); st.Misses+st.Hits != 0 {
 			t.Errorf("%s: packing off but %+v", c.Name, st)
 		}

@@ -35,14 +35,14 @@ var fuseDispatches = map[string]int{
 	"dynamic/fuse_decision":           1,
 }
 
-// buildCase builds case c's graph for seed 1, with the exporter's memory
-// plan when exporter is set, and returns it with the number of ops in its
-// chain.
-func buildCase(t *testing.T, dev *gpu.Device, c Case, exporter ...bool) (*graph.WebGPUGraph, *serialization.Blob, int) {
+// buildCase builds case c's graph for seed 1 with kernel choices cfg, with
+// the exporter's memory plan when exporter is set, and returns it with the
+// number of ops in its chain.
+func buildCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config, exporter bool) (*graph.WebGPUGraph, *serialization.Blob, int) {
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-	if len(exporter) > 0 && exporter[0] {
+	if exporter {
 		memplan.PlanLikeExporter(b.Graph())
 	}
 	raw, err := b.Blob()
@@ -53,7 +53,7 @@ func buildCase(t *testing.T, dev *gpu.Device, c Case, exporter ...bool) (*graph.
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{SkipWarmup: true})
+	g, err := graph.Build(context.Background(), dev, blob, graph.Options{SkipWarmup: true, Kernels: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +78,14 @@ func TestFuseDecisions(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			g, _, nops := buildCase(t, dev, c)
+			g, _, nops := buildCase(t, dev, c, ops.Config{}, false)
 			got := len(g.Dispatches())
 			g.Close()
 			if got != want {
 				t.Errorf("fused: %d dispatches, want %d", got, want)
 			}
-			ops.FuseElementwise = false
-			defer func() { ops.FuseElementwise = true }()
-			g, _, _ = buildCase(t, dev, c)
+			unfused := ops.Config{NoElementwiseFusion: true}
+			g, _, _ = buildCase(t, dev, c, unfused, false)
 			got = len(g.Dispatches())
 			g.Close()
 			if want > 0 && got != nops {
@@ -95,7 +94,7 @@ func TestFuseDecisions(t *testing.T) {
 			if c.Name == "fuse/big_grid" {
 				return // covered with fusion on; too slow to repeat
 			}
-			if err := RunCase(dev, c, 2); err != nil {
+			if err := RunCaseWith(dev, c, 2, unfused); err != nil {
 				t.Errorf("unfused: %v", err)
 			}
 		})
@@ -125,7 +124,7 @@ func TestFuseReexecute(t *testing.T) {
 }
 
 func fuseReexecute(t *testing.T, dev *gpu.Device, c Case, exporter bool) {
-	g, blob, _ := buildCase(t, dev, c, exporter)
+	g, blob, _ := buildCase(t, dev, c, ops.Config{}, exporter)
 	defer g.Close()
 	r := rand.New(rand.NewPCG(7, 7))
 	f := serialization.Float32

@@ -13,7 +13,7 @@ import (
 )
 
 // buildCase loads case c (seed 1) as a GPU graph.
-func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case) *graph.WebGPUGraph {
+func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *graph.WebGPUGraph {
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
@@ -31,7 +31,7 @@ func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case) *graph.WebGPUGraph {
 			t.Fatal(err)
 		}
 	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
+	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named, Kernels: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 		}
 		n++
 		t.Run(c.Name, func(t *testing.T) {
-			g := buildMatmulCase(t, dev, c)
+			g := buildMatmulCase(t, dev, c, ops.Config{})
 			defer g.Close()
 			var matmuls, acts int
 			for _, d := range g.Dispatches() {
@@ -84,12 +84,11 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 }
 
 // TestLinearPacked runs the linear cases with linear weight packing on
-// (ops.SetLinearPacking): a constant weight is transposed on the device into
+// (ops.Config.PackLinear): a constant weight is transposed on the device into
 // the [K, N] layout of the mm kernel, and the results must still match the
 // reference. Cases whose weight is a constant must have packed it.
 func TestLinearPacked(t *testing.T) {
-	prev := ops.SetLinearPacking(true)
-	defer ops.SetLinearPacking(prev)
+	cfg := ops.Config{PackLinear: true}
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -101,13 +100,13 @@ func TestLinearPacked(t *testing.T) {
 			cases = append(cases, c)
 		}
 	}
-	Run(t, dev, cases)
+	RunWith(t, dev, cases, cfg)
 	for _, c := range cases {
 		constant := strings.Contains(c.Name, "/named/") || strings.Contains(c.Name, "/inline/") || strings.Contains(c.Name, "/prepack/")
 		if !constant {
 			continue
 		}
-		g := buildMatmulCase(t, dev, c)
+		g := buildMatmulCase(t, dev, c, cfg)
 		if st := g.PackedCacheStats(); st.Misses+st.Hits == 0 {
 			t.Errorf("%s: weight not packed", c.Name)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -51,11 +52,14 @@ var Cases []Case
 const Seeds = 3
 
 // Run runs every case on dev and on the reference.
-func Run(t *testing.T, dev *gpu.Device, cases []Case) {
+func Run(t *testing.T, dev *gpu.Device, cases []Case) { RunWith(t, dev, cases, ops.Config{}) }
+
+// RunWith is Run with the graphs loaded with kernel choices cfg.
+func RunWith(t *testing.T, dev *gpu.Device, cases []Case, cfg ops.Config) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			for seed := uint64(1); seed <= Seeds; seed++ {
-				if err := RunCase(dev, c, seed); err != nil {
+				if err := RunCaseWith(dev, c, seed, cfg); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			}
@@ -94,6 +98,11 @@ func plansFor(seed uint64) []Plan {
 // must match the reference and record as many dispatches (a fusion the
 // exporter's plan prevented would show there).
 func RunCase(dev *gpu.Device, c Case, seed uint64) error {
+	return RunCaseWith(dev, c, seed, ops.Config{})
+}
+
+// RunCaseWith is RunCase with the graphs loaded with kernel choices cfg.
+func RunCaseWith(dev *gpu.Device, c Case, seed uint64, cfg ops.Config) error {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	b := serialization.NewBuilder()
 	inputs := c.Build(b, r)
@@ -125,7 +134,7 @@ func RunCase(dev *gpu.Device, c Case, seed uint64) error {
 				return err
 			}
 		}
-		n, err := runPlan(dev, c, blob, named, inputs, want)
+		n, err := runPlan(dev, c, blob, graph.Options{NamedData: named, Kernels: cfg}, inputs, want)
 		if err != nil {
 			return fmt.Errorf("%s plan: %w", plan, err)
 		}
@@ -139,8 +148,8 @@ func RunCase(dev *gpu.Device, c Case, seed uint64) error {
 
 // runPlan builds blob on dev, executes it on inputs and compares with want;
 // it returns how many dispatches the graph recorded.
-func runPlan(dev *gpu.Device, c Case, blob *serialization.Blob, named serialization.NamedData, inputs, want []*reference.Tensor) (int, error) {
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
+func runPlan(dev *gpu.Device, c Case, blob *serialization.Blob, opts graph.Options, inputs, want []*reference.Tensor) (int, error) {
+	g, err := graph.Build(context.Background(), dev, blob, opts)
 	if err != nil {
 		return 0, fmt.Errorf("gpu build: %w", err)
 	}

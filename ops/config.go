@@ -1,0 +1,40 @@
+package ops
+
+// Config is a load's kernel choices, carried as data by the graph's options
+// (graph.Options.Kernels, wgdelegate.WithKernels) rather than set for the
+// whole process, so models with different choices can live side by side.
+// The zero value is the default, the choices measured best on lavapipe.
+type Config struct {
+	// Matmul selects the matmul kernel family (MatmulAuto by default).
+	Matmul MatmulPath
+	// PackLinear packs constant linear weights into the [K, N] layout of
+	// the mm kernel. Off by default because it did not pay on lavapipe:
+	// packed/unpacked kernel rate, same run, interleaved, N×N·N×N with
+	// bias: 256 0.99–1.04, 512 0.96–1.04, 1024 0.94–1.00 (the vec4 kernel
+	// loads as many vec4s per FMA from either layout). For devices where
+	// the layout matters, and for benchmarks.
+	PackLinear bool
+	// NoConvPacking reads forward-convolution weights as exported instead
+	// of packed into blocks of 16 output channels (1.8–2.0x GFLOP/s with
+	// packing); for benchmarks and tests of the unpacked kernel.
+	NoConvPacking bool
+	// NoElementwiseFusion records every elementwise op on its own instead
+	// of fusing chains of them into one kernel; for benchmarks and tests of
+	// the unfused chain. Matmul epilogues are fused either way.
+	NoElementwiseFusion bool
+}
+
+// Configurer is implemented by builders that carry a load's Config (the
+// GPU graph). An op asks through configOf; a builder without it gets the
+// defaults.
+type Configurer interface {
+	Config() Config
+}
+
+// configOf returns b's Config, or the zero (default) Config.
+func configOf(b Builder) Config {
+	if c, ok := b.(Configurer); ok {
+		return c.Config()
+	}
+	return Config{}
+}
