@@ -3,6 +3,9 @@ package graph
 import (
 	"context"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/memplan"
 )
 
 // ExecuteAllocBound is the written bound on heap allocations per steady-state
@@ -48,6 +51,16 @@ func BenchmarkExecuteSmall(b *testing.B) {
 	for b.Loop() {
 		if _, err := g.Execute(ctx, in); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestAllocSizeMatchesDevice: the plan's sizes (inspect, the memory limit)
+// are what the device allocates.
+func TestAllocSizeMatchesDevice(t *testing.T) {
+	for n := int64(0); n < 200; n++ {
+		if a, d := memplan.AllocSize(n), gpu.AlignedSize(uint64(n)); uint64(a) != d {
+			t.Fatalf("memplan.AllocSize(%d) = %d, gpu.AlignedSize = %d", n, a, d)
 		}
 	}
 }

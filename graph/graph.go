@@ -160,8 +160,7 @@ type WebGPUGraph struct {
 	stats           MemoryStats
 
 	// build-time only
-	blob  *serialization.Blob
-	named serialization.NamedData
+	an    *Analysis
 	plan  *memplan.Plan
 	pend  []pendingDispatch
 	arena []byte
@@ -235,7 +234,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, graph: blob.Graph, blob: blob, named: opts.NamedData, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
 		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{},
 		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
@@ -248,43 +247,33 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.finishPacking()
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
-		g.blob, g.named, g.plan, g.pend, g.arena = nil, nil, nil, nil, nil
+		g.an, g.plan, g.pend, g.arena = nil, nil, nil, nil
 		if err != nil {
 			g.release()
 		}
 	}()
-	// Every op is checked before any GPU object exists, and all missing ops
-	// are reported at once.
-	names := make([]string, len(g.graph.Chain))
-	for i, op := range g.graph.Chain {
-		names[i] = op.Name
-	}
-	if err := ops.CheckSupported(names); err != nil {
-		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
-	}
-	if err := g.createValues(DeferredConstants(g.graph)); err != nil {
+	// Every rejection happens in the analysis, before any GPU object
+	// exists.
+	lim := dev.Limits()
+	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
+		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
+	if err != nil {
 		return nil, err
 	}
-	if err := g.checkIO(); err != nil {
-		return nil, err
+	g.an, g.plan, g.inputs, g.hostRead, g.consumers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers
+	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()
+	if g.memLimit <= 0 {
+		g.memLimit = DefaultMemoryLimit
 	}
-	for _, op := range g.graph.Chain {
-		for _, a := range ops.HostReads(op.Name) {
-			if a < len(op.Args) {
-				g.hostRead[op.Args[a]] = true
-			}
+	g.tensors = make([]*tensorState, len(a.Tensors))
+	for i, ti := range a.Tensors {
+		if ti == nil {
+			continue
 		}
-	}
-	limit := opts.MemoryLimit
-	if limit <= 0 {
-		limit = DefaultMemoryLimit
-	}
-	g.memLimit, g.planBytes = limit, g.plan.Stats.TensorBufferBytes()
-	if need := g.plan.Stats.TensorBufferBytes(); need > limit {
-		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
-	}
-	if err := g.checkDeviceLimits(); err != nil {
-		return nil, err
+		ts := &tensorState{dtype: ti.DType, dims: ti.Dims, numel: ti.Numel, nbytes: ti.NBytes, constant: ti.Constant,
+			deferred: ti.Deferred, constID: ti.ConstID, memObj: ti.MemObjID}
+		ts.setLive(ts.dims, ts.numel)
+		g.tensors[i] = ts
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -319,11 +308,6 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	g.warmReady() // the pipelines compiled while the weights were copied
-	// After the ops' own argument checks, which give the more specific
-	// error when both apply.
-	if err := g.checkWrites(); err != nil {
-		return nil, err
-	}
 	recorded := time.Now()
 	if err := g.checkBindings(); err != nil {
 		return nil, err
@@ -361,214 +345,12 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 // import graph.
 func DeferredConstants(g *serialization.Graph) map[int32]bool { return prepack.Deferred(g) }
 
-// createValues builds the per-id tensor table and checks every constant's
-// source before any buffer exists.
-func (g *WebGPUGraph) createValues(deferred map[int32]bool) error {
-	vals := g.graph.Values
-	g.tensors = make([]*tensorState, len(vals))
-	var plan []memplan.Tensor
-	for i := range vals {
-		v := &vals[i]
-		if v.Kind != serialization.KindTensor || v.Tensor == nil {
-			continue
-		}
-		t := v.Tensor
-		id := int32(i)
-		if !t.DataType.Valid() {
-			return invalidf("value %d: tensor dtype %v", i, t.DataType)
-		}
-		ts := &tensorState{dtype: t.DataType, constant: t.ConstantID >= 0, constID: t.ConstantID, memObj: t.MemObjID}
-		ts.dims = make([]int64, len(t.Dims))
-		ts.numel = 1
-		for j, d := range t.Dims {
-			ts.dims[j] = int64(d)
-			if d != 0 && ts.numel > maxTensorBytes/int64(d) {
-				return invalidf("value %d: tensor dims %v overflow", i, t.Dims)
-			}
-			ts.numel *= int64(d)
-		}
-		ts.nbytes = ts.numel * int64(t.DataType.Size())
-		ts.setLive(ts.dims, ts.numel)
-		if ts.nbytes > maxTensorBytes {
-			return invalidf("value %d: tensor of %d bytes is too large", i, ts.nbytes)
-		}
-		ts.deferred = deferred[id]
-		if ts.constant {
-			if _, err := g.constantBytes(id, ts); err != nil {
-				return err
-			}
-		}
-		g.tensors[i] = ts
-		plan = append(plan, memplan.Tensor{ID: id, NBytes: ts.nbytes, MemObjID: ts.memObj, Constant: ts.constant, Deferred: ts.deferred})
-	}
-	p, err := memplan.Build(plan)
-	if err != nil {
-		return fmt.Errorf("graph: %w: %w", ErrInvalidGraph, err)
-	}
-	g.plan = p
-	return nil
-}
-
-// constantBytes resolves a constant's bytes: inline in the blob's constant
-// region, or named data looked up by key. The returned slice aliases the
-// caller's (usually memory-mapped) bytes.
+// constantBytes returns a constant's bytes, resolved once by Analyze.
 func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
-	if int(ts.constID) >= len(g.graph.Constants) {
-		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.graph.Constants))}
+	if g.an == nil || int(id) >= len(g.an.Tensors) || g.an.Tensors[id] == nil || !g.an.Tensors[id].Constant {
+		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: "constant bytes are only available while the graph is built"}
 	}
-	c := g.graph.Constants[ts.constID]
-	if c.IsNamed() {
-		if !c.HasKey || c.NamedKey == "" {
-			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: "named constant without a key"}
-		}
-		if g.named == nil {
-			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: "no named data was provided (pass the .pte or .ptd that holds it)"}
-		}
-		b, ok := g.named.Get(c.NamedKey)
-		if !ok {
-			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: "key not found in named data"}
-		}
-		if int64(len(b)) < ts.nbytes {
-			return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), ts.nbytes)}
-		}
-		return b[:ts.nbytes], nil
-	}
-	region := g.blob.Constants
-	if ts.nbytes == 0 {
-		return nil, nil
-	}
-	if c.Offset >= uint64(len(region)) || uint64(ts.nbytes) > uint64(len(region))-c.Offset {
-		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, ts.nbytes, len(region))}
-	}
-	return region[c.Offset : c.Offset+uint64(ts.nbytes)], nil
-}
-
-// checkIO requires inputs to be non-constant tensors or SymInts, and
-// outputs tensors or SymInts.
-func (g *WebGPUGraph) checkIO() error {
-	n := len(g.graph.Values)
-	for i, id := range g.graph.InputIDs {
-		if int(id) < n && g.graph.Values[id].Kind == serialization.KindSymInt {
-			g.inputs = append(g.inputs, int32(id))
-			continue
-		}
-		if int(id) >= n || g.tensors[id] == nil {
-			return fmt.Errorf("graph: %w: input %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
-		}
-		if g.tensors[id].constant {
-			return invalidf("input %d (value %d) is a constant", i, id)
-		}
-		g.inputs = append(g.inputs, int32(id))
-	}
-	for i, id := range g.graph.OutputIDs {
-		if int(id) < n && g.graph.Values[id].Kind == serialization.KindSymInt {
-			continue
-		}
-		if int(id) >= n || g.tensors[id] == nil {
-			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
-		}
-	}
-	return nil
-}
-
-// checkDeviceLimits rejects, before any buffer exists, a tensor or shared
-// memory object larger than the device can bind or allocate.
-func (g *WebGPUGraph) checkDeviceLimits() error {
-	lim := g.dev.Limits()
-	check := func(id, memObj int32, size int64) error {
-		n := int64(gpu.AlignedSize(uint64(size)))
-		if uint64(n) > lim.MaxBufferSize {
-			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxBufferSize, Name: "maxBufferSize"}
-		}
-		if uint64(n) > lim.MaxStorageBufferBindingSize {
-			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxStorageBufferBindingSize, Name: "maxStorageBufferBindingSize"}
-		}
-		return nil
-	}
-	largest := map[int32]int32{} // mem obj -> its largest user
-	for i, ts := range g.tensors {
-		if ts == nil {
-			continue
-		}
-		pl := g.plan.Placements[int32(i)]
-		switch {
-		case pl.None:
-		case pl.Shared:
-			if u, ok := largest[pl.MemObjID]; !ok || g.tensors[u].nbytes < ts.nbytes {
-				largest[pl.MemObjID] = int32(i)
-			}
-		default:
-			if err := check(int32(i), -1, pl.Size); err != nil {
-				return err
-			}
-		}
-	}
-	for _, obj := range g.plan.SharedIDs() {
-		if err := check(largest[obj], obj, g.plan.SharedSizes[obj]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkWrites rejects a chain that reads a tensor before anything writes
-// it: every tensor an op reads (any argument but the last, ValueList
-// members included) and every graph output must be an input, a constant,
-// or the output (last argument) of an earlier op.
-func (g *WebGPUGraph) checkWrites() error {
-	written := make([]bool, len(g.tensors))
-	for id, ts := range g.tensors {
-		if ts != nil && ts.constant {
-			written[id] = true
-		}
-	}
-	for _, id := range g.inputs {
-		written[id] = true
-	}
-	vals := g.graph.Values
-	// tensors calls fn for id if it is a tensor, or for each tensor member
-	// of a ValueList.
-	tensors := func(id int32, fn func(int32) error) error {
-		if id < 0 || int(id) >= len(vals) {
-			return nil
-		}
-		if g.tensors[id] != nil {
-			return fn(id)
-		}
-		if vals[id].Kind == serialization.KindValueList {
-			for _, m := range vals[id].IDs {
-				if m >= 0 && int(m) < len(vals) && g.tensors[m] != nil {
-					if err := fn(m); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	for i, op := range g.graph.Chain {
-		if len(op.Args) == 0 {
-			continue
-		}
-		for _, a := range op.Args[:len(op.Args)-1] {
-			err := tensors(a, func(id int32) error {
-				if !written[id] {
-					return &OpError{Index: i, Name: op.Name, Err: fmt.Errorf("%w: %w: value %d is read but no input, constant or earlier op provides it", ErrInvalidGraph, ErrReadBeforeWrite, id)}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		tensors(op.Args[len(op.Args)-1], func(id int32) error { written[id] = true; return nil })
-	}
-	for i, id := range g.graph.OutputIDs {
-		if g.tensors[id] != nil && !written[id] {
-			return fmt.Errorf("graph: %w: %w: output %d (value %d) is never written", ErrInvalidGraph, ErrReadBeforeWrite, i, id)
-		}
-	}
-	return nil
+	return g.an.Tensors[id].Bytes, nil
 }
 
 // allocate creates the shared and dedicated buffers and writes every
@@ -576,18 +358,7 @@ func (g *WebGPUGraph) checkWrites() error {
 // prepack output (not a graph input or output) is made by its et_vk.prepack,
 // which creates it with the constant's bytes (MaterializeConstant).
 func (g *WebGPUGraph) allocate() error {
-	lazy := map[int32]bool{}
-	for _, op := range g.graph.Chain {
-		if op.Name == prepack.Op && len(op.Args) == 2 {
-			lazy[op.Args[1]] = true
-		}
-	}
-	for _, id := range g.inputs {
-		delete(lazy, id)
-	}
-	for _, id := range g.graph.OutputIDs {
-		delete(lazy, int32(id))
-	}
+	lazy := g.an.Lazy
 	for _, id := range g.plan.SharedIDs() {
 		b, err := g.newBuffer(gpu.Storage, uint64(g.plan.SharedSizes[id]), fmt.Sprintf("shared %d", id))
 		if err != nil {
@@ -724,26 +495,6 @@ func (g *WebGPUGraph) finishUploads() error {
 
 // recordOps runs every op function in chain order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
-	if g.consumers == nil {
-		g.consumers = map[int32][]int{}
-		vals := g.graph.Values
-		for i, op := range g.graph.Chain {
-			if len(op.Args) == 0 {
-				continue
-			}
-			for _, a := range op.Args[:len(op.Args)-1] {
-				if a < 0 || int(a) >= len(vals) {
-					continue
-				}
-				g.consumers[a] = append(g.consumers[a], i)
-				if vals[a].Kind == serialization.KindValueList {
-					for _, m := range vals[a].IDs {
-						g.consumers[m] = append(g.consumers[m], i)
-					}
-				}
-			}
-		}
-	}
 	g.absorbed = map[int]bool{}
 	for i, op := range g.graph.Chain {
 		if g.absorbed[i] {

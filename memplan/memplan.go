@@ -18,15 +18,15 @@ type Tensor struct {
 type Placement struct {
 	Shared   bool  // in the shared object MemObjID
 	MemObjID int32 // valid when Shared
-	Size     int64 // allocated bytes for a dedicated tensor (>= NBytes, multiple of 4, at least 4)
+	Size     int64 // allocated bytes for a dedicated tensor (AllocSize(NBytes))
 	None     bool  // deferred: no buffer
 }
 
 // Plan is the result of planning.
 type Plan struct {
 	Placements map[int32]Placement
-	// SharedSizes maps each mem_obj_id to its allocation size (the largest
-	// user's byte size, rounded to a multiple of 4 with a minimum of 4).
+	// SharedSizes maps each mem_obj_id to its allocation size (AllocSize
+	// of the largest user's byte size).
 	SharedSizes map[int32]int64
 	Stats       Stats
 }
@@ -44,13 +44,15 @@ type Stats struct {
 // TensorBufferBytes is shared plus unshared bytes.
 func (s Stats) TensorBufferBytes() int64 { return s.SharedBufferBytes + s.UnsharedTensorBufferBytes }
 
-// AllocSize is the size of the buffer allocated for n bytes: WebGPU needs
-// multiples of 4 and rejects empty bindings.
+// AllocSize is the size of the buffer allocated for n bytes, as the GPU
+// seam allocates it: a multiple of 16 (WebGPU needs multiples of 4 for
+// copies and mapping; 16 keeps every buffer vec4-addressable) and at least
+// 16 (WebGPU rejects empty bindings).
 func AllocSize(n int64) int64 {
-	if n < 4 {
-		return 4
+	if n < 16 {
+		return 16
 	}
-	return (n + 3) &^ 3
+	return (n + 15) &^ 15
 }
 
 // Build plans tensors. Constants are always dedicated, whatever their

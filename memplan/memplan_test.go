@@ -19,7 +19,7 @@ func TestBuild(t *testing.T) {
 				{ID: 1, NBytes: 100, MemObjID: 0},
 				{ID: 2, NBytes: 6, MemObjID: 1},
 			},
-			shared:     map[int32]int64{0: 100, 1: 8},
+			shared:     map[int32]int64{0: 112, 1: 16},
 			stats:      Stats{NumTensors: 3, SharedBufferBytes: 106, NumSharedObjects: 2},
 			placements: map[int32]Placement{0: {Shared: true}, 1: {Shared: true}, 2: {Shared: true, MemObjID: 1}},
 		},
@@ -33,7 +33,7 @@ func TestBuild(t *testing.T) {
 			},
 			shared:     map[int32]int64{},
 			stats:      Stats{NumTensors: 3, UnsharedTensorBufferBytes: 24, NumDeferred: 1, DeferredBytes: 32},
-			placements: map[int32]Placement{0: {Size: 16}, 1: {Size: 8}, 2: {None: true}, 3: {Size: 4}},
+			placements: map[int32]Placement{0: {Size: 16}, 1: {Size: 16}, 2: {None: true}, 3: {Size: 16}},
 		},
 		{name: "duplicate id", in: []Tensor{{ID: 1}, {ID: 1}}, wantErr: true},
 		{name: "negative size", in: []Tensor{{ID: 1, NBytes: -4}}, wantErr: true},
@@ -70,7 +70,7 @@ func TestBuild(t *testing.T) {
 
 func TestAllocSize(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ in, want int64 }{{0, 4}, {1, 4}, {4, 4}, {5, 8}, {1023, 1024}} {
+	for _, c := range []struct{ in, want int64 }{{0, 16}, {1, 16}, {4, 16}, {16, 16}, {17, 32}, {1023, 1024}} {
 		if got := AllocSize(c.in); got != c.want {
 			t.Errorf("AllocSize(%d) = %d, want %d", c.in, got, c.want)
 		}

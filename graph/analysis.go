@@ -1,0 +1,348 @@
+package graph
+
+import (
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/prepack"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Analysis is everything Build decides about a decoded graph without a
+// device, from one reading of it: which ops are supported, each tensor's
+// size, each constant's bytes (resolved once), which constants are deferred
+// and which prepack outputs their et_vk.prepack creates, the graph's inputs
+// and the tensors ops read on the host, the consumers of every value, the
+// read-before-write check, the memory plan and its limits. Every rejection
+// of a graph happens here, before the first GPU object exists. Build,
+// `wgdelegate inspect` and the load's progress totals all use it.
+type Analysis struct {
+	Graph *serialization.Graph
+	// Tensors holds each tensor value by id (nil for other values).
+	Tensors []*TensorInfo
+	// Inputs are the graph inputs (tensors and SymInts) in order.
+	Inputs []int32
+	// Deferred: constants read only through et_vk.prepack or packed, and
+	// prepack outputs read only packed (prepack.Deferred): no buffer.
+	Deferred map[int32]bool
+	// Lazy: prepack outputs (not graph inputs or outputs) whose buffer
+	// their et_vk.prepack creates, with the constant's bytes.
+	Lazy map[int32]bool
+	// HostRead: tensors whose values an op reads on the host.
+	HostRead map[int32]bool
+	// Consumers maps a value to the chain indices of the ops that read it
+	// (ValueList members included).
+	Consumers map[int32][]int
+	// Plan is the exporter's memory plan (see package memplan).
+	Plan *memplan.Plan
+}
+
+// TensorInfo is one tensor value as analysed.
+type TensorInfo struct {
+	DType    serialization.DataType
+	Dims     []int64
+	Numel    int64
+	NBytes   int64
+	Constant bool
+	ConstID  int32
+	MemObjID int32
+	Deferred bool
+	// Bytes are a constant's bytes (aliasing the blob or the named data;
+	// nil for a zero-size constant or a non-constant).
+	Bytes []byte
+}
+
+// Limits bound what Analyze accepts: MemoryLimit caps the tensor bytes
+// (0: DefaultMemoryLimit); MaxBufferSize and MaxStorageBufferBindingSize
+// are the device's (0: unchecked).
+type Limits struct {
+	MemoryLimit                 int64
+	MaxBufferSize               uint64
+	MaxStorageBufferBindingSize uint64
+}
+
+// Analyze reads blob once and decides, without a device, everything Build
+// needs before it creates GPU objects; named resolves named constants (may
+// be nil when every constant is inline). Its errors are Build's.
+func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits) (*Analysis, error) {
+	g := blob.Graph
+	names := make([]string, len(g.Chain))
+	for i, op := range g.Chain {
+		names[i] = op.Name
+	}
+	// Every op is checked first, and all missing ops are reported at once.
+	if err := ops.CheckSupported(names); err != nil {
+		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
+	}
+	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	if err := a.values(blob, named); err != nil {
+		return nil, err
+	}
+	if err := a.checkIO(); err != nil {
+		return nil, err
+	}
+	for _, op := range g.Chain {
+		for _, i := range ops.HostReads(op.Name) {
+			if i < len(op.Args) {
+				a.HostRead[op.Args[i]] = true
+			}
+		}
+		if op.Name == prepack.Op && len(op.Args) == 2 {
+			a.Lazy[op.Args[1]] = true
+		}
+	}
+	for _, id := range a.Inputs {
+		delete(a.Lazy, id)
+	}
+	for _, id := range g.OutputIDs {
+		delete(a.Lazy, int32(id))
+	}
+	a.consumers()
+	limit := lim.MemoryLimit
+	if limit <= 0 {
+		limit = DefaultMemoryLimit
+	}
+	if need := a.Plan.Stats.TensorBufferBytes(); need > limit {
+		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
+	}
+	if err := a.checkDeviceLimits(lim); err != nil {
+		return nil, err
+	}
+	if err := a.checkWrites(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// values sizes every tensor (overflow-checked), resolves every constant's
+// bytes and plans memory.
+func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedData) error {
+	vals := a.Graph.Values
+	a.Tensors = make([]*TensorInfo, len(vals))
+	var plan []memplan.Tensor
+	for i := range vals {
+		v := &vals[i]
+		if v.Kind != serialization.KindTensor || v.Tensor == nil {
+			continue
+		}
+		t := v.Tensor
+		id := int32(i)
+		if !t.DataType.Valid() {
+			return invalidf("value %d: tensor dtype %v", i, t.DataType)
+		}
+		ti := &TensorInfo{DType: t.DataType, Constant: t.ConstantID >= 0, ConstID: t.ConstantID, MemObjID: t.MemObjID, Deferred: a.Deferred[id]}
+		ti.Dims = make([]int64, len(t.Dims))
+		ti.Numel = 1
+		for j, d := range t.Dims {
+			ti.Dims[j] = int64(d)
+			if d != 0 && ti.Numel > maxTensorBytes/int64(d) {
+				return invalidf("value %d: tensor dims %v overflow", i, t.Dims)
+			}
+			ti.Numel *= int64(d)
+		}
+		ti.NBytes = ti.Numel * int64(t.DataType.Size())
+		if ti.NBytes > maxTensorBytes {
+			return invalidf("value %d: tensor of %d bytes is too large", i, ti.NBytes)
+		}
+		if ti.Constant {
+			b, err := resolveConstant(a.Graph, blob, named, id, ti)
+			if err != nil {
+				return err
+			}
+			ti.Bytes = b
+		}
+		a.Tensors[i] = ti
+		plan = append(plan, memplan.Tensor{ID: id, NBytes: ti.NBytes, MemObjID: ti.MemObjID, Constant: ti.Constant, Deferred: ti.Deferred})
+	}
+	p, err := memplan.Build(plan)
+	if err != nil {
+		return fmt.Errorf("graph: %w: %w", ErrInvalidGraph, err)
+	}
+	a.Plan = p
+	return nil
+}
+
+// resolveConstant returns constant tensor id's bytes: inline in the blob's
+// constant region, or named data looked up by key. The slice aliases the
+// caller's (usually memory-mapped) bytes.
+func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named serialization.NamedData, id int32, ti *TensorInfo) ([]byte, error) {
+	if int(ti.ConstID) >= len(g.Constants) {
+		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.Constants))}
+	}
+	c := g.Constants[ti.ConstID]
+	if c.IsNamed() {
+		if !c.HasKey || c.NamedKey == "" {
+			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: "named constant without a key"}
+		}
+		if named == nil {
+			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "no named data was provided (pass the .pte or .ptd that holds it)"}
+		}
+		b, ok := named.Get(c.NamedKey)
+		if !ok {
+			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "key not found in named data"}
+		}
+		if int64(len(b)) < ti.NBytes {
+			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), ti.NBytes)}
+		}
+		return b[:ti.NBytes], nil
+	}
+	region := blob.Constants
+	if ti.NBytes == 0 {
+		return nil, nil
+	}
+	if c.Offset >= uint64(len(region)) || uint64(ti.NBytes) > uint64(len(region))-c.Offset {
+		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, ti.NBytes, len(region))}
+	}
+	return region[c.Offset : c.Offset+uint64(ti.NBytes)], nil
+}
+
+// checkIO requires inputs to be non-constant tensors or SymInts, and
+// outputs tensors or SymInts, and records the inputs.
+func (a *Analysis) checkIO() error {
+	g := a.Graph
+	n := len(g.Values)
+	for i, id := range g.InputIDs {
+		if int(id) < n && g.Values[id].Kind == serialization.KindSymInt {
+			a.Inputs = append(a.Inputs, int32(id))
+			continue
+		}
+		if int(id) >= n || a.Tensors[id] == nil {
+			return fmt.Errorf("graph: %w: input %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
+		}
+		if a.Tensors[id].Constant {
+			return invalidf("input %d (value %d) is a constant", i, id)
+		}
+		a.Inputs = append(a.Inputs, int32(id))
+	}
+	for i, id := range g.OutputIDs {
+		if int(id) < n && g.Values[id].Kind == serialization.KindSymInt {
+			continue
+		}
+		if int(id) >= n || a.Tensors[id] == nil {
+			return fmt.Errorf("graph: %w: output %d (value %d) is not a tensor or SymInt", ErrUnsupported, i, id)
+		}
+	}
+	return nil
+}
+
+// consumers indexes, for every value, the ops that read it.
+func (a *Analysis) consumers() {
+	a.Consumers = map[int32][]int{}
+	vals := a.Graph.Values
+	for i, op := range a.Graph.Chain {
+		if len(op.Args) == 0 {
+			continue
+		}
+		for _, arg := range op.Args[:len(op.Args)-1] {
+			if arg < 0 || int(arg) >= len(vals) {
+				continue
+			}
+			a.Consumers[arg] = append(a.Consumers[arg], i)
+			if vals[arg].Kind == serialization.KindValueList {
+				for _, m := range vals[arg].IDs {
+					a.Consumers[m] = append(a.Consumers[m], i)
+				}
+			}
+		}
+	}
+}
+
+// checkDeviceLimits rejects a tensor or shared memory object larger than
+// the device can bind or allocate.
+func (a *Analysis) checkDeviceLimits(lim Limits) error {
+	check := func(id, memObj int32, size int64) error {
+		n := memplan.AllocSize(size)
+		if lim.MaxBufferSize > 0 && uint64(n) > lim.MaxBufferSize {
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxBufferSize, Name: "maxBufferSize"}
+		}
+		if lim.MaxStorageBufferBindingSize > 0 && uint64(n) > lim.MaxStorageBufferBindingSize {
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxStorageBufferBindingSize, Name: "maxStorageBufferBindingSize"}
+		}
+		return nil
+	}
+	largest := map[int32]int32{} // mem obj -> its largest user
+	for i, ti := range a.Tensors {
+		if ti == nil {
+			continue
+		}
+		pl := a.Plan.Placements[int32(i)]
+		switch {
+		case pl.None:
+		case pl.Shared:
+			if u, ok := largest[pl.MemObjID]; !ok || a.Tensors[u].NBytes < ti.NBytes {
+				largest[pl.MemObjID] = int32(i)
+			}
+		default:
+			if err := check(int32(i), -1, pl.Size); err != nil {
+				return err
+			}
+		}
+	}
+	for _, obj := range a.Plan.SharedIDs() {
+		if err := check(largest[obj], obj, a.Plan.SharedSizes[obj]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWrites rejects a chain that reads a tensor before anything writes
+// it: every tensor an op reads (any argument but the last, ValueList
+// members included) and every graph output must be an input, a constant,
+// or the output (last argument) of an earlier op.
+func (a *Analysis) checkWrites() error {
+	written := make([]bool, len(a.Tensors))
+	for id, ti := range a.Tensors {
+		if ti != nil && ti.Constant {
+			written[id] = true
+		}
+	}
+	for _, id := range a.Inputs {
+		written[id] = true
+	}
+	vals := a.Graph.Values
+	// tensors calls fn for id if it is a tensor, or for each tensor member
+	// of a ValueList.
+	tensors := func(id int32, fn func(int32) error) error {
+		if id < 0 || int(id) >= len(vals) {
+			return nil
+		}
+		if a.Tensors[id] != nil {
+			return fn(id)
+		}
+		if vals[id].Kind == serialization.KindValueList {
+			for _, m := range vals[id].IDs {
+				if m >= 0 && int(m) < len(vals) && a.Tensors[m] != nil {
+					if err := fn(m); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for i, op := range a.Graph.Chain {
+		if len(op.Args) == 0 {
+			continue
+		}
+		for _, arg := range op.Args[:len(op.Args)-1] {
+			err := tensors(arg, func(id int32) error {
+				if !written[id] {
+					return &OpError{Index: i, Name: op.Name, Err: fmt.Errorf("%w: %w: value %d is read but no input, constant or earlier op provides it", ErrInvalidGraph, ErrReadBeforeWrite, id)}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		tensors(op.Args[len(op.Args)-1], func(id int32) error { written[id] = true; return nil })
+	}
+	for i, id := range a.Graph.OutputIDs {
+		if a.Tensors[id] != nil && !written[id] {
+			return fmt.Errorf("graph: %w: %w: output %d (value %d) is never written", ErrInvalidGraph, ErrReadBeforeWrite, i, id)
+		}
+	}
+	return nil
+}
