@@ -84,7 +84,7 @@ func TestConvPacking(t *testing.T) {
 	}
 
 	cfg := ops.Config{NoConvPacking: true}
-	RunWith(t, dev, cases, cfg)
+	Run(t, GPU{Dev: dev, Kernels: cfg}, cases)
 	for _, c := range cases {
 		g := buildMatmulCase(t, dev, c, cfg)
 		if st := g.PackedCacheStats(); st.Misses+st.Hits != 0 {

@@ -94,7 +94,7 @@ func TestFuseDecisions(t *testing.T) {
 			if c.Name == "fuse/big_grid" {
 				return // covered with fusion on; too slow to repeat
 			}
-			if err := RunCaseWith(dev, c, 2, unfused); err != nil {
+			if err := RunCase(GPU{Dev: dev, Kernels: unfused}, c, 2); err != nil {
 				t.Errorf("unfused: %v", err)
 			}
 		})

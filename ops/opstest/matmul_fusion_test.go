@@ -100,7 +100,7 @@ func TestLinearPacked(t *testing.T) {
 			cases = append(cases, c)
 		}
 	}
-	RunWith(t, dev, cases, cfg)
+	Run(t, GPU{Dev: dev, Kernels: cfg}, cases)
 	for _, c := range cases {
 		constant := strings.Contains(c.Name, "/named/") || strings.Contains(c.Name, "/inline/") || strings.Contains(c.Name, "/prepack/")
 		if !constant {

@@ -51,15 +51,92 @@ var Cases []Case
 // Seeds is how many random input sets each case runs.
 const Seeds = 3
 
-// Run runs every case on dev and on the reference.
-func Run(t *testing.T, dev *gpu.Device, cases []Case) { RunWith(t, dev, cases, ops.Config{}) }
+// Backend runs a graph for the suite: the GPU graph (GPU), the plain-Go
+// reference interpreter (Reference), or any other implementation of the
+// format. Its arguments are the format's own bytes and public types, so a
+// backend can live outside this module.
+type Backend interface {
+	// Run builds blob (a VH00 delegate blob whose named constants are in
+	// named) and runs it once on inputs, in the graph's input order.
+	// dispatches is how many kernels it recorded (0 when it has no such
+	// notion).
+	Run(ctx context.Context, blob []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) (outs []*reference.Tensor, dispatches int, err error)
+}
 
-// RunWith is Run with the graphs loaded with kernel choices cfg.
-func RunWith(t *testing.T, dev *gpu.Device, cases []Case, cfg ops.Config) {
+// GPU is the Backend of graph.Build on Dev, loaded with kernel choices
+// Kernels.
+type GPU struct {
+	Dev     *gpu.Device
+	Kernels ops.Config
+}
+
+// Run implements Backend.
+func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
+	blob, nd, err := decode(raw, named)
+	if err != nil {
+		return nil, 0, err
+	}
+	g, err := graph.Build(ctx, b.Dev, blob, graph.Options{NamedData: nd, Kernels: b.Kernels})
+	if err != nil {
+		return nil, 0, fmt.Errorf("gpu build: %w", err)
+	}
+	defer g.Close()
+	hostIn := make([]graph.Tensor, len(inputs))
+	for i, in := range inputs {
+		hostIn[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
+	}
+	got, err := g.Execute(ctx, hostIn)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gpu execute: %w", err)
+	}
+	outs := make([]*reference.Tensor, len(got))
+	for i, o := range got {
+		if outs[i], err = reference.Decode(o.DType, o.Shape, o.Data); err != nil {
+			return nil, 0, err
+		}
+	}
+	return outs, len(g.Dispatches()), nil
+}
+
+// Reference is the Backend of the plain-Go reference interpreter.
+type Reference struct{}
+
+// Run implements Backend.
+func (Reference) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
+	blob, nd, err := decode(raw, named)
+	if err != nil {
+		return nil, 0, err
+	}
+	outs, err := reference.Run(blob, nd, inputs)
+	return outs, 0, err
+}
+
+// decode decodes a blob and gathers its named data.
+func decode(raw []byte, named []serialization.NamedBlob) (*serialization.Blob, *serialization.NamedDataMap, error) {
+	blob, err := serialization.DecodeBlob(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode: %w", err)
+	}
+	nd := serialization.NewNamedDataMap()
+	for _, nb := range named {
+		if err := nd.Add(nb.Key, nb.Data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return blob, nd, nil
+}
+
+// Run runs every case on backend be and on the reference, Seeds input
+// sets each (one with -short: the first, under both memory plans).
+func Run(t *testing.T, be Backend, cases []Case) {
+	seeds := uint64(Seeds)
+	if testing.Short() {
+		seeds = 1
+	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			for seed := uint64(1); seed <= Seeds; seed++ {
-				if err := RunCaseWith(dev, c, seed, cfg); err != nil {
+			for seed := uint64(1); seed <= seeds; seed++ {
+				if err := RunCase(be, c, seed); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			}
@@ -92,26 +169,18 @@ func plansFor(seed uint64) []Plan {
 	return []Plan{PlanDedicated}
 }
 
-// RunCase runs one case with one seed and returns the first mismatch. The
-// case runs under a dedicated buffer per tensor and under the exporter's
-// greedy memory plan (the first seed both, later seeds alternately); both
-// must match the reference and record as many dispatches (a fusion the
-// exporter's plan prevented would show there).
-func RunCase(dev *gpu.Device, c Case, seed uint64) error {
-	return RunCaseWith(dev, c, seed, ops.Config{})
-}
-
-// RunCaseWith is RunCase with the graphs loaded with kernel choices cfg.
-func RunCaseWith(dev *gpu.Device, c Case, seed uint64, cfg ops.Config) error {
+// RunCase runs one case with one seed on be and returns the first
+// mismatch with the reference. The case runs under a dedicated buffer per
+// tensor and under the exporter's greedy memory plan (the first seed both,
+// later seeds alternately); both must match the reference and record as
+// many dispatches (a fusion the exporter's plan prevented would show
+// there).
+func RunCase(be Backend, c Case, seed uint64) error {
+	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	b := serialization.NewBuilder()
 	inputs := c.Build(b, r)
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			return err
-		}
-	}
+	named := b.NamedBlobs()
 	var want []*reference.Tensor
 	dispatches := map[Plan]int{}
 	for _, plan := range plansFor(seed) {
@@ -121,21 +190,20 @@ func RunCaseWith(dev *gpu.Device, c Case, seed uint64, cfg ops.Config) error {
 		case PlanExporter:
 			memplan.PlanLikeExporter(b.Graph())
 		}
-		blobBytes, err := b.Blob()
+		raw, err := b.Blob()
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		blob, err := serialization.DecodeBlob(blobBytes)
-		if err != nil {
-			return fmt.Errorf("decode: %w", err)
-		}
 		if want == nil {
-			if want, err = reference.Run(blob, named, inputs); err != nil {
+			if want, _, err = (Reference{}).Run(ctx, raw, named, inputs); err != nil {
 				return err
 			}
 		}
-		n, err := runPlan(dev, c, blob, graph.Options{NamedData: named, Kernels: cfg}, inputs, want)
+		got, n, err := be.Run(ctx, raw, named, inputs)
 		if err != nil {
+			return fmt.Errorf("%s plan: %w", plan, err)
+		}
+		if err := c.compare(got, want); err != nil {
 			return fmt.Errorf("%s plan: %w", plan, err)
 		}
 		dispatches[plan] = n
@@ -146,36 +214,22 @@ func RunCaseWith(dev *gpu.Device, c Case, seed uint64, cfg ops.Config) error {
 	return nil
 }
 
-// runPlan builds blob on dev, executes it on inputs and compares with want;
-// it returns how many dispatches the graph recorded.
-func runPlan(dev *gpu.Device, c Case, blob *serialization.Blob, opts graph.Options, inputs, want []*reference.Tensor) (int, error) {
-	g, err := graph.Build(context.Background(), dev, blob, opts)
-	if err != nil {
-		return 0, fmt.Errorf("gpu build: %w", err)
-	}
-	defer g.Close()
-	hostIn := make([]graph.Tensor, len(inputs))
-	for i, in := range inputs {
-		hostIn[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
-	}
-	got, err := g.Execute(context.Background(), hostIn)
-	if err != nil {
-		return 0, fmt.Errorf("gpu execute: %w", err)
+// compare checks every output against the reference's with the case's
+// tolerance.
+func (c Case) compare(got, want []*reference.Tensor) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d outputs, want %d", len(got), len(want))
 	}
 	for i := range want {
-		gt, err := reference.Decode(got[i].DType, got[i].Shape, got[i].Data)
-		if err != nil {
-			return 0, err
-		}
 		tol := DefaultTolerance[want[i].DType]
 		if c.Tol != (Tolerance{}) && want[i].DType == serialization.Float32 {
 			tol = c.Tol
 		}
-		if err := Compare(gt, want[i], tol); err != nil {
-			return 0, fmt.Errorf("output %d: %w", i, err)
+		if err := Compare(got[i], want[i], tol); err != nil {
+			return fmt.Errorf("output %d: %w", i, err)
 		}
 	}
-	return len(g.Dispatches()), nil
+	return nil
 }
 
 // Compare checks got against want element by element. NaNs must match NaNs.

@@ -21,7 +21,16 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	Run(t, dev, Cases)
+	Run(t, GPU{Dev: dev}, Cases)
+}
+
+// TestConformanceReference runs the suite with the reference interpreter
+// as the backend: the harness itself (building, both memory plans,
+// comparing) must agree with itself, and a second backend plugs in with
+// one line.
+func TestConformanceReference(t *testing.T) {
+	t.Parallel()
+	Run(t, Reference{}, Cases)
 }
 
 // TestEveryOpHasReference fails when a GPU op has no plain-Go reference.
