@@ -5,8 +5,9 @@
 //
 // # Formats
 //
-// The format notes are in /work/shared/spec/vkgraph-format.md; the section
-// numbers below refer to it.
+// The section numbers below refer to the project's format notes (the
+// ExecuTorch Vulkan delegate format: VH00 header, VkGraph schema, .pte and
+// .ptd containers), which follow the upstream sources.
 //
 //   - The delegate blob (§1): a 30-byte "VH00" header padded to 32, the
 //     VkGraph flatbuffer at offset 32 padded to 16, then a region of inline

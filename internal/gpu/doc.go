@@ -3,7 +3,7 @@
 // Device, Buffer, Pipeline, BindGroup and Run.
 //
 // The seam exists because the binding has sharp edges that must be handled in
-// exactly one place (see shared/spec/webgpu-on-lavapipe.md):
+// exactly one place (lavapipe's hazards):
 //
 //   - Adapter.GetLimits leaves MaxPushConstantSize uninitialised; requesting a
 //     device with the garbage value can fail, so it is overwritten.
