@@ -253,7 +253,7 @@ func (m *Model) route(calls []call) error {
 // and returns its outputs in output order. Inputs must have the dtype and
 // shape InputInfo reports, except that int64 data may feed an int32 input
 // and float64 data a float32 input (they are narrowed; an int64 that does
-// not fit is an error wrapping graph.ErrInput). Outputs are new tensors
+// not fit is an error wrapping ErrInput). Outputs are new tensors
 // owned by the caller.
 //
 // With several delegates, each call's outputs are handed to the calls that
@@ -374,7 +374,7 @@ func (m *Model) MemoryStats() MemoryStats {
 }
 
 // Close releases the model's GPU objects (and its reference to the default
-// device, if it uses it). Further Executes return graph.ErrClosed. Close
+// device, if it uses it). Further Executes return ErrClosed. Close
 // is idempotent.
 func (m *Model) Close() error {
 	m.once.Do(func() {
