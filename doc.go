@@ -27,6 +27,11 @@
 // also calls portable kernels (a partially delegated model) is rejected at
 // Open with a *PlanError naming the first such instruction.
 //
+// Errors are typed. The error values and types of the packages underneath
+// (FormatError and ErrTruncated, ErrNoDelegate, ErrUnsupported, InputError,
+// ...) are re-exported here, so this package alone is enough to classify a
+// failure with errors.Is and errors.As.
+//
 // This package is a thin facade: the format lives in serialization, the
 // build and execute phases in graph, the kernels in ops and shaders.
 package wgdelegate

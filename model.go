@@ -194,121 +194,6 @@ func constantBytes(g *serialization.Graph) int64 {
 	return n
 }
 
-// call is one delegate call to build: the decoded blob, the plan EValues
-// it reads and writes (nil in and out for a direct blob), and the
-// program's types for its arguments.
-type call struct {
-	delegate int
-	blob     *serialization.Blob
-	in, out  []int32
-	argInfo  []serialization.EValueInfo
-	direct   bool
-	// the plan's name, inputs and outputs (when !direct)
-	plan            string
-	planIn, planOut []int32
-}
-
-// planCalls decodes what data asks to run: a raw blob, a program's single
-// uncalled VulkanBackend delegate, or a plan of delegate calls. Named data
-// found in a program is merged into named.
-func planCalls(data []byte, named *serialization.NamedDataMap) ([]call, error) {
-	switch Detect(data) {
-	case FormatBlob:
-		b, err := serialization.DecodeBlob(data)
-		if err != nil {
-			return nil, err
-		}
-		return []call{{blob: b, direct: true}}, nil
-	case FormatProgram:
-	default:
-		return nil, ErrUnknownFormat
-	}
-	p, err := serialization.ParseProgram(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := named.Merge(p.NamedData); err != nil {
-		return nil, err
-	}
-	pi := slices.Index(p.Plans, "forward")
-	if pi < 0 {
-		pi = 0
-	}
-	var info *planInfo
-	if len(p.Plans) > 0 {
-		fb := data
-		if p.Header != nil {
-			fb = data[:p.Header.ProgramSize]
-		}
-		if info, err = readPlan(fb, pi); err != nil {
-			return nil, err
-		}
-	}
-	// A program without any VulkanBackend delegate says so, naming the
-	// delegates it has, before its plan is looked at.
-	if _, err := p.DelegateBlob(serialization.VulkanBackendID); err != nil {
-		return nil, err
-	}
-	if info == nil || len(info.instrs) == 0 {
-		// Nothing calls a delegate: run the first VulkanBackend one as is.
-		blob, err := p.DelegateBlob(serialization.VulkanBackendID)
-		if err != nil {
-			return nil, err
-		}
-		b, err := serialization.DecodeBlob(blob)
-		if err != nil {
-			return nil, err
-		}
-		return []call{{blob: b, direct: true}}, nil
-	}
-	ids := map[int]*serialization.DelegateInfo{}
-	for i := range p.Delegates {
-		if d := &p.Delegates[i]; d.Plan == pi {
-			ids[d.Delegate] = d
-		}
-	}
-	var argInfo [][]serialization.EValueInfo
-	for _, dc := range p.DelegateCalls {
-		if dc.Plan == pi {
-			argInfo = append(argInfo, dc.Args)
-		}
-	}
-	var calls []call
-	decoded := map[int]*serialization.Blob{}
-	for _, in := range info.instrs {
-		perr := func(format string, a ...any) error {
-			return &PlanError{Plan: info.name, Chain: in.chain, Instruction: in.index, Kind: instrKindName(in.kind), Operator: in.operator, Msg: fmt.Sprintf(format, a...)}
-		}
-		if in.kind != instrDelegateCall {
-			return nil, perr("not supported: only VulkanBackend delegate calls run (the rest of the program needs the ExecuTorch runtime)")
-		}
-		d := ids[int(in.delegate)]
-		if d == nil {
-			return nil, perr("delegate index %d out of range", in.delegate)
-		}
-		if d.ID != serialization.VulkanBackendID {
-			return nil, perr("delegate %d is %q: only %s delegates run", in.delegate, d.ID, serialization.VulkanBackendID)
-		}
-		b := decoded[d.Delegate]
-		if b == nil {
-			if b, err = serialization.DecodeBlob(d.Data); err != nil {
-				return nil, fmt.Errorf("delegate %d: %w", d.Delegate, err)
-			}
-			decoded[d.Delegate] = b
-		}
-		nIn, nOut := len(b.Graph.InputIDs), len(b.Graph.OutputIDs)
-		if len(in.args) != nIn+nOut {
-			return nil, perr("%d arguments, but delegate %d's graph has %d inputs and %d outputs", len(in.args), d.Delegate, nIn, nOut)
-		}
-		c := call{delegate: d.Delegate, blob: b, in: in.args[:nIn:nIn], out: in.args[nIn:], plan: info.name, planIn: info.inputs, planOut: info.outputs}
-		if k := len(calls); k < len(argInfo) && len(argInfo[k]) == len(in.args) {
-			c.argInfo = argInfo[k]
-		}
-		calls = append(calls, c)
-	}
-	return calls, nil
-}
-
 // route sets the model's inputs and outputs and checks that every value a
 // call reads, and every plan output, is written first.
 func (m *Model) route(calls []call) error {
@@ -368,7 +253,7 @@ func (m *Model) route(calls []call) error {
 // and returns its outputs in output order. Inputs must have the dtype and
 // shape InputInfo reports, except that int64 data may feed an int32 input
 // and float64 data a float32 input (they are narrowed; an int64 that does
-// not fit is an error wrapping graph.ErrInput). Outputs are new tensors
+// not fit is an error wrapping ErrInput). Outputs are new tensors
 // owned by the caller.
 //
 // With several delegates, each call's outputs are handed to the calls that
@@ -489,7 +374,7 @@ func (m *Model) MemoryStats() MemoryStats {
 }
 
 // Close releases the model's GPU objects (and its reference to the default
-// device, if it uses it). Further Executes return graph.ErrClosed. Close
+// device, if it uses it). Further Executes return ErrClosed. Close
 // is idempotent.
 func (m *Model) Close() error {
 	m.once.Do(func() {

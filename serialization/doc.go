@@ -17,9 +17,10 @@
 //     assembles one value at a time, like upstream's VkGraphBuilder.
 //   - The .pte program (§7.1, identifier "ET12", optional "eh00" header):
 //     ParseProgram finds the delegates, their bytes (inline or in a segment),
-//     the program's named data and the DelegateCall instructions with the
-//     host-side types of their arguments (DelegateIO); EncodePTE writes a
-//     minimal one for tests.
+//     the program's named data, its execution plans (inputs, outputs and
+//     every instruction of every chain, a KernelCall with the operator it
+//     names) and the DelegateCall instructions with the host-side types of
+//     their arguments (DelegateIO); EncodePTE writes a minimal one for tests.
 //   - The .ptd file (§7.2, identifier "FT01", "FH01" header): named tensor
 //     data kept outside the .pte. ParseFlatTensor and EncodePTD.
 //

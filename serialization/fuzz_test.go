@@ -171,6 +171,11 @@ func FuzzParseProgram(f *testing.F) {
 	for _, c := range delegateCallRejectCases() {
 		f.Add(c.make(f))
 	}
+	f.Add(planPTE(rejectPlan()))
+	for _, c := range planRejectCases() {
+		b, _ := c.make(f)
+		f.Add(b)
+	}
 	addRealSeeds(f, "add_apple.pte", "module_linear_no_constant_segment.pte", "xor.pte")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := recoveredPanics.Load()
@@ -208,7 +213,64 @@ func FuzzParseProgram(f *testing.F) {
 				t.Fatalf("DelegateIO(%q) = %v, %v", id, io, err)
 			}
 		}
+		checkPlans(t, p)
 	})
+}
+
+// checkPlans checks that p.ExecutionPlans agree with the rest of p: one per
+// plan name, each DelegateCall instruction is the next of p.DelegateCalls,
+// and each KernelCall names the operator its op_index selects.
+func checkPlans(t *testing.T, p *Program) {
+	if len(p.ExecutionPlans) != len(p.Plans) {
+		t.Fatalf("%d ExecutionPlans for %d plans", len(p.ExecutionPlans), len(p.Plans))
+	}
+	calls := p.DelegateCalls
+	for pi := range p.ExecutionPlans {
+		ep := &p.ExecutionPlans[pi]
+		if ep.Name != p.Plans[pi] {
+			t.Fatalf("plan %d named %q and %q", pi, ep.Name, p.Plans[pi])
+		}
+		for _, v := range append(append([]int32{}, ep.Inputs...), ep.Outputs...) {
+			if v < 0 || v >= MaxValues {
+				t.Fatalf("plan %q: input or output %d", ep.Name, v)
+			}
+		}
+		for _, ch := range ep.Chains {
+			for _, in := range ch.Instructions {
+				switch in.Kind {
+				case InstrDelegateCall:
+					if len(calls) == 0 {
+						t.Fatalf("plan %q: DelegateCall %+v missing from DelegateCalls", ep.Name, in)
+					}
+					c := calls[0]
+					calls = calls[1:]
+					if c.Plan != pi || c.Delegate != in.Delegate || len(c.Args) != len(in.Args) {
+						t.Fatalf("plan %q: DelegateCall %+v, DelegateCalls has %+v", ep.Name, in, c)
+					}
+					for j, a := range in.Args {
+						if c.Args[j].Index != int(a) {
+							t.Fatalf("plan %q: DelegateCall arg %d is %d, DelegateCalls has %d", ep.Name, j, a, c.Args[j].Index)
+						}
+					}
+				case InstrKernelCall:
+					want := ""
+					if in.OpIndex >= 0 && in.OpIndex < len(ep.Operators) {
+						want = ep.Operators[in.OpIndex]
+					}
+					if in.Operator != want || in.Args != nil || in.Delegate != 0 {
+						t.Fatalf("plan %q: KernelCall %+v with operators %q", ep.Name, in, ep.Operators)
+					}
+				default:
+					if in.Delegate != 0 || in.Args != nil || in.OpIndex != 0 || in.Operator != "" {
+						t.Fatalf("plan %q: %v instruction with operands %+v", ep.Name, in.Kind, in)
+					}
+				}
+			}
+		}
+	}
+	if len(calls) != 0 {
+		t.Fatalf("%d DelegateCalls without their instruction", len(calls))
+	}
 }
 
 func FuzzParseFlatTensor(f *testing.F) {

@@ -21,8 +21,12 @@ const (
 	MaxChains = 1 << 16
 	// MaxArgs caps OperatorCall.args and DelegateCall.args.
 	MaxArgs = 1 << 16
-	// MaxIOIDs caps VkGraph.input_ids and VkGraph.output_ids.
+	// MaxIOIDs caps VkGraph.input_ids and VkGraph.output_ids, and
+	// ExecutionPlan.inputs and ExecutionPlan.outputs.
 	MaxIOIDs = 1 << 16
+	// MaxOperators caps ExecutionPlan.operators (one entry per distinct
+	// kernel a plan calls).
+	MaxOperators = 1 << 16
 	// MaxConstants caps VkGraph.constants and VkGraph.shaders.
 	MaxConstants = 1 << 20
 	// MaxStringLen caps any string (op names, keys, delegate ids, String values).

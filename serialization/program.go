@@ -90,7 +90,10 @@ type Program struct {
 	Header     *ExtendedHeader // nil when the file has no eh00 header
 	Version    uint32
 	Plans      []string // execution plan (method) names, in order
-	Delegates  []DelegateInfo
+	// ExecutionPlans holds the plans themselves, in the same order: their
+	// inputs, outputs, operators and every instruction of every chain.
+	ExecutionPlans []ExecutionPlan
+	Delegates      []DelegateInfo
 	// InlineData holds Program.backend_delegate_data[i].data.
 	InlineData [][]byte
 	// Segments holds Program.segments[i], resolved against the extended
@@ -318,6 +321,7 @@ func (pd *programDecoder) program() error {
 		return err
 	}
 	p.Plans = make([]string, n)
+	p.ExecutionPlans = make([]ExecutionPlan, n)
 	for i := range p.Plans {
 		if err := pd.plan(start, i); err != nil {
 			return err
@@ -351,6 +355,8 @@ func (pd *programDecoder) plan(start uint32, pi int) error {
 	if p.Plans[pi], _, err = v.str(t, 0, "ExecutionPlan.name"); err != nil {
 		return err
 	}
+	ep := &p.ExecutionPlans[pi]
+	ep.Name = p.Plans[pi]
 	// Plans, like any table, may be shared by several vector entries, so
 	// what each one iterates is charged to the budget: a forged file cannot
 	// make the loops below run more often than it has bytes.
@@ -382,7 +388,10 @@ func (pd *programDecoder) plan(start uint32, pi int) error {
 			return err
 		}
 	}
-	return pd.chains(t, pi, vstart, nv, nd)
+	if err := pd.planInterface(t, ep, nv); err != nil {
+		return err
+	}
+	return pd.chains(t, pi, ep, vstart, nv, nd)
 }
 
 func (pd *programDecoder) delegate(start, di uint32) (DelegateInfo, error) {
