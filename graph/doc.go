@@ -1,6 +1,8 @@
 // Package graph builds a decoded VkGraph on a WebGPU device and executes it.
 //
-// Build runs in phases, like the reference runtimes:
+// Build runs in phases, like the reference runtimes. Phases 1-3, the
+// memory plan of phase 4 and every check of a graph are Analyze: device-free,
+// one reading of the graph, done before the first GPU object exists.
 //
 //  1. Every op in the chain is looked up in the ops registry; all missing ops
 //     are reported at once, before any GPU object exists.
@@ -56,6 +58,7 @@
 //	unknown dtype, constant_id out of range      FormatError: ErrBadDataType, ErrBadIndex   serialization.TestRejectBlob
 //	inline constant outside the constant region  *ConstantError (ErrConstant)               serialization.TestRejectInlineConstant, TestInlineConstant
 //	.pte / .ptd structure (segments, eh00, FH01)  FormatError                               serialization.TestRejectProgram, TestRejectFlatTensor
+//	execution plan (instructions, plan I/O ids)  FormatError                               serialization.TestRejectExecutionPlan
 //	named key missing, or its data too short     *ConstantError naming the key              wgdelegate.TestMissingNamedKey, TestNamedDataTooShort
 //	dims whose product overflows                 ErrInvalidGraph                            TestRejectGraphValues
 //	tensor over maxStorageBufferBindingSize or
@@ -66,6 +69,7 @@
 //	tensor read before any op writes it          *OpError: ErrReadBeforeWrite, ErrInvalidGraph TestReadBeforeWrite
 //	output nothing writes                        ErrReadBeforeWrite                         TestReadBeforeWrite
 //	prepack into an aliased or constant tensor   ErrInvalidGraph / ops.ErrArg               wgdelegate.TestPrepackOutputAliasedRejected
+//	mem_obj_ids whose tensors overlap in time    not rejected: re-bound (memplan.Place)     memplan.TestPlace, FuzzPlan
 //	wrong input count, dtype, byte length        *InputError (ErrInput)                     wgdelegate.TestExecuteInputErrors
 //	input larger than its bound, other rank,
 //	SymInt input not a one-element int tensor    *InputError (ErrInput)                     TestExecuteInputBounds
