@@ -352,9 +352,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	return g, nil
 }
 
-// DeferredConstants is prepack.Deferred, kept here for callers that only
-// import graph.
-func DeferredConstants(g *serialization.Graph) map[int32]bool { return prepack.Deferred(g) }
+// DeferredConstants is prepack.Deferred with the ops' packed arguments
+// (ops.PackedArgs), kept here for callers that only import graph.
+func DeferredConstants(g *serialization.Graph) map[int32]bool {
+	return prepack.Deferred(g, ops.PackedArgs)
+}
 
 // createValues builds the per-id tensor table and checks every constant's
 // source before any buffer exists.
