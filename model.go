@@ -263,18 +263,17 @@ func (m *Model) Execute(ctx context.Context, inputs ...Tensor) ([]Tensor, error)
 		return nil, graph.ErrClosed
 	}
 	if m.direct {
-		outs, err := m.steps[0].g.Execute(ctx, toGraph(inputs))
-		return fromGraph(outs), err
+		return m.steps[0].g.Execute(ctx, inputs)
 	}
 	if len(inputs) != len(m.inputs) {
 		return nil, &graph.InputError{Index: -1, Msg: fmt.Sprintf("model takes %d inputs, got %d", len(m.inputs), len(inputs))}
 	}
-	vals := make(map[int32]graph.Tensor, len(m.inputs)+len(m.outputs))
+	vals := make(map[int32]Tensor, len(m.inputs)+len(m.outputs))
 	for i, s := range m.inputs {
-		vals[s.value] = graph.Tensor(inputs[i])
+		vals[s.value] = inputs[i]
 	}
 	for k, s := range m.steps {
-		in := make([]graph.Tensor, len(s.in))
+		in := make([]Tensor, len(s.in))
 		for j, v := range s.in {
 			in[j] = vals[v]
 		}
@@ -288,20 +287,9 @@ func (m *Model) Execute(ctx context.Context, inputs ...Tensor) ([]Tensor, error)
 	}
 	outs := make([]Tensor, len(m.outputs))
 	for i, s := range m.outputs {
-		outs[i] = Tensor(vals[s.value])
+		outs[i] = vals[s.value]
 	}
 	return outs, nil
-}
-
-func fromGraph(ts []graph.Tensor) []Tensor {
-	if ts == nil {
-		return nil
-	}
-	out := make([]Tensor, len(ts))
-	for i, t := range ts {
-		out[i] = Tensor(t)
-	}
-	return out
 }
 
 // NumInputs and NumOutputs give the model's I/O arity.

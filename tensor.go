@@ -1,19 +1,14 @@
 package wgdelegate
 
 import (
-	"encoding/binary"
-	"fmt"
-	"math"
-	"unsafe"
-
-	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // Tensor is a host tensor: an element type, a shape and the raw
-// little-endian element bytes, row-major. It has the same fields as
-// graph.Tensor and converts to and from it for free: graph.Tensor(t),
-// Tensor(gt).
+// little-endian element bytes, row-major. It is the same type as
+// graph.Tensor, so tensors pass between the two packages as they are
+// (graph.Tensor(t) and Tensor(gt) still compile, and copy nothing).
 //
 // The From* constructors and the typed accessors (Float32s, Int32s, ...)
 // are zero-copy on little-endian hosts (amd64, arm64, riscv64, wasm, ...):
@@ -21,7 +16,12 @@ import (
 // changes the other. Do not change a slice while an Execute that reads it
 // is running. On big-endian hosts, and when Data is not aligned for the
 // element type, they copy.
-type Tensor graph.Tensor
+//
+// Its methods are Numel, String ("float32 [2 3]", no data) and the typed
+// accessors Float32s, Float64s, Int32s, Int64s, Uint8s (always shared) and
+// Bools (always copied, so a stray byte never makes an invalid Go bool);
+// an accessor called on a tensor of another dtype returns an error.
+type Tensor = tensor.Tensor
 
 // DataType is a tensor element type.
 type DataType = serialization.DataType
@@ -41,95 +41,32 @@ const (
 	Int64   = serialization.Int64
 )
 
-// littleEndian is true when the host stores integers little-endian, the
-// byte order of Tensor.Data, so slices can be reinterpreted in place.
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
 // Numel returns the element count of shape (1 for a scalar, shape []).
-func Numel(shape []int64) int64 { return graph.Numel(shape) }
-
-// Numel returns the tensor's element count according to its shape.
-func (t Tensor) Numel() int64 { return graph.Numel(t.Shape) }
-
-// String describes the tensor as "float32 [2 3]" (no data).
-func (t Tensor) String() string { return fmt.Sprintf("%v %v", t.DType, t.Shape) }
-
-// asBytes reinterprets s as bytes without copying.
-func asBytes[T any](s []T) []byte {
-	if len(s) == 0 {
-		return []byte{}
-	}
-	var zero T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
-}
-
-// fromBytes reinterprets b as a []T without copying when the host is
-// little-endian and b is aligned for T; ok is false otherwise.
-func fromBytes[T any](b []byte) (s []T, ok bool) {
-	var zero T
-	size := int(unsafe.Sizeof(zero))
-	if len(b) == 0 {
-		return []T{}, true
-	}
-	if !littleEndian || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%unsafe.Alignof(zero) != 0 {
-		return nil, false
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
-}
-
-// fromValues builds a tensor of dt from values, sharing their memory on
-// little-endian hosts and encoding them with put otherwise.
-func fromValues[T any](dt DataType, shape []int64, values []T, put func([]byte, T)) Tensor {
-	shape = append([]int64{}, shape...)
-	if littleEndian {
-		return Tensor{DType: dt, Shape: shape, Data: asBytes(values)}
-	}
-	size := dt.Size()
-	b := make([]byte, size*len(values))
-	for i, v := range values {
-		put(b[size*i:], v)
-	}
-	return Tensor{DType: dt, Shape: shape, Data: b}
-}
+func Numel(shape []int64) int64 { return tensor.Numel(shape) }
 
 // FromFloat32 returns a float32 tensor of the given shape over values,
 // without copying on little-endian hosts (see Tensor). The shape is copied.
 // Shape and values are not checked against each other here: Execute rejects
 // a tensor whose shape does not hold exactly len(values) elements.
-func FromFloat32(shape []int64, values []float32) Tensor {
-	return fromValues(Float32, shape, values, func(b []byte, v float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(v)) })
-}
+func FromFloat32(shape []int64, values []float32) Tensor { return tensor.FromFloat32(shape, values) }
 
 // FromFloat64 is FromFloat32 for float64 values. The device computes in
 // float32: the values are narrowed on upload.
-func FromFloat64(shape []int64, values []float64) Tensor {
-	return fromValues(Float64, shape, values, func(b []byte, v float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(v)) })
-}
+func FromFloat64(shape []int64, values []float64) Tensor { return tensor.FromFloat64(shape, values) }
 
 // FromInt32 is FromFloat32 for int32 values.
-func FromInt32(shape []int64, values []int32) Tensor {
-	return fromValues(Int32, shape, values, func(b []byte, v int32) { binary.LittleEndian.PutUint32(b, uint32(v)) })
-}
+func FromInt32(shape []int64, values []int32) Tensor { return tensor.FromInt32(shape, values) }
 
 // FromInt64 is FromFloat32 for int64 values. The device computes in int32:
 // the values are narrowed on upload and one that does not fit is an error.
-func FromInt64(shape []int64, values []int64) Tensor {
-	return fromValues(Int64, shape, values, func(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) })
-}
+func FromInt64(shape []int64, values []int64) Tensor { return tensor.FromInt64(shape, values) }
 
 // FromBool is FromFloat32 for bool values: one byte each, 0 or 1, always
 // shared with values (a Go bool is such a byte on every host).
-func FromBool(shape []int64, values []bool) Tensor {
-	return Tensor{DType: Bool, Shape: append([]int64{}, shape...), Data: asBytes(values)}
-}
+func FromBool(shape []int64, values []bool) Tensor { return tensor.FromBool(shape, values) }
 
 // FromUint8 is FromFloat32 for uint8 values, always shared with values.
-func FromUint8(shape []int64, values []uint8) Tensor {
-	return Tensor{DType: Uint8, Shape: append([]int64{}, shape...), Data: values}
-}
+func FromUint8(shape []int64, values []uint8) Tensor { return tensor.FromUint8(shape, values) }
 
 // Float32Tensor, Int32Tensor and Int64Tensor are the older names of
 // FromFloat32, FromInt32 and FromInt64.
@@ -140,75 +77,3 @@ func Int32Tensor(shape []int64, values []int32) Tensor { return FromInt32(shape,
 
 // Int64Tensor is FromInt64.
 func Int64Tensor(shape []int64, values []int64) Tensor { return FromInt64(shape, values) }
-
-// values returns t's data as a []T after checking its dtype and length:
-// a view of Data when it can be (see Tensor), a decoded copy otherwise.
-func values[T any](t Tensor, dt DataType, get func([]byte) T) ([]T, error) {
-	if t.DType != dt {
-		return nil, fmt.Errorf("wgdelegate: tensor is %v, not %v", t.DType, dt)
-	}
-	size := dt.Size()
-	if len(t.Data)%size != 0 {
-		return nil, fmt.Errorf("wgdelegate: %v tensor has %d data bytes, not a multiple of %d", dt, len(t.Data), size)
-	}
-	if s, ok := fromBytes[T](t.Data); ok {
-		return s, nil
-	}
-	out := make([]T, len(t.Data)/size)
-	for i := range out {
-		out[i] = get(t.Data[size*i:])
-	}
-	return out, nil
-}
-
-// Float32s returns a float32 tensor's elements, sharing Data when it can
-// (see Tensor). It is an error when the tensor is of another dtype.
-func (t Tensor) Float32s() ([]float32, error) {
-	return values(t, Float32, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
-}
-
-// Float64s is Float32s for a float64 tensor.
-func (t Tensor) Float64s() ([]float64, error) {
-	return values(t, Float64, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
-}
-
-// Int32s is Float32s for an int32 tensor.
-func (t Tensor) Int32s() ([]int32, error) {
-	return values(t, Int32, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
-}
-
-// Int64s is Float32s for an int64 tensor.
-func (t Tensor) Int64s() ([]int64, error) {
-	return values(t, Int64, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
-}
-
-// Uint8s is Float32s for a uint8 tensor; it always shares Data.
-func (t Tensor) Uint8s() ([]uint8, error) {
-	if t.DType != Uint8 {
-		return nil, fmt.Errorf("wgdelegate: tensor is %v, not %v", t.DType, Uint8)
-	}
-	return t.Data, nil
-}
-
-// Bools returns a bool tensor's elements as a new slice (any non-zero byte
-// is true; bytes are copied so a stray value can never make an invalid Go
-// bool).
-func (t Tensor) Bools() ([]bool, error) {
-	if t.DType != Bool {
-		return nil, fmt.Errorf("wgdelegate: tensor is %v, not %v", t.DType, Bool)
-	}
-	out := make([]bool, len(t.Data))
-	for i, b := range t.Data {
-		out[i] = b != 0
-	}
-	return out, nil
-}
-
-// toGraph converts tensors for graph.Execute without copying data.
-func toGraph(ts []Tensor) []graph.Tensor {
-	out := make([]graph.Tensor, len(ts))
-	for i, t := range ts {
-		out[i] = graph.Tensor(t)
-	}
-	return out
-}

@@ -15,8 +15,9 @@ import (
 // and which prepack outputs their et_vk.prepack creates, the graph's inputs
 // and the tensors ops read on the host, the consumers of every value, the
 // read-before-write check, the memory plan and its limits. Every rejection
-// of a graph happens here, before the first GPU object exists. Build,
-// `wgdelegate inspect` and the load's progress totals all use it.
+// of a graph happens here, before the first GPU object exists (the
+// read-before-write error is kept in ReadBeforeWrite so that an op's own,
+// more specific, argument error can be reported first).
 type Analysis struct {
 	Graph *serialization.Graph
 	// Tensors holds each tensor value by id (nil for other values).
@@ -36,6 +37,12 @@ type Analysis struct {
 	Consumers map[int32][]int
 	// Plan is the exporter's memory plan (see package memplan).
 	Plan *memplan.Plan
+	// ReadBeforeWrite is the chain's read-before-write error (a tensor read
+	// that no input, constant or earlier op provides), or nil. Analyze
+	// returns every other rejection; Build reports this one after the ops'
+	// own argument checks, which give the more specific error when both
+	// apply, and before it makes any bind group or runs anything.
+	ReadBeforeWrite error
 }
 
 // TensorInfo is one tensor value as analysed.
@@ -75,7 +82,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	if err := ops.CheckSupported(names); err != nil {
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
-	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
 	if err := a.values(blob, named); err != nil {
 		return nil, err
 	}
@@ -109,9 +116,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	if err := a.checkDeviceLimits(lim); err != nil {
 		return nil, err
 	}
-	if err := a.checkWrites(); err != nil {
-		return nil, err
-	}
+	a.ReadBeforeWrite = a.checkWrites()
 	return a, nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -308,6 +308,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	g.warmReady() // the pipelines compiled while the weights were copied
+	// After the ops' own argument checks, which give the more specific
+	// error when both apply.
+	if a.ReadBeforeWrite != nil {
+		return nil, a.ReadBeforeWrite
+	}
 	recorded := time.Now()
 	if err := g.checkBindings(); err != nil {
 		return nil, err
@@ -341,9 +346,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	return g, nil
 }
 
-// DeferredConstants is prepack.Deferred, kept here for callers that only
-// import graph.
-func DeferredConstants(g *serialization.Graph) map[int32]bool { return prepack.Deferred(g) }
+// DeferredConstants is prepack.Deferred with the ops' packed arguments
+// (ops.PackedArgs), kept here for callers that only import graph.
+func DeferredConstants(g *serialization.Graph) map[int32]bool {
+	return prepack.Deferred(g, ops.PackedArgs)
+}
 
 // constantBytes returns a constant's bytes, resolved once by Analyze.
 func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
@@ -549,7 +556,7 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 			return err
 		}
 		host := ts.dtype
-		if i < len(hostTypes) && widens(ts.dtype, hostTypes[i]) {
+		if i < len(hostTypes) && tensor.Widens(ts.dtype, hostTypes[i]) {
 			host = hostTypes[i]
 		}
 		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st, host: host, read: len(g.reads)})
@@ -733,30 +740,6 @@ func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
 	return g.outputs[i].host, append([]int64(nil), ts.dims...)
 }
 
-// widens reports whether device dtype dev is read back as host dtype host.
-func widens(dev, host serialization.DataType) bool {
-	return (dev == serialization.Int32 && host == serialization.Int64) ||
-		(dev == serialization.Float32 && host == serialization.Float64)
-}
-
-// widen converts 32-bit device elements to their 64-bit host type.
-func widen(src []byte, dev serialization.DataType) []byte {
-	out := make([]byte, 2*len(src))
-	for k := 0; k+4 <= len(src); k += 4 {
-		w := uint32(src[k]) | uint32(src[k+1])<<8 | uint32(src[k+2])<<16 | uint32(src[k+3])<<24
-		var v uint64
-		if dev == serialization.Int32 {
-			v = uint64(int64(int32(w)))
-		} else {
-			v = math.Float64bits(float64(math.Float32frombits(w)))
-		}
-		for j := 0; j < 8; j++ {
-			out[2*k+j] = byte(v >> (8 * j))
-		}
-	}
-	return out
-}
-
 // Execute uploads inputs (in input_ids order), runs every dispatch in one
 // compute pass and one submit, and returns the outputs (in output_ids order)
 // with their live shapes.
@@ -849,7 +832,7 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 			data = make([]byte, n)
 			copy(data, m[:n])
 		} else {
-			data = widen(m[:n], ts.dtype)
+			data = tensor.Widen(m[:n], ts.dtype)
 		}
 		if err := o.staging.Unmap(); err != nil {
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
@@ -901,22 +884,14 @@ func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, e
 	switch {
 	case in.DType == ts.dtype:
 		return in.Data, nil
-	case in.DType == serialization.Int64 && ts.dtype == serialization.Int32:
-		out := g.scratch[i][:0]
-		for k := 0; k < len(in.Data); k += 8 {
-			v := int64(le64(in.Data[k:]))
-			if v < math.MinInt32 || v > math.MaxInt32 {
-				return nil, &InputError{Index: i, Msg: fmt.Sprintf("element %d = %d overflows the graph's int32 tensor", k/8, v)}
+	case tensor.Narrows(in.DType, ts.dtype):
+		out, err := tensor.Narrow(g.scratch[i][:0], in.Data, in.DType)
+		if err != nil {
+			msg := err.Error()
+			if oe := (*tensor.OverflowError)(nil); errors.As(err, &oe) {
+				msg = fmt.Sprintf("element %d = %d overflows the graph's int32 tensor", oe.Index, oe.Value)
 			}
-			out = append(out, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-		}
-		g.scratch[i] = out
-		return out, nil
-	case in.DType == serialization.Float64 && ts.dtype == serialization.Float32:
-		out := g.scratch[i][:0]
-		for k := 0; k < len(in.Data); k += 8 {
-			f := math.Float32bits(float32(math.Float64frombits(le64(in.Data[k:]))))
-			out = append(out, byte(f), byte(f>>8), byte(f>>16), byte(f>>24))
+			return nil, &InputError{Index: i, Msg: msg}
 		}
 		g.scratch[i] = out
 		return out, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
 )
@@ -345,10 +346,9 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	if flat < 0 || es == 0 || (flat+1)*es > int64(len(data)) {
 		return 0, ops.Errorf(-1, "value %d: element %d out of range", id, flat)
 	}
-	t := Tensor{DType: dt, Shape: []int64{1}, Data: data[flat*es : (flat+1)*es]}
-	v, err := t.scalar()
-	if err != nil {
-		return 0, ops.Errorf(-1, "value %d: %v", id, err)
+	v, ok := tensor.Element(dt, data[flat*es:(flat+1)*es])
+	if !ok {
+		return 0, ops.Errorf(-1, "value %d: cannot read a %v element", id, dt)
 	}
 	if ts.constant {
 		g.hostConst[hostKey{id, flat}] = v

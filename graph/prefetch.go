@@ -169,7 +169,7 @@ func (g *WebGPUGraph) warmUpEarly(pipe *gpu.Pipeline, pd *pendingDispatch) {
 	for _, b := range pipe.Layout {
 		var buf *gpu.Buffer
 		switch b {
-		case gpu.ReadOnly:
+		case shaders.ReadOnly:
 			if g.warmIn == nil {
 				var err error
 				if g.warmIn, err = g.newBuffer(gpu.Storage, warmScratchSize, "warm-up scratch"); err != nil {
@@ -177,7 +177,7 @@ func (g *WebGPUGraph) warmUpEarly(pipe *gpu.Pipeline, pd *pendingDispatch) {
 				}
 			}
 			buf = g.warmIn
-		case gpu.ReadWrite:
+		case shaders.ReadWrite:
 			for len(g.warmOut) <= outs {
 				b, err := g.newBuffer(gpu.Storage, warmScratchSize, "warm-up scratch")
 				if err != nil {
@@ -187,7 +187,7 @@ func (g *WebGPUGraph) warmUpEarly(pipe *gpu.Pipeline, pd *pendingDispatch) {
 			}
 			buf = g.warmOut[outs]
 			outs++
-		case gpu.Uniform:
+		case shaders.Uniform:
 			if pd.paramSize == 0 {
 				return
 			}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -41,7 +40,7 @@ func TestDeferral(t *testing.T) {
 	b.Op("aten.some_list_op.default", b.ValueList(listed, x), b.Tensor(serialization.Float32, []uint32{2}, -1))
 	b.Inputs(x)
 	b.Outputs(output)
-	all := Deferred(b.Graph())
+	all := Deferred(b.Graph(), nil)
 	got := map[int32]bool{} // the constants among them
 	for id := range all {
 		if b.Graph().Values[id].Tensor.IsConstant() {
@@ -65,9 +64,13 @@ func TestDeferral(t *testing.T) {
 	}
 }
 
-// test.packed_read [w, out] reads w only through PackWeight.
-func init() {
-	ops.RegisterOp(ops.Op{Name: "test.packed_read", Packed: []int{0}, Run: func(ops.Builder, []int32) error { return nil }})
+// testPacked says that test.packed_read [w, out] reads w only through
+// PackWeight.
+func testPacked(op string) []int {
+	if op == "test.packed_read" {
+		return []int{0}
+	}
+	return nil
 }
 
 // TestDeferredPrepackOutputs: a dedicated prepack output whose only uses
@@ -97,7 +100,7 @@ func TestDeferredPrepackOutputs(t *testing.T) {
 	b.Op("et_vk.prepack.default", c2, twice)
 	b.Op("test.packed_read", twice, out())
 	b.Outputs(graphOut)
-	got := Deferred(b.Graph())
+	got := Deferred(b.Graph(), testPacked)
 	for _, tc := range []struct {
 		name string
 		id   int32

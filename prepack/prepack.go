@@ -3,7 +3,6 @@ package prepack
 import (
 	"slices"
 
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -13,7 +12,7 @@ const Op = "et_vk.prepack.default"
 // Deferred returns the tensors that get no buffer of their own:
 //
 //   - constants whose only uses are as arg 0 of et_vk.prepack.default, or
-//     as an argument an op reads through PackWeight (ops.Op.Packed):
+//     as a packed argument, one an op reads only through PackWeight:
 //     Build writes them straight into each prepack output, or packs them;
 //   - prepack outputs (arg 1 of et_vk.prepack.default, dedicated:
 //     mem_obj_id -1) whose only uses are such packed arguments: the op packs
@@ -21,8 +20,14 @@ const Op = "et_vk.prepack.default"
 //
 // Every other argument of every op is a direct use, ValueList items
 // included, and so is every graph input and output. Build and the CLI's
-// inspect both use it, so they agree.
-func Deferred(g *serialization.Graph) map[int32]bool {
+// inspect both use it (through graph.DeferredConstants), so they agree.
+//
+// packed lists the argument indices op reads only through PackWeight; the
+// graph passes ops.PackedArgs, the registry the ops fill
+// (ops.RegisterPacked). It is a function value rather than an import so
+// that prepack stays free of ops and of everything ops links. A nil packed
+// means no op has packed arguments.
+func Deferred(g *serialization.Graph, packed func(op string) []int) map[int32]bool {
 	n := int32(len(g.Values))
 	prepackSrc := map[int32]bool{}
 	prepackDst := map[int32]bool{}
@@ -44,9 +49,12 @@ func Deferred(g *serialization.Graph) map[int32]bool {
 			prepackDst[op.Args[1]] = true
 			continue
 		}
-		packed := ops.PackedArgs(op.Name)
+		var pargs []int
+		if packed != nil {
+			pargs = packed(op.Name)
+		}
 		for i, a := range op.Args {
-			if i < len(op.Args)-1 && slices.Contains(packed, i) && a >= 0 && a < n && g.Values[a].Kind == serialization.KindTensor {
+			if i < len(op.Args)-1 && slices.Contains(pargs, i) && a >= 0 && a < n && g.Values[a].Kind == serialization.KindTensor {
 				prepackSrc[a] = true // a packed use: the op makes its own buffer
 				continue
 			}

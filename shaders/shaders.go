@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 )
 
 //go:embed *.wgsl common.tmpl
@@ -38,12 +36,41 @@ func args(kv ...any) (map[string]any, error) {
 	return m, nil
 }
 
+// Binding is the kind of one binding in a kernel's single bind group. The
+// GPU seam (internal/gpu) turns it into the device's buffer binding type
+// when it creates the bind group layout; its numeric values are part of a
+// pipeline's content key, and so of packed-weight cache seeds: do not
+// renumber them.
+type Binding uint8
+
+// Binding kinds. Every kernel binds its inputs (ReadOnly), then its outputs
+// (ReadWrite), then at most one Uniform params block, at bindings 0, 1, 2...
+const (
+	ReadOnly Binding = iota
+	ReadWrite
+	Uniform
+)
+
+// String returns the short name of b ("ro", "rw" or "u"), as it appears in
+// kernel cache keys.
+func (b Binding) String() string {
+	switch b {
+	case ReadOnly:
+		return "ro"
+	case ReadWrite:
+		return "rw"
+	case Uniform:
+		return "u"
+	}
+	return "?"
+}
+
 // Kernel is a rendered WGSL compute kernel ready for pipeline creation.
 type Kernel struct {
 	Name   string // file name plus variant, for labels and errors
 	Source string
 	Entry  string
-	Layout []gpu.BindingType
+	Layout []Binding
 	// WorkgroupSize is the invocation count of one workgroup, as rendered.
 	WorkgroupSize uint32
 }
@@ -57,7 +84,7 @@ var (
 // Render renders file (a .wgsl template) with data and returns the kernel.
 // data must format deterministically with %v (a struct of scalars); the
 // rendered kernel is cached by file and data.
-func Render(file string, data any, entry string, layout []gpu.BindingType, wg uint32) (*Kernel, error) {
+func Render(file string, data any, entry string, layout []Binding, wg uint32) (*Kernel, error) {
 	key := fmt.Sprintf("%s|%#v|%s|%v|%d", file, data, entry, layout, wg)
 	tmplMu.Lock()
 	defer tmplMu.Unlock()
@@ -77,7 +104,7 @@ func Render(file string, data any, entry string, layout []gpu.BindingType, wg ui
 		return nil, fmt.Errorf("shaders: render %s: %w", file, err)
 	}
 	k := &Kernel{Name: fmt.Sprintf("%s%+v", file, data), Source: buf.String(), Entry: entry,
-		Layout: append([]gpu.BindingType(nil), layout...), WorkgroupSize: wg}
+		Layout: append([]Binding(nil), layout...), WorkgroupSize: wg}
 	cache[key] = k
 	return k, nil
 }
@@ -105,16 +132,16 @@ func parse(file string) (*template.Template, error) {
 
 // Layout builds the standard binding layout: nIn read-only storage buffers,
 // nOut read-write storage buffers, then a uniform block if params is true.
-func Layout(nIn, nOut int, params bool) []gpu.BindingType {
-	l := make([]gpu.BindingType, 0, nIn+nOut+1)
+func Layout(nIn, nOut int, params bool) []Binding {
+	l := make([]Binding, 0, nIn+nOut+1)
 	for i := 0; i < nIn; i++ {
-		l = append(l, gpu.ReadOnly)
+		l = append(l, ReadOnly)
 	}
 	for i := 0; i < nOut; i++ {
-		l = append(l, gpu.ReadWrite)
+		l = append(l, ReadWrite)
 	}
 	if params {
-		l = append(l, gpu.Uniform)
+		l = append(l, Uniform)
 	}
 	return l
 }

@@ -104,7 +104,7 @@ func emit(dir string) error {
 			return err
 		}
 		for i, in := range m.Inputs {
-			if err := npy.WriteFile(filepath.Join(d, fmt.Sprintf("input_%d.npy", i)), graph.Tensor(in)); err != nil {
+			if err := npy.WriteFile(filepath.Join(d, fmt.Sprintf("input_%d.npy", i)), in); err != nil {
 				return err
 			}
 		}
@@ -121,7 +121,7 @@ func emit(dir string) error {
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 		for i, o := range outs {
-			if err := npy.WriteFile(filepath.Join(d, fmt.Sprintf("out_%d.npy", i)), graph.Tensor(o)); err != nil {
+			if err := npy.WriteFile(filepath.Join(d, fmt.Sprintf("out_%d.npy", i)), o); err != nil {
 				return err
 			}
 		}
@@ -226,7 +226,7 @@ func benchDir(dir string, iters int) error {
 		if err != nil {
 			return err
 		}
-		in = append(in, wgdelegate.Tensor(t))
+		in = append(in, t)
 	}
 	t0 := time.Now()
 	m, err := dev.LoadFile(ctx, filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd"))

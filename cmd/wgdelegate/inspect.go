@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/memplan"
-	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -255,7 +255,7 @@ func newGraphInfo(g *serialization.Graph) *graphInfo {
 			in.users[v.Tensor.ConstantID] = append(in.users[v.Tensor.ConstantID], id)
 		}
 	}
-	in.deferred = prepack.Deferred(g)
+	in.deferred = graph.DeferredConstants(g)
 	return in
 }
 

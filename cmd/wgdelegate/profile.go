@@ -141,7 +141,7 @@ func readInputs(paths []string) ([]wgdelegate.Tensor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
-		inputs[i] = wgdelegate.Tensor(t)
+		inputs[i] = t
 	}
 	return inputs, nil
 }

@@ -83,7 +83,7 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
 		}
-		inputs[i] = wgdelegate.Tensor(t)
+		inputs[i] = t
 	}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
@@ -131,7 +131,7 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	tab := newTable(stdout)
 	for i, t := range outs {
 		p := filepath.Join(o.outDir, fmt.Sprintf("output_%d.npy", i))
-		if err := npy.WriteFile(p, graph.Tensor(t)); err != nil {
+		if err := npy.WriteFile(p, t); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
 		}
 		tab.row(p, t.DType, list(t.Shape))

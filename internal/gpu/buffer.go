@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // BufferKind selects a buffer's usage flags.
@@ -513,7 +515,7 @@ func (d *Device) NewBindGroup(p *Pipeline, entries []BindEntry, label string) (*
 		if size == 0 {
 			size = e.Buf.size - e.Offset
 		}
-		if p.Layout[i] != Uniform && size > d.limits.MaxStorageBufferBindingSize {
+		if p.Layout[i] != shaders.Uniform && size > d.limits.MaxStorageBufferBindingSize {
 			return nil, &Error{Op: "create bind group " + label, Err: fmt.Errorf("binding %d is %d bytes, over the device's %d-byte storage binding limit", i, size, d.limits.MaxStorageBufferBindingSize)}
 		}
 		es[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: e.Buf.b, Offset: e.Offset, Size: size}

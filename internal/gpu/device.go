@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // ErrClosed is returned by operations on a closed Device.
@@ -288,33 +290,10 @@ func (d *Device) Close() error {
 	return nil
 }
 
-// BindingType is the kind of one binding in a kernel's single bind group.
-type BindingType uint8
-
-// Binding kinds. Every kernel binds its inputs (ReadOnly), then its outputs
-// (ReadWrite), then at most one Uniform params block, at bindings 0, 1, 2...
-const (
-	ReadOnly BindingType = iota
-	ReadWrite
-	Uniform
-)
-
-func (b BindingType) String() string {
-	switch b {
-	case ReadOnly:
-		return "ro"
-	case ReadWrite:
-		return "rw"
-	case Uniform:
-		return "u"
-	}
-	return "?"
-}
-
 // Pipeline is a compute pipeline and its explicit bind group layout.
 type Pipeline struct {
 	Key      string // content hash of source, entry point and layout
-	Layout   []BindingType
+	Layout   []shaders.Binding
 	pipe     *wgpu.ComputePipeline
 	bgl      *wgpu.BindGroupLayout
 	plLayout *wgpu.PipelineLayout
@@ -334,7 +313,7 @@ func (p *Pipeline) release() {
 
 // PipelineKey is the content-stable identity of a pipeline: the SHA-256 of
 // the final WGSL source, the entry point and the binding layout.
-func PipelineKey(source, entry string, layout []BindingType) string {
+func PipelineKey(source, entry string, layout []shaders.Binding) string {
 	h := sha256.New()
 	h.Write([]byte(source))
 	h.Write([]byte{0})
@@ -354,12 +333,12 @@ func sourceKey(source string) string {
 // PipelineSpec describes one compute pipeline.
 type PipelineSpec struct {
 	Label, Source, Entry string
-	Layout               []BindingType
+	Layout               []shaders.Binding
 }
 
 // Pipeline returns the cached pipeline for (source, entry, layout), creating
 // it on first use.
-func (d *Device) Pipeline(label, source, entry string, layout []BindingType) (*Pipeline, error) {
+func (d *Device) Pipeline(label, source, entry string, layout []shaders.Binding) (*Pipeline, error) {
 	ps, err := d.Pipelines([]PipelineSpec{{Label: label, Source: source, Entry: entry, Layout: layout}})
 	if err != nil {
 		return nil, err
@@ -502,6 +481,20 @@ func (d *Device) pipelinesFor(specs []PipelineSpec, prefetch bool) ([]*Pipeline,
 	return out, nil
 }
 
+// bufferBindingType is the WebGPU buffer binding type of a kernel binding.
+// It is the only place a shaders.Binding becomes a wgpu type, so shaders,
+// and the packages that only render kernels, need not link the cgo wgpu
+// package.
+func bufferBindingType(b shaders.Binding) wgpu.BufferBindingType {
+	switch b {
+	case shaders.ReadWrite:
+		return wgpu.BufferBindingTypeStorage
+	case shaders.Uniform:
+		return wgpu.BufferBindingTypeUniform
+	}
+	return wgpu.BufferBindingTypeReadOnlyStorage
+}
+
 // createPipeline compiles one pipeline; it runs without d.mu (Close waits
 // for it through d.creating).
 func (d *Device) createPipeline(key string, sp PipelineSpec) (*Pipeline, error) {
@@ -515,15 +508,8 @@ func (d *Device) createPipeline(key string, sp PipelineSpec) (*Pipeline, error) 
 	}
 	entries := make([]wgpu.BindGroupLayoutEntry, len(sp.Layout))
 	for i, b := range sp.Layout {
-		t := wgpu.BufferBindingTypeReadOnlyStorage
-		switch b {
-		case ReadWrite:
-			t = wgpu.BufferBindingTypeStorage
-		case Uniform:
-			t = wgpu.BufferBindingTypeUniform
-		}
 		entries[i] = wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
-			Buffer: wgpu.BufferBindingLayout{Type: t}}
+			Buffer: wgpu.BufferBindingLayout{Type: bufferBindingType(b)}}
 	}
 	bgl, err := d.dev.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: label, Entries: entries})
 	if err != nil {
@@ -547,5 +533,5 @@ func (d *Device) createPipeline(key string, sp PipelineSpec) (*Pipeline, error) 
 		mod.Release()
 		return nil, &Error{Op: "create compute pipeline " + label, Err: err}
 	}
-	return &Pipeline{Key: key, Layout: append([]BindingType(nil), sp.Layout...), pipe: pipe, bgl: bgl, plLayout: pl, mod: mod}, nil
+	return &Pipeline{Key: key, Layout: append([]shaders.Binding(nil), sp.Layout...), pipe: pipe, bgl: bgl, plLayout: pl, mod: mod}, nil
 }

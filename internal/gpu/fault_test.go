@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // TestDeviceLoss: after the device is lost, runs, writes and new objects
@@ -14,7 +16,7 @@ func TestDeviceLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestDeviceLoss(t *testing.T) {
 		t.Fatalf("new device after a loss: %v", err)
 	}
 	defer d2.Close()
-	if _, err := d2.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite}); err != nil {
+	if _, err := d2.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 var testDev *Device
@@ -35,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // dispatch its own usage scope, so the result must be exactly 500.
 func TestReadAfterWriteInOnePass(t *testing.T) {
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestReadAfterWriteInOnePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pipeline is cached by content: asking again returns the same one.
-	p2, err := d.Pipeline("other label", incWGSL, "main", []BindingType{ReadWrite})
+	p2, err := d.Pipeline("other label", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil || p2 != p {
 		t.Fatalf("pipeline not reused: %v", err)
 	}
@@ -168,7 +170,7 @@ func TestStagingMisuse(t *testing.T) {
 // handler; the device stays usable.
 func TestSubmitValidationErrorIsReturned(t *testing.T) {
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // busyWGSL adds 1 to every element after a long, data-dependent loop (60000
@@ -30,7 +32,7 @@ func TestRunPastFiveSeconds(t *testing.T) {
 		t.Skip("takes over 5 s")
 	}
 	d := testDev
-	p, err := d.Pipeline("busy", busyWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("busy", busyWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package gpu
 import (
 	"context"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // TestManyDevices opens and closes devices repeatedly in one process, which
@@ -13,7 +15,7 @@ func TestManyDevices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite}); err != nil {
+		if _, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite}); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Close(); err != nil {

@@ -3,6 +3,8 @@ package gpu
 import (
 	"context"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // profileProgram prepares three dispatches of the inc kernel over n words,
@@ -10,7 +12,7 @@ import (
 func profileProgram(t *testing.T, n int) *Program {
 	t.Helper()
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // uploadDevices returns the shared device and, when it has direct uploads,
@@ -137,7 +139,7 @@ func TestBeginFinishUpload(t *testing.T) {
 			checkUploaded(t, d, bufs[1], uint64(len(again))+7, again)
 
 			// A dispatch reads and writes an uploaded buffer.
-			p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+			p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +190,7 @@ func TestBeginFinishUpload(t *testing.T) {
 func TestPrefetch(t *testing.T) {
 	d := testDev
 	src := incWGSL + "\n// prefetch test\n"
-	spec := PipelineSpec{Label: "prefetched", Source: src, Entry: "main", Layout: []BindingType{ReadWrite}}
+	spec := PipelineSpec{Label: "prefetched", Source: src, Entry: "main", Layout: []shaders.Binding{shaders.ReadWrite}}
 	before := d.PipelineStats()
 	ps := d.Prefetch([]PipelineSpec{spec})
 	if ps[0] == nil {
@@ -227,7 +229,7 @@ func TestPrefetch(t *testing.T) {
 // (and waits for) its work, the queue being in order.
 func TestSubmitThenRun(t *testing.T) {
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []BindingType{ReadWrite})
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

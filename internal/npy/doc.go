@@ -1,4 +1,5 @@
-// Package npy reads and writes NumPy .npy files as graph.Tensor values.
+// Package npy reads and writes NumPy .npy files as host tensors
+// (internal/tensor.Tensor, which wgdelegate.Tensor and graph.Tensor alias).
 //
 // The format (numpy.lib.format, "NEP 1") is a 6-byte magic "\x93NUMPY", a
 // major and minor version byte, a little-endian header length (uint16 in

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -54,28 +54,28 @@ func arange32(n int) []byte {
 // so the writer must reproduce it byte for byte.
 var goldens = []struct {
 	file  string
-	want  graph.Tensor
+	want  tensor.Tensor
 	write bool
 }{
-	{"f4_2x3.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{2, 3}, Data: arange32(6)}, true},
-	{"f4_scalar.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{}, Data: f32s(1.5)}, true},
-	{"f4_empty.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{0, 3}, Data: []byte{}}, true},
-	{"f4_1d.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{3}, Data: f32s(-1, 0.5, 3.25)}, true},
-	{"f4_4d.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{1, 2, 3, 20}, Data: arange32(120)}, true},
-	{"f4_15d.npy", graph.Tensor{DType: serialization.Float32, Shape: slices.Repeat([]int64{1}, 15), Data: f32s(7)}, true},
-	{"i4_2x2.npy", graph.Tensor{DType: serialization.Int32, Shape: []int64{2, 2}, Data: le[int32](1, -2, 3, math.MaxInt32)}, true},
-	{"i8_3.npy", graph.Tensor{DType: serialization.Int64, Shape: []int64{3}, Data: le[int64](-9007199254740993, 0, 42)}, true},
-	{"i8_big.npy", graph.Tensor{DType: serialization.Int64, Shape: []int64{1, 2}, Data: le[int64](123456789012, 123456789013)}, true},
-	{"b1_4.npy", graph.Tensor{DType: serialization.Bool, Shape: []int64{4}, Data: []byte{1, 0, 0, 1}}, true},
-	{"f8_2.npy", graph.Tensor{DType: serialization.Float64, Shape: []int64{2}, Data: f64s(0.1, -2.5)}, true},
-	{"u1_3.npy", graph.Tensor{DType: serialization.Uint8, Shape: []int64{3}, Data: []byte{0, 128, 255}}, true},
-	{"i1_3.npy", graph.Tensor{DType: serialization.Int8, Shape: []int64{3}, Data: le[int8](-128, 0, 127)}, true},
-	{"f2_2.npy", graph.Tensor{DType: serialization.Float16, Shape: []int64{2}, Data: le[uint16](0x3c00, 0xc000)}, true},
-	{"f4_v2.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{4}, Data: arange32(4)}, false},
-	{"f4_v3.npy", graph.Tensor{DType: serialization.Float32, Shape: []int64{4}, Data: arange32(4)}, false},
+	{"f4_2x3.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{2, 3}, Data: arange32(6)}, true},
+	{"f4_scalar.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{}, Data: f32s(1.5)}, true},
+	{"f4_empty.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{0, 3}, Data: []byte{}}, true},
+	{"f4_1d.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{3}, Data: f32s(-1, 0.5, 3.25)}, true},
+	{"f4_4d.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{1, 2, 3, 20}, Data: arange32(120)}, true},
+	{"f4_15d.npy", tensor.Tensor{DType: serialization.Float32, Shape: slices.Repeat([]int64{1}, 15), Data: f32s(7)}, true},
+	{"i4_2x2.npy", tensor.Tensor{DType: serialization.Int32, Shape: []int64{2, 2}, Data: le[int32](1, -2, 3, math.MaxInt32)}, true},
+	{"i8_3.npy", tensor.Tensor{DType: serialization.Int64, Shape: []int64{3}, Data: le[int64](-9007199254740993, 0, 42)}, true},
+	{"i8_big.npy", tensor.Tensor{DType: serialization.Int64, Shape: []int64{1, 2}, Data: le[int64](123456789012, 123456789013)}, true},
+	{"b1_4.npy", tensor.Tensor{DType: serialization.Bool, Shape: []int64{4}, Data: []byte{1, 0, 0, 1}}, true},
+	{"f8_2.npy", tensor.Tensor{DType: serialization.Float64, Shape: []int64{2}, Data: f64s(0.1, -2.5)}, true},
+	{"u1_3.npy", tensor.Tensor{DType: serialization.Uint8, Shape: []int64{3}, Data: []byte{0, 128, 255}}, true},
+	{"i1_3.npy", tensor.Tensor{DType: serialization.Int8, Shape: []int64{3}, Data: le[int8](-128, 0, 127)}, true},
+	{"f2_2.npy", tensor.Tensor{DType: serialization.Float16, Shape: []int64{2}, Data: le[uint16](0x3c00, 0xc000)}, true},
+	{"f4_v2.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{4}, Data: arange32(4)}, false},
+	{"f4_v3.npy", tensor.Tensor{DType: serialization.Float32, Shape: []int64{4}, Data: arange32(4)}, false},
 }
 
-func sameTensor(a, b graph.Tensor) bool {
+func sameTensor(a, b tensor.Tensor) bool {
 	return a.DType == b.DType && slices.Equal(a.Shape, b.Shape) && bytes.Equal(a.Data, b.Data)
 }
 
@@ -136,7 +136,7 @@ func TestGoldenInline(t *testing.T) {
 	// 10 prefix bytes + header (dict, spaces, '\n') = 128.
 	header := dict + strings.Repeat(" ", 128-10-len(dict)-1) + "\n"
 	want := append([]byte("\x93NUMPY\x01\x00\x76\x00"+header), arange32(6)...)
-	got, err := Encode(graph.Float32Tensor([]int64{2, 3}, []float32{0, 1, 2, 3, 4, 5}))
+	got, err := Encode(tensor.FromFloat32([]int64{2, 3}, []float32{0, 1, 2, 3, 4, 5}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +150,13 @@ func TestGoldenInline(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	cases := []graph.Tensor{
-		graph.Float32Tensor([]int64{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0}),
-		graph.Float32Tensor([]int64{}, []float32{42}),
-		graph.Float32Tensor([]int64{0}, nil),
-		graph.Float32Tensor([]int64{3, 0, 2}, nil),
-		graph.Int32Tensor([]int64{4}, []int32{math.MinInt32, -1, 0, math.MaxInt32}),
-		graph.Int64Tensor([]int64{1, 1, 2}, []int64{math.MinInt64, math.MaxInt64}),
+	cases := []tensor.Tensor{
+		tensor.FromFloat32([]int64{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0}),
+		tensor.FromFloat32([]int64{}, []float32{42}),
+		tensor.FromFloat32([]int64{0}, nil),
+		tensor.FromFloat32([]int64{3, 0, 2}, nil),
+		tensor.FromInt32([]int64{4}, []int32{math.MinInt32, -1, 0, math.MaxInt32}),
+		tensor.FromInt64([]int64{1, 1, 2}, []int64{math.MinInt64, math.MaxInt64}),
 		{DType: serialization.Bool, Shape: []int64{2, 2}, Data: []byte{0, 1, 1, 0}},
 		{DType: serialization.Float64, Shape: []int64{1}, Data: f64s(math.Pi)},
 		{DType: serialization.Uint8, Shape: []int64{5}, Data: []byte{0, 1, 2, 254, 255}},
@@ -164,7 +164,7 @@ func TestRoundTrip(t *testing.T) {
 		{DType: serialization.Float16, Shape: []int64{1}, Data: le[uint16](0x3c00)},
 		// Long enough that the header dict alone crosses 64 bytes, and a
 		// first axis wide enough to shrink the growth padding.
-		graph.Float32Tensor([]int64{1234567890, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, nil),
+		tensor.FromFloat32([]int64{1234567890, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, nil),
 	}
 	for i, tc := range cases {
 		b, err := Encode(tc)
@@ -190,7 +190,7 @@ func TestRoundTrip(t *testing.T) {
 func TestWriteFileRoundTrip(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.npy")
-	want := graph.Int64Tensor([]int64{2}, []int64{7, -7})
+	want := tensor.FromInt64([]int64{2}, []int64{7, -7})
 	if err := WriteFile(path, want); err != nil {
 		t.Fatal(err)
 	}
@@ -204,15 +204,15 @@ func TestWriteFileRoundTrip(t *testing.T) {
 func TestReadConsecutive(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	a := graph.Float32Tensor([]int64{2}, []float32{1, 2})
-	b := graph.Int32Tensor([]int64{1}, []int32{3})
+	a := tensor.FromFloat32([]int64{2}, []float32{1, 2})
+	b := tensor.FromInt32([]int64{1}, []int32{3})
 	if err := Write(&buf, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := Write(&buf, b); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []graph.Tensor{a, b} {
+	for i, want := range []tensor.Tensor{a, b} {
 		got, err := Read(&buf)
 		if err != nil || !sameTensor(got, want) {
 			t.Fatalf("array %d: %v, %v", i, got, err)
@@ -227,14 +227,14 @@ func TestWriteRejects(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		t    graph.Tensor
+		t    tensor.Tensor
 		want error
 	}{
-		{"unset dtype", graph.Tensor{DType: serialization.Unset, Shape: []int64{1}, Data: []byte{0}}, ErrUnsupportedDType},
-		{"short data", graph.Tensor{DType: serialization.Float32, Shape: []int64{2}, Data: make([]byte, 4)}, ErrDataLength},
-		{"long data", graph.Tensor{DType: serialization.Float32, Shape: []int64{}, Data: make([]byte, 8)}, ErrDataLength},
-		{"too many dims", graph.Tensor{DType: serialization.Bool, Shape: make([]int64, MaxDims+1), Data: nil}, ErrLimit},
-		{"overflow", graph.Tensor{DType: serialization.Int64, Shape: []int64{1 << 40, 1 << 40}}, ErrLimit},
+		{"unset dtype", tensor.Tensor{DType: serialization.Unset, Shape: []int64{1}, Data: []byte{0}}, ErrUnsupportedDType},
+		{"short data", tensor.Tensor{DType: serialization.Float32, Shape: []int64{2}, Data: make([]byte, 4)}, ErrDataLength},
+		{"long data", tensor.Tensor{DType: serialization.Float32, Shape: []int64{}, Data: make([]byte, 8)}, ErrDataLength},
+		{"too many dims", tensor.Tensor{DType: serialization.Bool, Shape: make([]int64, MaxDims+1), Data: nil}, ErrLimit},
+		{"overflow", tensor.Tensor{DType: serialization.Int64, Shape: []int64{1 << 40, 1 << 40}}, ErrLimit},
 	}
 	for i, tc := range cases {
 		_, err := Encode(tc.t)
@@ -242,7 +242,7 @@ func TestWriteRejects(t *testing.T) {
 			t.Errorf("%d %s: err %v, want %v", i, tc.name, err, tc.want)
 		}
 	}
-	if _, err := Encode(graph.Tensor{DType: serialization.Float32, Shape: []int64{-1}}); err == nil {
+	if _, err := Encode(tensor.Tensor{DType: serialization.Float32, Shape: []int64{-1}}); err == nil {
 		t.Errorf("negative dim accepted")
 	}
 }
@@ -410,7 +410,7 @@ func TestHeaderLiteralVariants(t *testing.T) {
 		{"{'descr': '<f4', 'fortran_order': False, 'shape': (+2,), }", []int64{2}},
 	}
 	for i, tc := range cases {
-		n := graph.Numel(tc.shape)
+		n := tensor.Numel(tc.shape)
 		got, err := Decode(npyFile(tc.dict, arange32(int(n))))
 		if err != nil || !slices.Equal(got.Shape, tc.shape) {
 			t.Errorf("%d %s: %v %v", i, tc.dict, got.Shape, err)
@@ -425,7 +425,7 @@ func TestHeaderLiteralVariants(t *testing.T) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	data, err := Encode(graph.Float32Tensor([]int64{1024, 1024}, make([]float32, 1<<20)))
+	data, err := Encode(tensor.FromFloat32([]int64{1024, 1024}, make([]float32, 1<<20)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	data, err := Encode(graph.Float32Tensor([]int64{1024, 1024}, make([]float32, 1<<20)))
+	data, err := Encode(tensor.FromFloat32([]int64{1024, 1024}, make([]float32, 1<<20)))
 	if err != nil {
 		b.Fatal(err)
 	}

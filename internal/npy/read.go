@@ -9,7 +9,7 @@ import (
 	"os"
 	"unicode/utf8"
 
-	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -44,7 +44,7 @@ type Header struct {
 }
 
 // Numel returns the element count of the header's shape (1 for 0-d).
-func (h *Header) Numel() int64 { return graph.Numel(h.Shape) }
+func (h *Header) Numel() int64 { return tensor.Numel(h.Shape) }
 
 // NBytes returns the data size the header promises.
 func (h *Header) NBytes() int64 { return h.Numel() * int64(h.DType.Size()) }
@@ -261,49 +261,49 @@ func (h *Header) parseDict(buf []byte, off int64) error {
 // Read reads one array from r and leaves r just past its data, so several
 // arrays written back to back can be read in turn. Use Decode or ReadFile to
 // also reject trailing bytes.
-func Read(r io.Reader) (graph.Tensor, error) {
+func Read(r io.Reader) (tensor.Tensor, error) {
 	h, err := ReadHeader(r)
 	if err != nil {
-		return graph.Tensor{}, err
+		return tensor.Tensor{}, err
 	}
 	n := h.NBytes()
 	// Grow the buffer as bytes arrive rather than trusting the header's size.
 	var buf bytes.Buffer
 	got, err := io.Copy(&buf, io.LimitReader(r, n))
 	if err != nil {
-		return graph.Tensor{}, fmt.Errorf("npy: reading data: %w", err)
+		return tensor.Tensor{}, fmt.Errorf("npy: reading data: %w", err)
 	}
 	if got != n {
-		return graph.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, got)
+		return tensor.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, got)
 	}
-	return graph.Tensor{DType: h.DType, Shape: h.Shape, Data: buf.Bytes()}, nil
+	return tensor.Tensor{DType: h.DType, Shape: h.Shape, Data: buf.Bytes()}, nil
 }
 
 // Decode decodes a whole .npy file held in b. The data must end exactly
 // where the shape says. The returned tensor's Data aliases b.
-func Decode(b []byte) (graph.Tensor, error) {
+func Decode(b []byte) (tensor.Tensor, error) {
 	r := bytes.NewReader(b)
 	h, err := ReadHeader(r)
 	if err != nil {
-		return graph.Tensor{}, err
+		return tensor.Tensor{}, err
 	}
 	n, have := h.NBytes(), int64(len(b))-h.DataOffset
 	if have != n {
-		return graph.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, have)
+		return tensor.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, have)
 	}
 	end := h.DataOffset + n
-	return graph.Tensor{DType: h.DType, Shape: h.Shape, Data: b[h.DataOffset:end:end]}, nil
+	return tensor.Tensor{DType: h.DType, Shape: h.Shape, Data: b[h.DataOffset:end:end]}, nil
 }
 
 // ReadFile reads the .npy file at path, which must hold exactly one array.
-func ReadFile(path string) (graph.Tensor, error) {
+func ReadFile(path string) (tensor.Tensor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return graph.Tensor{}, err
+		return tensor.Tensor{}, err
 	}
 	t, err := Decode(b)
 	if err != nil {
-		return graph.Tensor{}, fmt.Errorf("%s: %w", path, err)
+		return tensor.Tensor{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

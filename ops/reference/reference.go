@@ -1,15 +1,16 @@
 // Package reference is an independent plain-Go interpreter for VkGraphs,
 // used as the ground truth in the op conformance suite. It shares nothing
-// with the GPU path but the argument accessors (ops.Values): every op is
-// written again here, straightforwardly, in float64.
+// with the GPU path but the argument accessors (ops.Values) and the host
+// element codec (internal/tensor): every op is written again here,
+// straightforwardly, in float64.
 package reference
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
 
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -23,13 +24,7 @@ type Tensor struct {
 }
 
 // Numel returns the element count.
-func (t *Tensor) Numel() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
+func (t *Tensor) Numel() int64 { return tensor.Numel(t.Shape) }
 
 // New returns a zero tensor.
 func New(dt serialization.DataType, shape []int64) *Tensor {
@@ -46,23 +41,11 @@ func Decode(dt serialization.DataType, shape []int64, data []byte) (*Tensor, err
 		return nil, fmt.Errorf("reference: %d bytes for %v %v", len(data), dt, shape)
 	}
 	for i := range t.V {
-		b := data[i*es:]
-		switch dt {
-		case serialization.Float32:
-			t.V[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
-		case serialization.Float64:
-			t.V[i] = math.Float64frombits(binary.LittleEndian.Uint64(b))
-		case serialization.Int32:
-			t.V[i] = float64(int32(binary.LittleEndian.Uint32(b)))
-		case serialization.Int64:
-			t.V[i] = float64(int64(binary.LittleEndian.Uint64(b)))
-		case serialization.Int8:
-			t.V[i] = float64(int8(b[0]))
-		case serialization.Uint8, serialization.Bool:
-			t.V[i] = float64(b[0])
-		default:
+		v, ok := tensor.Element(dt, data[i*es:])
+		if !ok {
 			return nil, fmt.Errorf("reference: cannot decode %v", dt)
 		}
+		t.V[i] = v
 	}
 	return t, nil
 }
@@ -72,23 +55,7 @@ func (t *Tensor) Encode() []byte {
 	es := t.DType.Size()
 	out := make([]byte, len(t.V)*es)
 	for i, v := range t.V {
-		b := out[i*es:]
-		switch t.DType {
-		case serialization.Float32:
-			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-		case serialization.Float64:
-			binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-		case serialization.Int32:
-			binary.LittleEndian.PutUint32(b, uint32(int32(v)))
-		case serialization.Int64:
-			binary.LittleEndian.PutUint64(b, uint64(int64(v)))
-		case serialization.Int8, serialization.Uint8:
-			b[0] = byte(int64(v))
-		case serialization.Bool:
-			if v != 0 {
-				b[0] = 1
-			}
-		}
+		tensor.PutElement(t.DType, out[i*es:], v)
 	}
 	return out
 }
