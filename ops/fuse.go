@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -53,7 +52,10 @@ type bufferSharer interface {
 }
 
 // fuseUnary maps the op names a chain may absorb as unary steps to
-// unaryOp's short names.
+// unaryOp's short names. Each float32 formula (after unaryTypes renamed
+// gelu to gelu_tanh where asked) is the one of shaders/unary_formulas.tmpl
+// that the unfused unary kernel also renders, so a fused step computes the
+// same float32 operations in the same order as the op alone.
 var fuseUnary = map[string]string{}
 
 // fuseBinary maps the binary op names a chain may absorb.
@@ -84,31 +86,6 @@ func fuseBinaryName(op string, layout binaryLayout) string {
 type fuseBin struct {
 	op     string
 	layout binaryLayout
-}
-
-// fuseUnaryExpr is each fusable unary formula (after unaryTypes renamed
-// gelu to gelu_tanh where asked), as in unary.wgsl: T is the value type and
-// P the step's scalars (x, y: bounds, slope, lambd).
-var fuseUnaryExpr = map[string]string{
-	"abs":         "abs(v)",
-	"neg":         "-v",
-	"exp":         "exp(v)",
-	"sqrt":        "sqrt(v)",
-	"rsqrt":       "1.0 / sqrt(v)",
-	"tanh":        "tanh_(v)",
-	"sigmoid":     "sigmoid_(v)",
-	"log10":       "log2(v) * 0.30102999566398120",
-	"relu":        "select(v, T(), v < T())",
-	"relu6":       "clamp_keep_nan(v, T(0), T(6))",
-	"hardtanh":    "clamp_keep_nan(v, T(P.x), T(P.y))",
-	"clamp":       "clamp_keep_nan(v, T(P.x), T(P.y))",
-	"round":       "round(v)",
-	"hardswish":   "v * clamp_keep_nan(v + 3.0, T(0), T(6)) / 6.0",
-	"hardsigmoid": "clamp_keep_nan(v + 3.0, T(0), T(6)) / 6.0",
-	"leaky_relu":  "select(v * P.x, v, v > T())",
-	"hardshrink":  "select(v, T(), (v >= -T(P.x)) & (v <= T(P.x)))",
-	"gelu":        "gelu_(v)",
-	"gelu_tanh":   "gelu_tanh_(v)",
 }
 
 func init() {
@@ -163,7 +140,7 @@ func (c *fuseChain) operand(id int32, dims []int64) (int, bool) {
 // checked by unaryTypes into v and p) and fuses what follows. done reports
 // that the chain was recorded; otherwise the caller records its op alone.
 func fuseUnaryHead(b Builder, name string, args []int32, v unaryVariant, p unaryParams, in Tensor) (done bool, err error) {
-	if v.X != "f32" || v.Y != "f32" || v.S != "f32" || fuseUnaryExpr[v.Op] == "" {
+	if v.X != "f32" || v.Y != "f32" || v.S != "f32" {
 		return false, nil
 	}
 	if _, ok := fuseUnary[name]; !ok {
@@ -293,7 +270,7 @@ func fuseParse(b Builder, c *fuseChain, name string, args []int32, cur int32) (f
 		}
 		v := unaryVariant{Op: op, X: "f32", Y: "f32"}
 		var p unaryParams
-		if unaryTypes(b, &v, &p, args, f32, f32) != nil || v.S != "f32" || fuseUnaryExpr[v.Op] == "" {
+		if unaryTypes(b, &v, &p, args, f32, f32) != nil || v.S != "f32" {
 			return fuseStep{}, false
 		}
 		return fuseStep{unary: true, op: v.Op, a: p.AF, b: p.BF}, true
@@ -354,11 +331,18 @@ type fusedOperand struct {
 	Base int    // walk: index of its dims in params.shp (strides at Base+2)
 }
 
+// fusedStep is the template data of one step of shaders/fused.wgsl.
+type fusedStep struct {
+	Op    string // unary formula name (unary_formulas.tmpl), or binary op
+	Unary bool
+	Expr  string // a binary step's WGSL expression (fuseBinaryExpr)
+}
+
 // fusedVariant is the template data of shaders/fused.wgsl.
 type fusedVariant struct {
 	Operands     []fusedOperand
-	Steps        []string // one WGSL statement per step, updating v
-	T            string   // f32 or vec4<f32>
+	Steps        []fusedStep // one assignment to v per step
+	T            string      // f32 or vec4<f32>
 	W            int
 	NS, NShp     int // lengths of params.sc and params.shp
 	OBind, PBind int
@@ -407,7 +391,11 @@ func fuseDispatch(b Builder, c *fuseChain, out int32) error {
 		v.Operands = append(v.Operands, o)
 	}
 	for i, st := range c.steps {
-		v.Steps = append(v.Steps, fuseStatement(i, st, v.T))
+		fs := fusedStep{Op: st.op, Unary: st.unary}
+		if !st.unary {
+			fs.Expr = fuseBinaryExpr(i, st, v.T)
+		}
+		v.Steps = append(v.Steps, fs)
 	}
 	v.NS, v.NShp = len(c.steps), max(len(shp)/4, 1)
 	n := uint32((c.numel + int64(v.W) - 1) / int64(v.W))
@@ -431,15 +419,11 @@ func fuseDispatch(b Builder, c *fuseChain, out int32) error {
 	return b.Dispatch(k, ins, []int32{out}, p.Bytes(), grid)
 }
 
-// fuseStatement is step i's WGSL statement on the chain value v of type t.
-func fuseStatement(i int, st fuseStep, t string) string {
+// fuseBinaryExpr is binary step i's WGSL expression of the chain value v
+// of type t. (A unary step is rendered by fused.wgsl from
+// unary_formulas.tmpl.)
+func fuseBinaryExpr(i int, st fuseStep, t string) string {
 	P := fmt.Sprintf("params.sc[%d]", i)
-	if st.unary {
-		e := fuseUnaryExpr[st.op]
-		e = strings.ReplaceAll(e, "T(", t+"(")
-		e = strings.ReplaceAll(e, "P.", P+".")
-		return "v = " + e + "; // " + st.op
-	}
 	other := fmt.Sprintf("%s(%s.w)", t, P)
 	if st.opd >= 0 {
 		other = fmt.Sprintf("load%d(i)", st.opd)
@@ -449,20 +433,19 @@ func fuseStatement(i int, st fuseStep, t string) string {
 		x, y = y, x
 	}
 	alpha := P + ".z"
-	var e string
 	switch st.op {
 	case "add":
-		e = fmt.Sprintf("%s + %s * %s", x, alpha, y)
+		return fmt.Sprintf("%s + %s * %s", x, alpha, y)
 	case "sub":
-		e = fmt.Sprintf("%s - %s * %s", x, alpha, y)
+		return fmt.Sprintf("%s - %s * %s", x, alpha, y)
 	case "rsub":
-		e = fmt.Sprintf("%s - %s * %s", y, alpha, x)
+		return fmt.Sprintf("%s - %s * %s", y, alpha, x)
 	case "mul":
-		e = fmt.Sprintf("%s * %s", x, y)
+		return fmt.Sprintf("%s * %s", x, y)
 	case "div":
-		e = fmt.Sprintf("%s / %s", x, y)
+		return fmt.Sprintf("%s / %s", x, y)
 	case "minimum", "maximum":
-		e = fmt.Sprintf("%s_(%s, %s)", st.op, x, y)
+		return fmt.Sprintf("%s_(%s, %s)", st.op, x, y)
 	}
-	return "v = " + e + "; // " + st.op
+	panic("ops: fuse: no expression for binary op " + st.op)
 }

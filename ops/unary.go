@@ -39,7 +39,11 @@ import (
 // llvmpipe's own reduction loses digits.
 //
 // A float32 op of this family (not sin, cos, tan, pow) starts or joins a
-// fused chain of elementwise ops when fusion applies (ops/fuse.go).
+// fused chain of elementwise ops when fusion applies (ops/fuse.go). Its
+// formula is written once, in shaders/unary_formulas.tmpl, which the
+// unfused kernel (shaders/unary.wgsl), the fused chain and the matmul
+// epilogue all render, so fused and unfused compute the same float32
+// operations in the same order.
 func init() {
 	for _, op := range []string{"abs", "neg", "exp", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
 		"relu", "relu6", "round", "log10", "hardswish", "hardsigmoid", "bitwise_not", "logical_not"} {

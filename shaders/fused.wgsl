@@ -8,8 +8,10 @@
 //     or walk (a general broadcast: the invocation's coordinates are peeled
 //     off params.shp, as binary.wgsl does; Vec when its innermost stride is
 //     1, so a vec4 is read whole).
-//   - Steps: one WGSL statement per op, generated from the same formulas as
-//     unary.wgsl and binary.wgsl (keep them in step). A step's scalars are
+//   - Steps: one assignment to v per op. A unary step is the op's formula
+//     from unary_formulas.tmpl, the one unary.wgsl runs; a binary step's
+//     expression comes from ops/fuse.go (fuseBinaryExpr), as binary.wgsl
+//     computes it (keep them in step). A step's scalars are
 //     params.sc[step]: x, y the unary scalars (bounds, slope, lambd), z the
 //     binary alpha, w a Scalar other.
 //   - W: elements per invocation, 4 (T = vec4<f32>) when the element count
@@ -32,49 +34,7 @@ struct Params {
 }
 @group(0) @binding({{.PBind}}) var<uniform> params: Params;
 
-fn is_nan(v: {{.T}}) -> {{if eq .W 4}}vec4<bool>{{else}}bool{{end}} {
-  return (bitcast<{{if eq .W 4}}vec4<u32>{{else}}u32{{end}}>(v) & {{if eq .W 4}}vec4<u32>{{else}}u32{{end}}(0x7fffffffu)) > {{if eq .W 4}}vec4<u32>{{else}}u32{{end}}(0x7f800000u);
-}
-
-// clamp_keep_nan clamps v to [lo, hi] with selects, so NaN stays NaN;
-// lo > hi gives hi, as torch.
-fn clamp_keep_nan(v: {{.T}}, lo: {{.T}}, hi: {{.T}}) -> {{.T}} {
-  let a = select(v, lo, v < lo);
-  return select(a, hi, a > hi);
-}
-
-// tanh_, sigmoid_, erfc_, gelu_ and gelu_tanh_ are unary.wgsl's forms.
-fn tanh_(v: {{.T}}) -> {{.T}} {
-  let a = abs(v);
-  let z = v * v;
-  let small = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z
-      + 1.33314422036e-1) * z - 3.33332819422e-1) * z * v + v;
-  let e = exp(-2.0 * a);
-  let t = (1.0 - e) / (1.0 + e);
-  return select(select(t, -t, v < {{.T}}()), small, a < {{.T}}(0.625));
-}
-
-fn sigmoid_(v: {{.T}}) -> {{.T}} {
-  let e = exp(-abs(v));
-  return select({{.T}}(1.0), e, v < {{.T}}()) / (1.0 + e);
-}
-
-fn erfc_(z: {{.T}}) -> {{.T}} {
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
-      + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  return t * exp(-z * z + p);
-}
-
-fn gelu_(v: {{.T}}) -> {{.T}} {
-  let c = 0.5 * erfc_(abs(v) * 0.70710678118654752);
-  return v * select(c, 1.0 - c, v > {{.T}}());
-}
-
-fn gelu_tanh_(v: {{.T}}) -> {{.T}} {
-  let u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + exp(-2.0 * u));
-}
+{{template "unary_helpers" (args "S" "f32" "T" .T)}}
 
 // minimum_ and maximum_ propagate NaN, as binary.wgsl's.
 fn minimum_(x: {{.T}}, y: {{.T}}) -> {{.T}} {
@@ -118,8 +78,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
   if (i >= params.n) { return; }
   var v = load0(i);
-{{- range .Steps}}
-  {{.}}
+{{- range $k, $s := .Steps}}
+{{- if $s.Unary}}
+  v = {{template "unary_formula" (args "Op" $s.Op "S" "f32" "T" $.T
+      "A" (printf "params.sc[%d].x" $k) "B" (printf "params.sc[%d].y" $k))}}; // {{$s.Op}}
+{{- else}}
+  v = {{$s.Expr}}; // {{$s.Op}}
+{{- end}}
 {{- end}}
   o[i] = v;
 }

@@ -47,27 +47,11 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, {{.WG}}>;
 {{- if .Act}}
 
+{{template "unary_helpers" (args "S" "f32" "T" "f32")}}
+
 // act is the fused activation epilogue (see shaders/matmul.wgsl).
 fn act(v: f32) -> f32 {
-{{- if eq .Act "relu"}}
-  return select(v, 0.0, v < 0.0);
-{{- else if eq .Act "clamp"}}
-  let x = select(v, params.act_lo, v < params.act_lo);
-  return select(x, params.act_hi, x > params.act_hi);
-{{- else if eq .Act "sigmoid"}}
-  let e = exp(-abs(v));
-  return select(1.0, e, v < 0.0) / (1.0 + e);
-{{- else if eq .Act "gelu"}}
-  let z = abs(v) * 0.70710678118654752;
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
-      + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  let e = 0.5 * t * exp(-z * z + p);
-  return v * select(e, 1.0 - e, v > 0.0);
-{{- else if eq .Act "gelu_tanh"}}
-  let u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + exp(-2.0 * u));
-{{- end}}
+  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" "f32" "A" "params.act_lo" "B" "params.act_hi")}};
 }
 {{- end}}
 

@@ -70,33 +70,13 @@ struct Params {
 {{- if .Act}}
 {{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
 
-// act is the fused activation epilogue (ops/matmul.go fuseEpilogue), with
-// the NaN behaviour of the unary op it replaces (shaders/unary.wgsl).
+{{template "unary_helpers" (args "S" "f32" "T" $t)}}
+
+// act is the fused activation epilogue (ops/matmul.go fuseEpilogue): the
+// formula of the unary op it replaces (unary_formulas.tmpl), so the fused
+// result is the unfused one; clamp also stands for relu6 and hardtanh.
 fn act(v: {{$t}}) -> {{$t}} {
-{{- if eq .Act "relu"}}
-  return select(v, {{$t}}(), v < {{$t}}());
-{{- else if eq .Act "clamp"}}
-  // Selects keep NaN; lo > hi gives hi, as torch.
-  let a = select(v, {{$t}}(params.act_lo), v < {{$t}}(params.act_lo));
-  return select(a, {{$t}}(params.act_hi), a > {{$t}}(params.act_hi));
-{{- else if eq .Act "sigmoid"}}
-  // e = exp(-|v|) is in (0, 1]: neither branch overflows.
-  let e = exp(-abs(v));
-  return select({{$t}}(1.0), e, v < {{$t}}()) / (1.0 + e);
-{{- else if eq .Act "gelu"}}
-  // v·Phi(v) with Phi(v) = erfc(-v/sqrt2)/2 (erfc by Numerical Recipes'
-  // erfcc fit, relative error below 1.2e-7, so the tail stays accurate).
-  let z = abs(v) * 0.70710678118654752;
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
-      + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  let c = 0.5 * t * exp(-z * z + p);
-  return v * select(c, 1.0 - c, v > {{$t}}());
-{{- else if eq .Act "gelu_tanh"}}
-  // 0.5·v·(1+tanh(u)) = v·sigmoid(2u), u = sqrt(2/pi)·(v+0.044715v³).
-  let u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + exp(-2.0 * u));
-{{- end}}
+  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" $t "A" "params.act_lo" "B" "params.act_hi")}};
 }
 {{- end}}
 

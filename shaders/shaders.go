@@ -9,15 +9,25 @@ import (
 	"text/template"
 )
 
-//go:embed *.wgsl common.tmpl
+//go:embed *.wgsl *.tmpl
 var files embed.FS
 
-// common is the file of named templates ({{define}}) shared by the kernels;
-// it is parsed with every .wgsl file.
-const common = "common.tmpl"
+// The files of named templates ({{define}}) shared by the kernels, parsed
+// with every .wgsl file: common is the pieces several kernels use,
+// unaryFormulas the one table of the elementwise unary formulas.
+const (
+	common        = "common.tmpl"
+	unaryFormulas = "unary_formulas.tmpl"
+)
 
 // funcs are the template functions the kernels may call.
-var funcs = template.FuncMap{"args": args}
+var funcs = template.FuncMap{"args": args, "fail": fail}
+
+// fail stops a render with an error, for data a template has no text
+// for: {{fail "no formula for op %q" .Op}}.
+func fail(format string, a ...any) (string, error) {
+	return "", fmt.Errorf(format, a...)
+}
 
 // args builds a map from alternating keys and values, the data of a shared
 // template that takes several values: {{template "tree" (args "Name" "t" ...)}}.
@@ -109,16 +119,16 @@ func Render(file string, data any, entry string, layout []Binding, wg uint32) (*
 	return k, nil
 }
 
-// parse parses file with the shared templates of common.
+// parse parses file with the shared templates.
 func parse(file string) (*template.Template, error) {
 	t := template.New(file).Funcs(funcs).Option("missingkey=error")
-	for _, name := range []string{common, file} {
+	for _, name := range []string{common, unaryFormulas, file} {
 		src, err := files.ReadFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("shaders: %w", err)
 		}
-		// common goes in as its own template so that its text (only
-		// definitions) leaves file's body alone.
+		// A shared file goes in as its own template so that its text
+		// (only definitions) leaves file's body alone.
 		into := t
 		if name != file {
 			into = t.New(name)

@@ -2,6 +2,9 @@
 // conversion (Op "copy": _to_copy). ops/unary.go picks the variant
 // (unaryVariant):
 //
+//   - Op: the formula. copy, sin/cos/tan, bitwise_not, logical_not and pow
+//     are written here (only this kernel runs them); every other op's is
+//     unary_formulas.tmpl's, which the fused and matmul kernels render too.
 //   - X, Y: element types of x and y (f32, i32, bool, u8, i8). 1-byte
 //     tensors are packed four to a u32 word, little-endian.
 //   - S: the scalar type the formula computes in (f32 or i32); T is S or
@@ -70,48 +73,7 @@ fn store(i: u32, r: {{.T}}) {
 {{- end}}
 }
 
-// clamp_keep_nan clamps v to [lo, hi] with selects, so NaN stays NaN
-// (WGSL's min/max leave NaN unspecified); lo > hi gives hi, as torch.
-fn clamp_keep_nan(v: {{.T}}, lo: {{.T}}, hi: {{.T}}) -> {{.T}} {
-  let a = select(v, lo, v < lo);
-  return select(a, hi, a > hi);
-}
-
-{{- if eq .S "f32"}}
-
-fn is_nan(v: {{.T}}) -> {{if eq .W 4}}vec4<bool>{{else}}bool{{end}} {
-  return (bitcast<{{if eq .W 4}}vec4<u32>{{else}}u32{{end}}>(v) & {{if eq .W 4}}vec4<u32>{{else}}u32{{end}}(0x7fffffffu)) > {{if eq .W 4}}vec4<u32>{{else}}u32{{end}}(0x7f800000u);
-}
-
-// tanh_ is tanh without the overflow of (e^2x-1)/(e^2x+1): a polynomial
-// (Cephes tanhf) below 0.625, else 1-2/(1+e^2|x|) from e = e^-2|x|.
-fn tanh_(v: {{.T}}) -> {{.T}} {
-  let a = abs(v);
-  let z = v * v;
-  let small = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z
-      + 1.33314422036e-1) * z - 3.33332819422e-1) * z * v + v;
-  let e = exp(-2.0 * a);
-  let t = (1.0 - e) / (1.0 + e);
-  return select(select(t, -t, v < {{.T}}()), small, a < {{.T}}(0.625));
-}
-
-// sigmoid_: e = exp(-|v|) is in (0, 1], so neither branch overflows:
-// sigmoid(v) = 1/(1+e) for v >= 0 and e/(1+e) for v < 0.
-fn sigmoid_(v: {{.T}}) -> {{.T}} {
-  let e = exp(-abs(v));
-  return select({{.T}}(1.0), e, v < {{.T}}()) / (1.0 + e);
-}
-
-// erfc_ is erfc(z) for z >= 0 with relative error below 1.2e-7
-// (Numerical Recipes' erfcc Chebyshev fit), so the tail stays accurate.
-fn erfc_(z: {{.T}}) -> {{.T}} {
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
-      + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  return t * exp(-z * z + p);
-}
-{{- end}}
-
+{{template "unary_helpers" (args "S" .S "T" .T)}}
 {{- if or (eq .Op "sin") (eq .Op "cos") (eq .Op "tan")}}
 
 // The binary digits of 2/pi after the point, behind one zero word so a
@@ -209,69 +171,12 @@ fn trig(x: f32) -> f32 {
 fn apply(v: {{.T}}) -> {{.T}} {
 {{- if eq .Op "copy"}}
   return v;
-{{- else if eq .Op "abs"}}
-  return abs(v);
-{{- else if eq .Op "neg"}}
-  return -v;
-{{- else if eq .Op "exp"}}
-  return exp(v);
-{{- else if eq .Op "sqrt"}}
-  return sqrt(v);
-{{- else if eq .Op "rsqrt"}}
-  // 1/sqrt rather than inverseSqrt, which WGSL leaves undefined at 0:
-  // rsqrt(+0) = +Inf and rsqrt(-0) = -Inf as in torch.
-  return 1.0 / sqrt(v);
 {{- else if or (eq .Op "sin") (eq .Op "cos") (eq .Op "tan")}}
 {{- if eq .W 4}}
   return vec4<f32>(trig(v.x), trig(v.y), trig(v.z), trig(v.w));
 {{- else}}
   return trig(v);
 {{- end}}
-{{- else if eq .Op "tanh"}}
-  return tanh_(v);
-{{- else if eq .Op "sigmoid"}}
-  return sigmoid_(v);
-{{- else if eq .Op "log10"}}
-  return log2(v) * 0.30102999566398120;
-{{- else if eq .Op "relu"}}
-  // select, not max: NaN stays NaN as in torch.
-  return select(v, {{.T}}(), v < {{.T}}());
-{{- else if eq .Op "relu6"}}
-  return clamp_keep_nan(v, {{.T}}(0), {{.T}}(6));
-{{- else if or (eq .Op "hardtanh") (eq .Op "clamp")}}
-{{- if eq .S "f32"}}
-  return clamp_keep_nan(v, {{.T}}(params.af), {{.T}}(params.bf));
-{{- else}}
-  return clamp_keep_nan(v, {{.T}}(params.ai), {{.T}}(params.bi));
-{{- end}}
-{{- else if eq .Op "round"}}
-{{- if eq .S "f32"}}
-  // WGSL round is round-half-to-even, like torch.round.
-  return round(v);
-{{- else}}
-  return v;
-{{- end}}
-{{- else if eq .Op "hardswish"}}
-  return v * clamp_keep_nan(v + 3.0, {{.T}}(0), {{.T}}(6)) / 6.0;
-{{- else if eq .Op "hardsigmoid"}}
-  return clamp_keep_nan(v + 3.0, {{.T}}(0), {{.T}}(6)) / 6.0;
-{{- else if eq .Op "leaky_relu"}}
-  return select(v * params.af, v, v > {{.T}}());
-{{- else if eq .Op "hardshrink"}}
-  // As torch: 0 inside [-lambd, lambd], else x (NaN stays NaN).
-  let l = {{.T}}(params.af);
-  return select(v, {{.T}}(), (v >= -l) & (v <= l));
-{{- else if eq .Op "gelu"}}
-  // x * Phi(x), Phi from erfc so the negative tail keeps its relative
-  // accuracy: Phi(x) = erfc(-x/sqrt2)/2. gelu(-Inf) is NaN, as torch's
-  // x*0.5*(1+erf(x/sqrt2)).
-  let c = 0.5 * erfc_(abs(v) * 0.70710678118654752);
-  return v * select(c, 1.0 - c, v > {{.T}}());
-{{- else if eq .Op "gelu_tanh"}}
-  // 0.5*x*(1+tanh(u)) = x*sigmoid(2u), u = sqrt(2/pi)*(x+0.044715x^3),
-  // without the cancellation of 1+tanh(u) for negative x.
-  let u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + exp(-2.0 * u));
 {{- else if eq .Op "bitwise_not"}}
 {{- if eq .X "bool"}}
   return v ^ {{.T}}(1);
@@ -325,6 +230,11 @@ fn apply(v: {{.T}}) -> {{.T}} {
   return r;
 {{- end}}
 {{- end}}
+{{- else}}
+  // The formula shared with the fused kernels (unary_formulas.tmpl).
+{{- $a := "params.af"}}{{$b := "params.bf"}}
+{{- if eq .S "i32"}}{{$a = "params.ai"}}{{$b = "params.bi"}}{{end}}
+  return {{template "unary_formula" (args "Op" .Op "S" .S "T" .T "A" $a "B" $b)}};
 {{- end}}
 }
 
