@@ -1,0 +1,166 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+)
+
+// recordOps runs every op function in chain order.
+func (g *WebGPUGraph) recordOps(ctx context.Context) error {
+	g.absorbed = map[int]bool{}
+	for i, op := range g.graph.Chain {
+		if g.absorbed[i] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fn, _ := ops.Lookup(op.Name)
+		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name, index: i, ctx: ctx}
+		if err := safeCall(fn, b, op.Args); err != nil {
+			var ae *ops.ArgError
+			if errors.As(err, &ae) && ae.Op == "" {
+				ae.Op = op.Name
+			}
+			return &OpError{Index: i, Name: op.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// symValue is the ops.Values hook for live SymInt values.
+func (g *WebGPUGraph) symValue(id int32) (int64, bool) {
+	v, ok := g.sym[id]
+	return v, ok
+}
+
+// safeCall turns a panic in an op implementation into an error, so one buggy
+// op cannot take the caller's process down on a hostile graph.
+func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: op implementation panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return fn(b, args)
+}
+
+// inputKey is what a recording depends on for input id: a tensor's live
+// dims, or a SymInt's value. It appends to dst.
+func (g *WebGPUGraph) inputKey(id int32, dst []int64) []int64 {
+	if ts := g.tensors[id]; ts != nil {
+		dst = append(dst[:0], ts.live...)
+		if in, ok := g.hostIn[id]; ok && g.hostRead[id] {
+			// An op reads this input's values on the host
+			// (select_as_symint): they are part of the key.
+			dst = append(dst, int64(len(in.Data)))
+			for k := 0; k+8 <= len(in.Data); k += 8 {
+				dst = append(dst, int64(le64(in.Data[k:])))
+			}
+			if r := len(in.Data) % 8; r != 0 {
+				var w [8]byte
+				copy(w[:], in.Data[len(in.Data)-r:])
+				dst = append(dst, int64(le64(w[:])))
+			}
+		}
+		return dst
+	}
+	v, _ := g.symInt(id)
+	return append(dst[:0], v)
+}
+
+// symInt returns the live value of an Int or SymInt value.
+func (g *WebGPUGraph) symInt(id int32) (int64, error) {
+	return ops.Values{G: g.graph, Sym: g.symValue}.Int(id)
+}
+
+// hasSymIntInputs reports whether any graph input is a SymInt or has its
+// values read on the host: the load-time recording then only has
+// placeholders.
+func (g *WebGPUGraph) hasSymIntInputs() bool {
+	for _, id := range g.inputs {
+		if g.tensors[id] == nil || g.hostRead[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// rerecord re-runs every op on the current live input shapes and SymInt
+// values and rebuilds the dispatch records. Buffers stay; constants are not
+// written again.
+func (g *WebGPUGraph) rerecord(ctx context.Context) error {
+	isInput := map[int32]bool{}
+	for _, id := range g.inputs {
+		isInput[id] = true
+	}
+	for id, ts := range g.tensors {
+		if ts != nil && !isInput[int32(id)] {
+			ts.setLive(ts.dims, ts.numel)
+		}
+	}
+	for id := range g.sym {
+		if !isInput[id] {
+			delete(g.sym, id)
+		}
+	}
+	g.replay = true
+	defer func() { g.pend, g.arena = nil, nil }()
+	if err := g.recordOps(ctx); err != nil {
+		return err
+	}
+	for _, bg := range g.groups {
+		bg.Release()
+	}
+	g.groups, g.records = g.groups[:0], g.records[:0]
+	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
+	if err := g.bindTransients(); err != nil {
+		return err
+	}
+	if err := g.checkBindings(); err != nil {
+		return err
+	}
+	if err := g.finishDispatches(); err != nil {
+		return err
+	}
+	for _, o := range g.outputs {
+		if o.read >= 0 {
+			g.reads[o.read].Size = gpu.AlignedSize(uint64(g.tensors[o.id].liveBytes()))
+		}
+	}
+	g.stats.NumDispatches = len(g.records)
+	g.prog.Set(g.records, g.reads)
+	g.rerecords++
+	return nil
+}
+
+// DispatchInfo describes one recorded dispatch.
+type DispatchInfo struct {
+	Op     int    // chain index of the op that recorded it
+	OpName string // that op's name
+	Kernel string // the kernel variant
+	Groups [3]uint32
+}
+
+// Dispatches lists the recorded dispatches in execution order.
+func (g *WebGPUGraph) Dispatches() []DispatchInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]DispatchInfo, len(g.records))
+	for i, r := range g.records {
+		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}}
+	}
+	return out
+}
+
+// Rerecords counts how many times Execute re-recorded the graph because its
+// live input shapes or SymInt inputs changed.
+func (g *WebGPUGraph) Rerecords() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rerecords
+}

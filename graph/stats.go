@@ -1,0 +1,69 @@
+package graph
+
+// MemoryStats mirrors the reference runtime's memory statistics.
+type MemoryStats struct {
+	NumTensors                int
+	UnsharedTensorBufferBytes int64
+	SharedBufferBytes         int64
+	NumSharedObjects          int
+	TensorBufferBytes         int64
+	StagingBufferBytes        int64
+	UniformBufferBytes        int64
+	NumDispatches             int
+	NumCachedPipelines        int
+	NumCachedShaders          int
+	// NumDeferredConstants counts the weights that got no buffer of their
+	// own (prepack.Deferred): constants that only feed prepack or are only
+	// read packed, and prepack outputs only read packed;
+	// DeferredConstantBytes is what they would have used.
+	NumDeferredConstants  int
+	DeferredConstantBytes int64
+	// PackedWeightBytes is the size of the buffers holding weights in the
+	// layouts kernels read (packed at load or from the packed-weight
+	// cache); PersistentCopyBytes that of writable copies of constants an
+	// op updates in place. Neither is part of the memory plan.
+	PackedWeightBytes   int64
+	PersistentCopyBytes int64
+	// MovedTensors counts the tensors the last recording bound to another
+	// shared object than their mem_obj_id: a record-time rewrite (a fused
+	// kernel) made a tensor live together with one the exporter let share
+	// its buffer, and one of them moved to a free object (see package
+	// memplan). AddedSharedObjects and AddedSharedBytes are the shared
+	// objects created beyond the exporter's plan because none was free
+	// (0 for every chain the project fuses); they are included in
+	// NumSharedObjects and SharedBufferBytes.
+	MovedTensors       int
+	AddedSharedObjects int
+	AddedSharedBytes   int64
+}
+
+// TotalBytes is tensor + staging + uniform + packed-weight + persistent
+// copy bytes: all the device memory the graph holds.
+func (s MemoryStats) TotalBytes() int64 {
+	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes
+}
+
+func (g *WebGPUGraph) computeStats() {
+	s := g.plan.Stats
+	g.stats.NumTensors = s.NumTensors
+	g.stats.UnsharedTensorBufferBytes = s.UnsharedTensorBufferBytes
+	g.stats.SharedBufferBytes = s.SharedBufferBytes
+	g.stats.NumSharedObjects = s.NumSharedObjects + g.stats.AddedSharedObjects
+	g.stats.SharedBufferBytes += g.stats.AddedSharedBytes
+	g.stats.TensorBufferBytes = s.TensorBufferBytes() + g.stats.AddedSharedBytes
+	g.stats.NumDeferredConstants = s.NumDeferred
+	g.stats.DeferredConstantBytes = s.DeferredBytes
+	for _, o := range g.outputs {
+		if o.staging != nil {
+			g.stats.StagingBufferBytes += int64(o.staging.Size())
+		}
+	}
+	g.stats.NumDispatches = len(g.records)
+}
+
+// MemoryStats reports what the graph allocated.
+func (g *WebGPUGraph) MemoryStats() MemoryStats {
+	s := g.stats
+	s.NumCachedShaders, s.NumCachedPipelines = g.dev.CacheStats()
+	return s
+}
