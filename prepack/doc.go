@@ -8,8 +8,9 @@
 // the format notes). The out tensor is dedicated (mem_obj_id -1) and
 // persistent. A constant whose only uses are such prepacks needs no GPU
 // buffer of its own: its bytes are written once, from the memory-mapped file,
-// straight into each prepack output (graph.Build does the writing through
-// the device queue, in chunks of at most 16 MiB). Ops that pack their own
+// straight into each prepack output (graph.Build creates the output's buffer
+// with those bytes: a direct upload on a CPU adapter, queue writes
+// otherwise). Ops that pack their own
 // weights (linear, mm, ...) receive the constant directly, so it keeps a
 // buffer.
 //

@@ -9,4 +9,29 @@
 // functions, written once for the unfused unary kernel, the fused
 // elementwise chain and the matmul epilogue, so that an op computes the same
 // float32 operations in the same order in all of them.
+//
+// # The kernel ABI
+//
+// Every kernel follows one binding convention, which ops' Dispatch calls,
+// the graph's bind groups and the pipeline cache all assume (Layout builds
+// it):
+//
+//   - group 0 only; the op's input tensors first, bound read-only
+//     (ReadOnly), in the order the op passes them; then its outputs, bound
+//     read_write (ReadWrite); then at most one uniform block named params
+//     (Uniform), the last binding.
+//   - Tensors are flat, contiguous, row-major storage buffers at their
+//     serialized (upper-bound) size; 4-byte elements are f32 or i32 (int64
+//     and float64 tensors arrive narrowed), 1-byte elements (bool, u8, i8)
+//     are packed four to a u32 word, little-endian. A buffer is never bound
+//     twice in one dispatch with one binding writable (see package memplan).
+//   - params is a struct whose Go twin, with explicit padding, lives next to
+//     the op that fills it; a size test pins each pair. Live shapes, element
+//     counts and scalars travel there, so a re-recording for new shapes
+//     changes uniforms and grids, not kernels.
+//   - The workgroup size is a template value ({{.WG}}); the grid is
+//     ops.Grid's: one dimension, folded into two when it would exceed the
+//     device's maxComputeWorkgroupsPerDimension, so kernels compute their
+//     linear invocation index from global_invocation_id and
+//     num_workgroups and guard it against the count in params.
 package shaders

@@ -316,3 +316,57 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 	b.ReportMetric(4*float64(sq*hq*ctx*d)/sec/1e9, "GFLOP/s")
 	b.ReportMetric(sec*1e6, "µs/exec")
 }
+
+// BenchmarkLinearShapes runs aten.linear on the shapes real models run:
+// input [M, K] (a graph input), weight [N, K] (a named constant), K = N,
+// no bias, for M ∈ {1, 8, 16, 64, 256} and K ∈ {512, 2048}, named
+// M<m>_K<k>. It reports GFLOP/s (2·M·N·K over the kernel time, measured as
+// in BenchmarkMatmul) and x-gonum, gonum's blas32.Gemm(NoTrans, Trans) on
+// the same shapes timed in the same iteration over the kernel time (above
+// 1: the GPU kernel is faster).
+//
+//	go test -run '^$' -bench LinearShapes -count 5 ./ops/opstest
+func BenchmarkLinearShapes(b *testing.B) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, k := range []int64{512, 2048} {
+		for _, m := range []int64{1, 8, 16, 64, 256} {
+			b.Run(fmt.Sprintf("M%d_K%d", m, k), func(b *testing.B) {
+				n := k
+				r := rand.New(rand.NewPCG(1, 2))
+				f := serialization.Float32
+				wt := RandTensor(r, f, []int64{n, k}, -1, 1)
+				xt := RandTensor(r, f, []int64{m, k}, -1, 1)
+				sb := serialization.NewBuilder()
+				x := sb.Tensor(f, Dims([]int64{m, k}), -1)
+				w, _ := sb.NamedConst(f, Dims([]int64{n, k}), wt.Encode())
+				out := sb.Tensor(f, Dims([]int64{m, n}), -1)
+				sb.Op("aten.linear.default", x, w, sb.Null(), out)
+				sb.Inputs(x)
+				sb.Outputs(out)
+				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
+				benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 2*float64(m*n*k)/1e9, "GFLOP/s",
+					gonumLinear(xt.V, wt.V, m, n, k))
+			})
+		}
+	}
+}
+
+// gonumLinear returns a func running blas32.Gemm(NoTrans, Trans) for
+// x [M, K] · w [N, K]ᵀ, the CPU reference of aten.linear.
+func gonumLinear(xv, wv []float64, m, n, k int64) func() {
+	f32 := func(v []float64) []float32 {
+		out := make([]float32, len(v))
+		for i, e := range v {
+			out[i] = float32(e)
+		}
+		return out
+	}
+	x := blas32.General{Rows: int(m), Cols: int(k), Stride: int(k), Data: f32(xv)}
+	w := blas32.General{Rows: int(n), Cols: int(k), Stride: int(k), Data: f32(wv)}
+	c := blas32.General{Rows: int(m), Cols: int(n), Stride: int(n), Data: make([]float32, m*n)}
+	return func() { blas32.Gemm(blas.NoTrans, blas.Trans, 1, x, w, 0, c) }
+}
