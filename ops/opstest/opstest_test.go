@@ -29,6 +29,9 @@ func TestConformance(t *testing.T) {
 // comparing) must agree with itself, and a second backend plugs in with
 // one line.
 func TestConformanceReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the reference against itself: run without -short (CI's race run is -short)")
+	}
 	t.Parallel()
 	Run(t, Reference{}, Cases)
 }
