@@ -475,11 +475,18 @@ type matmulShader struct {
 // 16×4 in 16×1 workgroups 0.95–1.1, in 8×4 0.85–1.0, in 4×2 0.67–0.70;
 // 32×2 0.76–0.9; 8×8 0.63–0.69. At 64 (one workgroup of 16×4 tiles)
 // smaller tiles with more workgroups were slower still (8×4 0.33–0.58).
+//
+// Small M (at most 8 rows, one row block of at most 8 rows): an 8×4 tile
+// made every such dispatch cost 4–20 ms whatever N and K (8×16·16×32 with a
+// gelu epilogue: 16–18 ms), against 0.2–0.4 ms with at most 2 vec4 columns
+// (measured through whole MLP Executes on lavapipe, same run), so small-M
+// products use matmulVec4ColsSmallM.
 const (
-	matmulVec4Rows   = 16
-	matmulVec4Cols   = 4
-	matmulScalarRows = 8
-	matmulScalarCols = 8
+	matmulVec4Rows       = 16
+	matmulVec4Cols       = 4
+	matmulVec4ColsSmallM = 2
+	matmulScalarRows     = 8
+	matmulScalarCols     = 8
 )
 
 // matmulTile returns 0..t-1 for the smallest power of two t >= need, capped
@@ -530,7 +537,11 @@ func recordMatmul(b Builder, c matmulCall) error {
 	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
 		cols, trips, unit = c.n/4, c.k/4, 4
-		sh.Rows, sh.Cols = matmulTile(c.m, matmulVec4Rows), matmulTile(cols, matmulVec4Cols)
+		maxCols := matmulVec4Cols
+		if c.m <= matmulVec4Rows {
+			maxCols = matmulVec4ColsSmallM
+		}
+		sh.Rows, sh.Cols = matmulTile(c.m, matmulVec4Rows), matmulTile(cols, maxCols)
 	} else {
 		sh.Rows, sh.Cols = matmulTile(c.m, matmulScalarRows), matmulTile(cols, matmulScalarCols)
 	}
