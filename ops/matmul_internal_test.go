@@ -163,7 +163,10 @@ func TestMatmulTiles(t *testing.T) {
 		want    string
 		scalar  bool // force MatmulScalar
 	}{
-		{1, 64, 64, "Vec4:true TransB:false Bias:false Rows:[0] Cols:[0 1 2 3] WGX:16 WGY:1", false},
+		// One row block (M <= 16): at most 2 vec4 columns (matmulVec4ColsSmallM).
+		{1, 64, 64, "Vec4:true TransB:false Bias:false Rows:[0] Cols:[0 1] WGX:16 WGY:1", false},
+		{16, 64, 64, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] Cols:[0 1] WGX:16 WGY:1", false},
+		{17, 64, 64, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] Cols:[0 1 2 3] WGX:8 WGY:2", false},
 		{3, 64, 4, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3] Cols:[0] WGX:16 WGY:1", false},
 		{512, 512, 512, "Vec4:true TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] Cols:[0 1 2 3] WGX:8 WGY:2", false},
 		{512, 512, 512, "Vec4:false TransB:false Bias:false Rows:[0 1 2 3 4 5 6 7] Cols:[0 1 2 3 4 5 6 7] WGX:8 WGY:2", true},
