@@ -240,25 +240,11 @@ func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, 
 
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, cfg ...ops.Config) *graph.WebGPUGraph {
 	b.Helper()
-	raw, err := sb.Blob()
-	if err != nil {
-		b.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range sb.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	opts := graph.Options{NamedData: named}
+	var opts graph.Options
 	if len(cfg) > 0 {
 		opts.Kernels = cfg[0]
 	}
-	g, err := graph.Build(context.Background(), dev, blob, opts)
+	g, _, err := Load(dev, sb, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,15 +45,7 @@ func buildCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config, exporter b
 	if exporter {
 		memplan.PlanLikeExporter(b.Graph())
 	}
-	raw, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{SkipWarmup: true, Kernels: cfg})
+	g, blob, err := Load(dev, b, graph.Options{SkipWarmup: true, Kernels: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,15 +143,7 @@ func runFuseUnary(t *testing.T, dev *gpu.Device, o op, x *reference.Tensor, unfu
 	} else {
 		b.Outputs(outs[1])
 	}
-	raw, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{SkipWarmup: true})
+	g, blob, err := Load(dev, b, graph.Options{SkipWarmup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,15 +192,7 @@ func TestFuseMatmulEpilogueMatchesUnfused(t *testing.T) {
 					} else {
 						b.Outputs(y)
 					}
-					raw, err := b.Blob()
-					if err != nil {
-						t.Fatal(err)
-					}
-					blob, err := serialization.DecodeBlob(raw)
-					if err != nil {
-						t.Fatal(err)
-					}
-					g, err := graph.Build(context.Background(), dev, blob, graph.Options{SkipWarmup: true})
+					g, _, err := Load(dev, b, graph.Options{SkipWarmup: true})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -17,21 +17,7 @@ func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *gra
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-	raw, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named, Kernels: cfg})
+	g, _, err := Load(dev, b, graph.Options{Kernels: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,3 +295,29 @@ func Dims(shape []int64) []uint32 {
 	}
 	return d
 }
+
+// Load encodes b's graph, decodes it as a delegate blob and builds it on
+// dev with opts (its named data from b unless opts gives some): the way
+// the suite's tests and benchmarks get a GPU graph from a builder. The
+// caller closes the graph.
+func Load(dev *gpu.Device, b *serialization.Builder, opts graph.Options) (*graph.WebGPUGraph, *serialization.Blob, error) {
+	blob, nd, err := decode(mustBlob(b), b.NamedBlobs())
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.NamedData == nil {
+		opts.NamedData = nd
+	}
+	g, err := graph.Build(context.Background(), dev, blob, opts)
+	return g, blob, err
+}
+
+// mustBlob encodes b; the suite's builders only hold valid values, so an
+// encoding error is a bug in a case and panics.
+func mustBlob(b *serialization.Builder) []byte {
+	raw, err := b.Blob()
+	if err != nil {
+		panic(fmt.Sprintf("opstest: encoding a case: %v", err))
+	}
+	return raw
+}
