@@ -622,3 +622,30 @@ func hasExamples(usage string) bool {
 	_, ex, ok := strings.Cut(usage, "\nExamples:\n")
 	return ok && (strings.Contains(ex, "\n  wgdelegate ") || strings.HasPrefix(ex, "  wgdelegate "))
 }
+
+// TestPrintMemoryStatsRebinding: the memory table shows re-bound tensors
+// and added shared buffers only when there are some.
+func TestPrintMemoryStatsRebinding(t *testing.T) {
+	for _, c := range []struct {
+		s         wgdelegate.MemoryStats
+		want, not []string
+	}{
+		{wgdelegate.MemoryStats{NumSharedObjects: 2}, nil, []string{"re-bound", "added shared"}},
+		{wgdelegate.MemoryStats{NumSharedObjects: 2, MovedTensors: 3}, []string{"re-bound tensors", "3"}, []string{"added shared"}},
+		{wgdelegate.MemoryStats{NumSharedObjects: 3, AddedSharedObjects: 1, AddedSharedBytes: 64},
+			[]string{"added shared buffers", "1 (64 bytes beyond the exporter's plan)"}, []string{"re-bound"}},
+	} {
+		var b strings.Builder
+		printMemoryStats(&b, c.s)
+		for _, w := range c.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%+v: output lacks %q:\n%s", c.s, w, b.String())
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%+v: output has %q:\n%s", c.s, w, b.String())
+			}
+		}
+	}
+}

@@ -231,6 +231,14 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	tw.row("memory")
 	tw.row("  tensors", s.NumTensors)
 	tw.row("  shared buffers", fmt.Sprintf("%d (%d bytes)", s.NumSharedObjects, s.SharedBufferBytes))
+	if s.MovedTensors > 0 {
+		// Fusion made tensors the exporter let share a buffer live in one
+		// dispatch; they were bound to other shared buffers of the plan.
+		tw.row("  re-bound tensors", s.MovedTensors)
+	}
+	if s.AddedSharedBytes > 0 {
+		tw.row("  added shared buffers", fmt.Sprintf("%d (%d bytes beyond the exporter's plan)", s.AddedSharedObjects, s.AddedSharedBytes))
+	}
 	tw.row("  unshared tensor bytes", s.UnsharedTensorBufferBytes)
 	tw.row("  tensor buffer bytes", s.TensorBufferBytes)
 	tw.row("  staging bytes", s.StagingBufferBytes)
