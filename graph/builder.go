@@ -208,16 +208,31 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 // dispatch.
 func (g *WebGPUGraph) finishDispatches() error {
 	g.stopPrefetch()
-	specs := make([]gpu.PipelineSpec, len(g.pend))
-	for i, pd := range g.pend {
-		specs[i] = gpu.PipelineSpec{Label: pd.kernel.Name, Source: pd.kernel.Source, Entry: pd.kernel.Entry, Layout: pd.kernel.Layout}
+	// A kernel seen by an earlier recording of this graph has its pipeline
+	// already: a re-recording hashes no shader source again.
+	if g.kernelPipes == nil {
+		g.kernelPipes = map[*shaders.Kernel]*gpu.Pipeline{}
 	}
-	pipes, err := g.dev.Pipelines(specs)
-	if err != nil {
-		return err
+	var specs []gpu.PipelineSpec
+	var need []int
+	for i, pd := range g.pend {
+		if _, ok := g.kernelPipes[pd.kernel]; ok {
+			continue
+		}
+		specs = append(specs, gpu.PipelineSpec{Label: pd.kernel.Name, Source: pd.kernel.Source, Entry: pd.kernel.Entry, Layout: pd.kernel.Layout})
+		need = append(need, i)
+	}
+	if len(specs) > 0 {
+		pipes, err := g.dev.Pipelines(specs)
+		if err != nil {
+			return err
+		}
+		for j, i := range need {
+			g.kernelPipes[g.pend[i].kernel] = pipes[j]
+		}
 	}
 	for i := range g.pend {
-		g.pend[i].pipe = pipes[i]
+		g.pend[i].pipe = g.kernelPipes[g.pend[i].kernel]
 	}
 	arena := g.arenaBuf
 	if len(g.arena) > 0 {
@@ -237,6 +252,17 @@ func (g *WebGPUGraph) finishDispatches() error {
 		}
 		g.stats.UniformBufferBytes = int64(arena.Size())
 	}
+	// The previous recording's bind groups (none at load): one that binds
+	// exactly what dispatch i binds is used again, the rest released.
+	old, oldKeys := g.groups, g.groupKeys
+	g.groups, g.groupKeys = nil, nil
+	defer func() {
+		for i, bg := range old {
+			if bg != nil && (i >= len(oldKeys) || !oldKeys[i].reused) {
+				bg.Release()
+			}
+		}
+	}()
 	for i, pd := range g.pend {
 		entries := make([]gpu.BindEntry, 0, len(pd.tensors)+1)
 		for _, id := range pd.tensors {
@@ -245,16 +271,57 @@ func (g *WebGPUGraph) finishDispatches() error {
 		if pd.paramSize > 0 {
 			entries = append(entries, gpu.BindEntry{Buf: arena, Offset: pd.paramOffset, Size: pd.paramSize})
 		}
-		bg, err := g.dev.NewBindGroup(pd.pipe, entries, pd.kernel.Name)
-		if err != nil {
-			return fmt.Errorf("graph: dispatch %d: %w", i, err)
+		key := newBindKey(pd.pipe, entries)
+		var bg *gpu.BindGroup
+		if key.ok && i < len(oldKeys) && oldKeys[i].ok && oldKeys[i].same(key) && !oldKeys[i].reused {
+			bg = old[i]
+			oldKeys[i].reused = true
+		} else {
+			var err error
+			if bg, err = g.dev.NewBindGroup(pd.pipe, entries, pd.kernel.Name); err != nil {
+				return fmt.Errorf("graph: dispatch %d: %w", i, err)
+			}
 		}
 		g.groups = append(g.groups, bg)
+		g.groupKeys = append(g.groupKeys, key)
 		g.dispatchOps = append(g.dispatchOps, pd.op)
 		g.dispatchKernels = append(g.dispatchKernels, pd.kernel.Name)
 		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
 	}
 	return nil
+}
+
+// maxBindKey is the most bindings a bindKey records; a dispatch with more
+// always gets a new bind group.
+const maxBindKey = 12
+
+// bindKey is what one bind group binds, so that a re-recording (new input
+// shapes or SymInt values, usually the same buffers and uniform offsets)
+// reuses the group instead of creating it again.
+type bindKey struct {
+	pipe   *gpu.Pipeline
+	n      int
+	bufs   [maxBindKey]*gpu.Buffer
+	offs   [maxBindKey]uint64
+	sizes  [maxBindKey]uint64
+	ok     bool // at most maxBindKey bindings
+	reused bool // taken by the current recording
+}
+
+func newBindKey(pipe *gpu.Pipeline, entries []gpu.BindEntry) bindKey {
+	k := bindKey{pipe: pipe, n: len(entries), ok: len(entries) <= maxBindKey}
+	if !k.ok {
+		return k
+	}
+	for i, e := range entries {
+		k.bufs[i], k.offs[i], k.sizes[i] = e.Buf, e.Offset, e.Size
+	}
+	return k
+}
+
+// same reports whether k and o bind the same things.
+func (k bindKey) same(o bindKey) bool {
+	return k.pipe == o.pipe && k.n == o.n && k.bufs == o.bufs && k.offs == o.offs && k.sizes == o.sizes
 }
 
 // releaseOwned releases b and drops it from the graph's owned buffers.

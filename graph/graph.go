@@ -13,6 +13,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // PrepackOp is the op whose sources may be deferred.
@@ -120,6 +121,8 @@ type WebGPUGraph struct {
 	// SymInt values):
 	sym             map[int32]int64 // live SymInt values, by value id
 	groups          []*gpu.BindGroup
+	groupKeys       []bindKey // per group: what it binds (reused by a re-recording)
+	kernelPipes     map[*shaders.Kernel]*gpu.Pipeline
 	records         []gpu.Dispatch
 	reads           []gpu.Readback
 	prog            *gpu.Program // records and reads, prepared for replay

@@ -113,10 +113,8 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	if err := g.recordOps(ctx); err != nil {
 		return err
 	}
-	for _, bg := range g.groups {
-		bg.Release()
-	}
-	g.groups, g.records = g.groups[:0], g.records[:0]
+	// finishDispatches reuses or releases the previous bind groups.
+	g.records = g.records[:0]
 	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
 	if err := g.bindTransients(); err != nil {
 		return err
