@@ -228,6 +228,12 @@ func handPTE(values, instrs func(b *flatbuffers.Builder) []flatbuffers.UOffsetT)
 	executorch.ExecutionPlanAddChains(b, chains)
 	executorch.ExecutionPlanAddDelegates(b, dels)
 	plans := offsetVector(b, []flatbuffers.UOffsetT{executorch.ExecutionPlanEnd(b)})
+	return finishTestProgram(b, plans)
+}
+
+// finishTestProgram finishes a test Program with execution plans plans and
+// one inline delegate payload ("h").
+func finishTestProgram(b *flatbuffers.Builder, plans flatbuffers.UOffsetT) []byte {
 	blob := alignedByteVector(b, []byte("h"), 16)
 	executorch.BackendDelegateInlineDataStart(b)
 	executorch.BackendDelegateInlineDataAddData(b, blob)

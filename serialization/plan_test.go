@@ -101,15 +101,7 @@ func planPTE(plans ...handPlan) []byte {
 		planTabs = append(planTabs, executorch.ExecutionPlanEnd(b))
 	}
 	planVec := offsetVector(b, planTabs)
-	blob := alignedByteVector(b, []byte("h"), 16)
-	executorch.BackendDelegateInlineDataStart(b)
-	executorch.BackendDelegateInlineDataAddData(b, blob)
-	inl := offsetVector(b, []flatbuffers.UOffsetT{executorch.BackendDelegateInlineDataEnd(b)})
-	executorch.ProgramStart(b)
-	executorch.ProgramAddExecutionPlan(b, planVec)
-	executorch.ProgramAddBackendDelegateData(b, inl)
-	b.FinishWithFileIdentifier(executorch.ProgramEnd(b), []byte(ProgramIdentifier))
-	return b.FinishedBytes()
+	return finishTestProgram(b, planVec)
 }
 
 func handInstruction(b *flatbuffers.Builder, in handInstr) flatbuffers.UOffsetT {
