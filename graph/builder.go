@@ -128,6 +128,9 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
+	if err := g.checkAliasWrite(outputs); err != nil {
+		return err
+	}
 	for _, id := range outputs {
 		if g.tensors[id].materialized {
 			g.mutatesState = true // it writes into a prepacked (persistent) buffer

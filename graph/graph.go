@@ -125,13 +125,14 @@ type WebGPUGraph struct {
 	kernelPipes     map[*shaders.Kernel]*gpu.Pipeline
 	records         []gpu.Dispatch
 	reads           []gpu.Readback
-	prog            *gpu.Program // records and reads, prepared for replay
-	dispatchOps     []int        // per record: the chain index of its op
-	dispatchKernels []string     // per record: its kernel's name
-	absorbed        map[int]bool // ops fused into an earlier op
-	recordedIn      [][]int64    // per input, the key the records were built for
-	stale           bool         // the records do not match any inputs yet
-	replay          bool         // re-recording: constants are already written
+	prog            *gpu.Program        // records and reads, prepared for replay
+	dispatchOps     []int               // per record: the chain index of its op
+	dispatchKernels []string            // per record: its kernel's name
+	absorbed        map[int]bool        // ops fused into an earlier op
+	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
+	recordedIn      [][]int64           // per input, the key the records were built for
+	stale           bool                // the records do not match any inputs yet
+	replay          bool                // re-recording: constants are already written
 	rerecords       int
 	pend            []pendingDispatch // being recorded
 	arena           []byte            // uniforms being recorded

@@ -12,6 +12,7 @@ import (
 // recordOps runs every op function in chain order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.absorbed = map[int]bool{}
+	g.resetAliases()
 	for i, op := range g.graph.Chain {
 		if g.absorbed[i] {
 			continue

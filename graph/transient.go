@@ -24,11 +24,24 @@ func (g *WebGPUGraph) bindTransients() error {
 	idx := map[int32]int{}
 	var uses []memplan.Use
 	for id, ts := range g.tensors {
-		if ts == nil || !ts.shared {
+		if _, aliased := g.aliases[int32(id)]; ts == nil || !ts.shared || aliased {
 			continue
 		}
 		idx[int32(id)] = len(uses)
 		uses = append(uses, memplan.Use{ID: int32(id), Bytes: memplan.AllocSize(ts.nbytes), Object: ts.memObj})
+	}
+	// A view that shares a transient root's buffer lives in the root's
+	// object: its uses extend the root's lifetime.
+	members := g.aliasMembers()
+	for root, ms := range members {
+		k, ok := idx[root]
+		if !ok {
+			continue
+		}
+		for _, m := range ms {
+			idx[m] = k
+			uses[k].Bytes = max(uses[k].Bytes, memplan.AllocSize(g.tensors[m].nbytes))
+		}
 	}
 	touch := func(id int32, step int) {
 		k, ok := idx[id]
@@ -77,6 +90,11 @@ func (g *WebGPUGraph) bindTransients() error {
 	}
 	for _, u := range uses {
 		g.tensors[u.ID].buf = g.shared[bind.Object[u.ID]]
+	}
+	for root, ms := range members {
+		for _, m := range ms {
+			g.tensors[m].buf = g.tensors[root].buf
+		}
 	}
 	for _, o := range g.outputs {
 		if o.read >= 0 {

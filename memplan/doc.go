@@ -64,8 +64,12 @@
 //	                                         prepacked) is both read and written
 //	matmul epilogue fusion (linear+relu,     same lifetimes; the fused kernel's input and        wgdelegate.TestE2EMLPExporterPlan (3 and 4
 //	gelu, clamp, sigmoid)                    output never share a buffer                         linears), opstest TestMatmulEpilogueFusion
-//	views and copies (view_copy,             every one is a copy kernel into its own output:    opstest shape cases under both plans
-//	alias_copy, permute_copy, ...)           no op aliases its input
+//	views (view_copy, squeeze/unsqueeze,     the output shares its input's buffer (graph         graph TestViewAliasing (both plans, with
+//	clone, alias_copy)                       Alias) only if no later op writes either in place   and without aliasing),
+//	                                         (ops.Op.Writes) and neither is persistent; a        TestViewAliasRefusedForInPlaceWrites;
+//	                                         transient group is placed as one lifetime; a        opstest shape cases under both plans
+//	                                         dispatch writing an aliased value is an error
+//	permute_copy and other copies            a copy kernel into its own output                   opstest shape cases under both plans
 //	in-place cache updates (update_cache,    write only prepack outputs or persistent copies     opstest TestKVCache*, wgdelegate
 //	sdpa_with_kv_cache)                      of constants, which are always dedicated            TestE2EDecoderKVCache under both plans
 //	prepack outputs                          dedicated; one with mem_obj_id >= 0 is rejected;   wgdelegate.TestPrepackOutputAliasedRejected

@@ -40,9 +40,10 @@ import (
 func init() {
 	Register("et_vk.sdpa.default", etvkSDPAOp)
 	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)
-	Register("sdpa_with_kv_cache.default", sdpaWithKVCacheOp)
+	// [q, k, v, k_cache, v_cache, input_pos, ...]: both caches in place.
+	RegisterOp(Op{Name: "sdpa_with_kv_cache.default", Run: sdpaWithKVCacheOp, Writes: []int{3, 4}})
 	Register("llama.custom_sdpa.default", customSDPAOp)
-	Register("update_cache.default", updateCacheOp)
+	RegisterOp(Op{Name: "update_cache.default", Run: updateCacheOp, Writes: []int{1}})
 }
 
 // attnLanes is the number of lanes sharing one query row's keys.

@@ -22,6 +22,11 @@ type Config struct {
 	// of fusing chains of them into one kernel; for benchmarks and tests of
 	// the unfused chain. Matmul epilogues are fused either way.
 	NoElementwiseFusion bool
+	// NoViewAliasing records a copy for every view-like op (view_copy,
+	// squeeze/unsqueeze, clone, alias_copy) instead of letting its output
+	// share its input's buffer where that is safe (Aliaser); for tests
+	// and benchmarks of the copy.
+	NoViewAliasing bool
 }
 
 // Configurer is implemented by builders that carry a load's Config (the

@@ -12,7 +12,9 @@ import (
 // dim_order_ops._clone_dim_order.default args: [self, non_blocking, dim_order, out]
 //
 // Tensors are flat and contiguous, so every one of these is the same
-// whole-tensor copy (shaders/copy.wgsl, vec4<u32> units; any dtype); they
+// whole-tensor copy (shaders/copy.wgsl, vec4<u32> units; any dtype), or,
+// where the graph can prove no one writes either value afterwards, no
+// dispatch at all: the output shares the input's buffer (Aliaser). They
 // differ in the output shape, computed from self's live shape as torch
 // does. view_copy: size, where one -1 is inferred from self's element
 // count, which must match. squeeze_copy.dims: the listed dims of size 1
@@ -154,11 +156,29 @@ func unsqueezeCopy(b Builder, args []int32) error {
 	return copyTensor(b, in, 2, args[2], dims)
 }
 
-// copyTensor sets out (args[outArg]) to dims and records a whole-tensor
-// copy of in into it.
+// Aliaser is implemented by builders that can give a copy op's output its
+// input's buffer instead of a copy of its bytes. Tensors are flat and
+// contiguous, so every op of this file leaves the bytes as they are; only
+// the shape changes.
+type Aliaser interface {
+	// Alias makes out (whose live shape is set) share in's buffer, and
+	// reports whether it did; the op then records no dispatch. The builder
+	// refuses when the two values could ever differ: when either is, or
+	// may become, written after out is defined (a KV cache updated in
+	// place, a persistent buffer), or when out's buffer is needed on its
+	// own (a constant).
+	Alias(out, in int32) bool
+}
+
+// copyTensor sets out (args[outArg]) to dims and makes it in's bytes: the
+// same buffer when the builder can alias them (Aliaser), else a recorded
+// whole-tensor copy.
 func copyTensor(b Builder, in Tensor, outArg int, outID int32, dims []int64) error {
 	if _, err := Output(b, outArg, outID, in.DType, dims); err != nil {
 		return err
+	}
+	if a, ok := b.(Aliaser); ok && !configOf(b).NoViewAliasing && a.Alias(outID, in.ID) {
+		return nil
 	}
 	if in.NBytes == 0 {
 		return nil

@@ -28,6 +28,10 @@ type Op struct {
 	// host while recording (HostReader): the graph re-records whenever
 	// those values change, as it does for new shapes.
 	HostReads []int
+	// Writes lists the arguments, other than the op's output, that it
+	// writes in place (a KV cache update). A value an op writes after it
+	// was produced cannot share a buffer with a view of it (Aliaser).
+	Writes []int
 }
 
 var (
@@ -48,6 +52,7 @@ func RegisterOp(op Op) {
 	}
 	op.Packed = append([]int(nil), op.Packed...)
 	op.HostReads = append([]int(nil), op.HostReads...)
+	op.Writes = append([]int(nil), op.Writes...)
 	registry[op.Name] = op
 }
 
@@ -67,6 +72,13 @@ func HostReads(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	return registry[name].HostReads
+}
+
+// WritesArgs returns the argument indices op name writes in place.
+func WritesArgs(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return registry[name].Writes
 }
 
 // HostReader is implemented by builders that can hand an op the host value
