@@ -92,17 +92,51 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 	linear := func(x, wt int32, out int32) { b.Op("aten.linear.default", x, wt, b.Null(), out) }
 
 	tokens := b.Tensor(serialization.Int32, dims(1, T), -1)
-	var pos int32
+	var posT int32
 	if s.exported {
+		posT = b.Tensor(serialization.Int64, dims(1), -1)
+		b.Inputs(tokens, posT)
+	}
+	pos := b.SymInt(0)
+	if !s.exported {
+		b.Inputs(tokens, pos)
+	}
+
+	// The prepack ops come first, as the exporter's insert_prepack_nodes
+	// puts each right after its constant's placeholder, ahead of every
+	// compute op. The caches are constants (mutable buffers, serialized as
+	// constants) copied once, at load, into persistent buffers that the
+	// attention updates in place. Zeroed caches all have the same bytes,
+	// so they share one named key.
+	cacheDims := dims(s.cacheShape()...)
+	var cacheIDs []int32
+	var zero []float32
+	for l := range s.layers() {
+		var kc, vc []float32
+		if caches != nil {
+			kc, vc = caches[2*l], caches[2*l+1]
+		} else {
+			if zero == nil {
+				zero = make([]float32, s.cacheNumel())
+			}
+			kc, vc = zero, zero
+		}
+		kcConst, _ := b.NamedConst(f, cacheDims, f32bytes(kc))
+		vcConst, _ := b.NamedConst(f, cacheDims, f32bytes(vc))
+		kCache, vCache := b.Tensor(f, cacheDims, -1), b.Tensor(f, cacheDims, -1)
+		b.Op("et_vk.prepack.default", kcConst, kCache)
+		b.Op("et_vk.prepack.default", vcConst, vCache)
+		cacheIDs = append(cacheIDs, kCache, vCache)
+	}
+	cosT, sinT := weight(b, s.cos, s.maxSeq, hd/2), weight(b, s.sin, s.maxSeq, hd/2)
+	if s.exported {
+		pc, ps := act(s.maxSeq, hd/2), act(s.maxSeq, hd/2)
+		b.Op("et_vk.prepack.default", cosT, pc)
+		b.Op("et_vk.prepack.default", sinT, ps)
+		cosT, sinT = pc, ps
 		// input_pos[-1].item(), as the exporter's select_as_symint
 		// pattern writes it.
-		posT := b.Tensor(serialization.Int64, dims(1), -1)
-		b.Inputs(tokens, posT)
-		pos = b.SymInt(0)
 		b.Op("et_vk.select_as_symint.default", posT, b.Int(0), b.Int(-1), pos)
-	} else {
-		pos = b.SymInt(0)
-		b.Inputs(tokens, pos)
 	}
 
 	// S, the live token count, and end = input_pos + S.
@@ -124,20 +158,10 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 	// The rope table rows of positions input_pos .. input_pos+S-1, shared
 	// by every layer: [self, dim, start, end, step, out] with SymInt
 	// bounds.
-	cosT, sinT := weight(b, s.cos, s.maxSeq, hd/2), weight(b, s.sin, s.maxSeq, hd/2)
-	if s.exported {
-		pc, ps := act(s.maxSeq, hd/2), act(s.maxSeq, hd/2)
-		b.Op("et_vk.prepack.default", cosT, pc)
-		b.Op("et_vk.prepack.default", sinT, ps)
-		cosT, sinT = pc, ps
-	}
 	cos, sin := act(T, hd/2), act(T, hd/2)
 	b.Op("aten.slice_copy.Tensor", cosT, b.Int(0), pos, end, b.Int(1), cos)
 	b.Op("aten.slice_copy.Tensor", sinT, b.Int(0), pos, end, b.Int(1), sin)
 
-	cacheDims := dims(s.cacheShape()...)
-	var zero []float32
-	var cacheIDs []int32
 	for l, lw := range s.w.Layers {
 		// Attention block.
 		x1 := act(1, T, D)
@@ -152,23 +176,7 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 		view(v, vv, s.kvHeads, hd)
 		qr, kr := act(1, T, s.heads, hd), act(1, T, s.kvHeads, hd)
 		b.Op("et_vk.apply_rotary_emb.default", qv, kv, cos, sin, b.ValueList(qr, kr))
-		// The caches: constants (mutable buffers, serialized as
-		// constants) copied once, at load, into persistent buffers that
-		// the attention updates in place. Zeroed caches all have the same
-		// bytes, so they share one named key.
-		kc, vc := zero, zero
-		if caches != nil {
-			kc, vc = caches[2*l], caches[2*l+1]
-		} else if zero == nil {
-			zero = make([]float32, s.cacheNumel())
-			kc, vc = zero, zero
-		}
-		kcConst, _ := b.NamedConst(f, cacheDims, f32bytes(kc))
-		vcConst, _ := b.NamedConst(f, cacheDims, f32bytes(vc))
-		kCache, vCache := b.Tensor(f, cacheDims, -1), b.Tensor(f, cacheDims, -1)
-		b.Op("et_vk.prepack.default", kcConst, kCache)
-		b.Op("et_vk.prepack.default", vcConst, vCache)
-		cacheIDs = append(cacheIDs, kCache, vCache)
+		kCache, vCache := cacheIDs[2*l], cacheIDs[2*l+1]
 		attn := act(1, T, s.heads, hd)
 		if s.splitCache {
 			// update_cache: [value, cache, input_pos, out (a placeholder)];
