@@ -1,0 +1,310 @@
+// Command llm benchmarks greedy Llama decoding: a random-weight model of a
+// llama2.c TinyStories shape, written as an ExecuTorch Vulkan llama export
+// (internal/models.Llama, exporter memory plan), loaded through the public
+// API and run one token per Execute with input_pos advancing, from token 1
+// (BOS) at position 0, as llama2.c's run.c does with an empty prompt. It
+// reports tokens/s (the median and range over -runs), milliseconds per
+// step and GPU dispatches per step:
+//
+//	go run ./bench/llm -shape 260k -n 256
+//	go run ./bench/llm -shape 110m -n 32 -runc /path/to/llama2.c/run.c
+//
+// With -runc and a C compiler on PATH (cc or gcc) it also writes the same
+// weights as a llama2.c checkpoint and a tokenizer.bin whose piece for
+// token i is "<i>", compiles run.c (-O3 -march=native -fopenmp for 110m,
+// -O2 on one thread for 260k, unless -cflags and -threads say otherwise),
+// runs it with temperature 0 for the same number of steps, and prints its
+// "achieved tok/s", the ratio, and whether its greedy tokens equal ours.
+// Both count tokens/s the same way: steps after the first, over the time
+// they took.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/models"
+)
+
+// shape is one model size with its defaults for the run.c comparison.
+type shape struct {
+	cfg     models.LlamaConfig
+	steps   int
+	cflags  string
+	threads int // OMP_NUM_THREADS for run.c; 0 leaves it unset
+}
+
+var shapes = map[string]shape{
+	"110m": {cfg: models.Stories110M, steps: 32, cflags: "-O3 -march=native -fopenmp"},
+	"260k": {cfg: models.Stories260K, steps: 256, cflags: "-O2", threads: 1},
+}
+
+func main() {
+	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512) or 110m (stories110M: dim 768, 12 layers, vocab 32000)")
+	steps := flag.Int("n", 0, "decode steps per run (0: 256 for 260k, 32 for 110m); at most the cache length")
+	runs := flag.Int("runs", 3, "timed runs (each restarts at input_pos 0)")
+	seq := flag.Int64("seq", 0, "KV cache length, seq_len (0: the shape's: 512 for 260k, 256 for 110m)")
+	seed := flag.Uint64("seed", 1, "weight seed")
+	split := flag.Bool("split-cache", false, "write update_cache + llama.custom_sdpa instead of sdpa_with_kv_cache")
+	out := flag.String("out", "", "directory to write model.pte and weights.ptd (and model.bin, tokenizer.bin, run for the run.c comparison); a temporary one when empty")
+	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
+	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
+	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
+	flag.Parse()
+
+	sh, ok := shapes[*shapeName]
+	if !ok {
+		log.Fatalf("llm: unknown -shape %q (260k or 110m)", *shapeName)
+	}
+	cfg := sh.cfg
+	cfg.Seed, cfg.SplitCache = *seed, *split
+	if *seq > 0 {
+		cfg.MaxSeq = *seq
+	}
+	n := *steps
+	if n == 0 {
+		n = sh.steps
+	}
+	if n < 2 || int64(n) > cfg.MaxSeq || *runs < 1 {
+		log.Fatalf("llm: -n must be 2..%d (the cache length) and -runs at least 1", cfg.MaxSeq)
+	}
+	if *cflags == "" {
+		*cflags = sh.cflags
+	}
+	if *threads < 0 {
+		*threads = sh.threads
+	}
+	dir := *out
+	if dir == "" {
+		d, err := os.MkdirTemp("", "wgd-llm-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := run(cfg, *shapeName, n, *runs, dir, *runc, *cflags, *threads); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(cfg models.LlamaConfig, name string, n, runs int, dir, runc, cflags string, threads int) error {
+	ctx := context.Background()
+	fmt.Printf("shape %s: dim %d, hidden %d, %d layers, %d heads (%d kv), vocab %d, seq_len %d: %.1fM parameters\n",
+		name, cfg.Dim, cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.MaxSeq, float64(cfg.Params())/1e6)
+	start := time.Now()
+	w := models.RandomLlamaWeights(cfg)
+	l, err := models.NewLlama(cfg, w)
+	if err != nil {
+		return err
+	}
+	f, err := models.Encode(l.B, true)
+	if err != nil {
+		return err
+	}
+	pte, ptd := filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd")
+	if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
+		return err
+	}
+	l.B, f = nil, models.Files{} // the GPU model is read from the files
+	fmt.Printf("wrote %s and %s (%.1f MiB of weights) in %v\n", pte, ptd, float64(fileSize(ptd))/(1<<20), time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	m, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	fmt.Printf("loaded in %v\n", time.Since(start).Round(time.Millisecond))
+
+	var ours []int32
+	var rates, stepMs []float64
+	dispatches := 0
+	for r := range runs {
+		ids, times, err := decode(ctx, m, l, cfg, n)
+		if err != nil {
+			return err
+		}
+		if r == 0 {
+			ours = ids
+		} else if !slices.Equal(ids, ours) {
+			return fmt.Errorf("llm: run %d decoded other tokens than run 0", r)
+		}
+		var total time.Duration
+		for _, t := range times[1:] {
+			total += t
+			stepMs = append(stepMs, float64(t)/float64(time.Millisecond))
+		}
+		rates = append(rates, float64(n-1)/total.Seconds())
+		dispatches = m.MemoryStats().NumDispatches
+	}
+	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
+		summary(rates), runs, n, quantile(stepMs, 0.5), quantile(stepMs, 0.1), quantile(stepMs, 0.9), dispatches)
+	fmt.Printf("greedy tokens: %v\n", head(ours, 16))
+
+	if runc == "" {
+		fmt.Println("run.c: skipped (no -runc)")
+		return nil
+	}
+	ccPath := ""
+	for _, c := range []string{"cc", "gcc"} {
+		if p, err := exec.LookPath(c); err == nil {
+			ccPath = p
+			break
+		}
+	}
+	if ccPath == "" {
+		fmt.Println("run.c: skipped (no cc or gcc on PATH)")
+		return nil
+	}
+	theirs, cRates, err := runC(ccPath, runc, cflags, threads, dir, cfg, w, n, runs)
+	if err != nil {
+		return err
+	}
+	th := "unset"
+	if threads > 0 {
+		th = strconv.Itoa(threads)
+	}
+	fmt.Printf("run.c (%s, OMP_NUM_THREADS %s): %s tok/s over %d runs\n", cflags, th, summary(cRates), runs)
+	fmt.Printf("ratio wgdelegate / run.c: %.3f (medians)\n", median(rates)/median(cRates))
+	k := min(len(ours), len(theirs))
+	mismatch := -1
+	for i := range k {
+		if ours[i] != theirs[i] {
+			mismatch = i
+			break
+		}
+	}
+	switch {
+	case mismatch >= 0:
+		fmt.Printf("greedy tokens: differ at step %d: wgdelegate %d, run.c %d (the first %d agree)\n", mismatch, ours[mismatch], theirs[mismatch], mismatch)
+	case len(theirs) < len(ours):
+		// run.c stops at a generated BOS (token 1).
+		fmt.Printf("greedy tokens: run.c's %d equal ours (it stopped early, at token %d)\n", len(theirs), ours[len(theirs)])
+	default:
+		fmt.Printf("greedy tokens: all %d equal run.c's\n", k)
+	}
+	return nil
+}
+
+// decode runs n greedy steps from token 1 at input_pos 0 and returns the
+// tokens chosen and each step's time.
+func decode(ctx context.Context, m *wgdelegate.Model, l *models.Llama, cfg models.LlamaConfig, n int) ([]int32, []time.Duration, error) {
+	ids := make([]int32, 0, n)
+	times := make([]time.Duration, 0, n)
+	tok := int32(1)
+	for pos := range int64(n) {
+		t0 := time.Now()
+		outs, err := m.Execute(ctx, l.Inputs([]int32{tok}, pos)...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("llm: step %d: %w", pos, err)
+		}
+		logits, err := outs[0].Float32s()
+		if err != nil {
+			return nil, nil, err
+		}
+		tok = models.Argmax(logits, int(cfg.Vocab))
+		times = append(times, time.Since(t0))
+		ids = append(ids, tok)
+	}
+	return ids, times, nil
+}
+
+var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+)`)
+
+// runC writes the checkpoint and tokenizer, compiles run.c and runs it runs
+// times; it returns the tokens of the first run and each run's tok/s.
+func runC(cc, src, cflags string, threads int, dir string, cfg models.LlamaConfig, w *models.LlamaWeights, n, runs int) ([]int32, []float64, error) {
+	ckpt, tok, bin := filepath.Join(dir, "model.bin"), filepath.Join(dir, "tokenizer.bin"), filepath.Join(dir, "run")
+	var buf bytes.Buffer
+	if err := models.WriteLlama2C(&buf, cfg, w); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(ckpt, buf.Bytes(), 0o644); err != nil {
+		return nil, nil, err
+	}
+	buf.Reset()
+	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(tok, buf.Bytes(), 0o644); err != nil {
+		return nil, nil, err
+	}
+	args := append(strings.Fields(cflags), "-o", bin, src, "-lm")
+	if outb, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("llm: compiling run.c: %w\n%s", err, outb)
+	}
+	var ids []int32
+	var rates []float64
+	for r := range runs {
+		cmd := exec.Command(bin, ckpt, "-z", tok, "-t", "0", "-n", strconv.Itoa(n), "-i", "")
+		cmd.Env = os.Environ()
+		if threads > 0 {
+			cmd.Env = append(cmd.Env, "OMP_NUM_THREADS="+strconv.Itoa(threads))
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, nil, fmt.Errorf("llm: running run.c: %w\n%s", err, stderr.String())
+		}
+		mt := tokPerSec.FindStringSubmatch(stderr.String())
+		if mt == nil {
+			return nil, nil, errors.New("llm: run.c printed no \"achieved tok/s\": " + stderr.String())
+		}
+		v, err := strconv.ParseFloat(mt[1], 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("llm: run.c's tok/s: %w", err)
+		}
+		rates = append(rates, v)
+		if r == 0 {
+			ids = models.ParseLlama2CPieces(stdout.String())
+		}
+	}
+	return ids, rates, nil
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// summary formats the median and range of v.
+func summary(v []float64) string {
+	return fmt.Sprintf("%.2f (range %.2f-%.2f)", median(v), slices.Min(v), slices.Max(v))
+}
+
+func median(v []float64) float64 { return quantile(v, 0.5) }
+
+// quantile returns the q-quantile of v (nearest rank).
+func quantile(v []float64, q float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	if len(s)%2 == 0 && q == 0.5 {
+		return (s[i] + s[i+1]) / 2
+	}
+	return s[i]
+}
+
+func head(v []int32, k int) []int32 { return v[:min(k, len(v))] }
