@@ -15,14 +15,16 @@
 // -O2 on one thread for 260k, unless -cflags and -threads say otherwise),
 // runs it with temperature 0 for the same number of steps, and prints its
 // "achieved tok/s", the ratio, and whether its greedy tokens equal ours.
-// Both count tokens/s the same way: steps after the first, over the time
-// they took.
+// The runs alternate (ours, run.c's, ours, ...), so that on a shared
+// machine both see the same load. Both count tokens/s the same way: steps
+// after the first, over the time they took. The classifier is a weight of
+// its own unless -shared makes it the embedding, as in the TinyStories
+// checkpoints.
 package main
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -63,6 +65,7 @@ func main() {
 	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
+	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
 
 	sh, ok := shapes[*shapeName]
@@ -93,116 +96,171 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer os.RemoveAll(d)
 		dir = d
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	if err := run(cfg, *shapeName, n, *runs, dir, *runc, *cflags, *threads); err != nil {
+	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads}
+	_, err := run(cfg, o)
+	if *out == "" {
+		os.RemoveAll(dir)
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(cfg models.LlamaConfig, name string, n, runs int, dir, runc, cflags string, threads int) error {
+// options are the benchmark's settings besides the model's.
+type options struct {
+	name         string // the shape's name, for the report
+	shared       bool   // the classifier is the embedding
+	steps, runs  int
+	dir          string
+	runc, cflags string
+	threads      int
+}
+
+// result is what one benchmark measured.
+type result struct {
+	rates, stepMs []float64 // tok/s per run; ms of every timed step
+	dispatches    int
+	ours          []int32
+	// cRates and theirs are run.c's tok/s per run and its tokens (empty
+	// when run.c did not run); mismatch is the first step where the
+	// tokens differ, -1 when they agree as far as both go.
+	cRates   []float64
+	theirs   []int32
+	mismatch int
+}
+
+// run builds, writes and loads the model, then times o.runs decodes,
+// alternating with run.c's when it runs, so that both see the same load
+// on a shared machine.
+func run(cfg models.LlamaConfig, o options) (*result, error) {
 	ctx := context.Background()
-	fmt.Printf("shape %s: dim %d, hidden %d, %d layers, %d heads (%d kv), vocab %d, seq_len %d: %.1fM parameters\n",
-		name, cfg.Dim, cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.MaxSeq, float64(cfg.Params())/1e6)
-	start := time.Now()
 	w := models.RandomLlamaWeights(cfg)
+	params := cfg.Params()
+	if o.shared {
+		w.Output = w.Embedding
+		params -= cfg.Vocab * cfg.Dim
+	}
+	fmt.Printf("shape %s: dim %d, hidden %d, %d layers, %d heads (%d kv), vocab %d, seq_len %d, shared classifier %v: %.1fM parameters\n",
+		o.name, cfg.Dim, cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.MaxSeq, o.shared, float64(params)/1e6)
+	start := time.Now()
 	l, err := models.NewLlama(cfg, w)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := models.Encode(l.B, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pte, ptd := filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd")
+	pte, ptd := filepath.Join(o.dir, "model.pte"), filepath.Join(o.dir, "weights.ptd")
 	if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	l.B, f = nil, models.Files{} // the GPU model is read from the files
 	fmt.Printf("wrote %s and %s (%.1f MiB of weights) in %v\n", pte, ptd, float64(fileSize(ptd))/(1<<20), time.Since(start).Round(time.Millisecond))
 
+	var runC func() ([]int32, float64, error)
+	if o.runc != "" {
+		cc := ""
+		for _, c := range []string{"cc", "gcc"} {
+			if p, err := exec.LookPath(c); err == nil {
+				cc = p
+				break
+			}
+		}
+		if cc == "" {
+			fmt.Println("run.c: skipped (no cc or gcc on PATH)")
+		} else if runC, err = prepareC(cc, cfg, w, o); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Println("run.c: skipped (no -runc)")
+	}
+
 	start = time.Now()
 	m, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer m.Close()
 	fmt.Printf("loaded in %v\n", time.Since(start).Round(time.Millisecond))
 
-	var ours []int32
-	var rates, stepMs []float64
-	dispatches := 0
-	for r := range runs {
-		ids, times, err := decode(ctx, m, l, cfg, n)
+	res := &result{mismatch: -1}
+	for r := range o.runs {
+		ids, times, err := decode(ctx, m, l, cfg, o.steps)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r == 0 {
-			ours = ids
-		} else if !slices.Equal(ids, ours) {
-			return fmt.Errorf("llm: run %d decoded other tokens than run 0", r)
+			res.ours = ids
+		} else if !slices.Equal(ids, res.ours) {
+			return nil, fmt.Errorf("llm: run %d decoded other tokens than run 0", r)
 		}
 		var total time.Duration
 		for _, t := range times[1:] {
 			total += t
-			stepMs = append(stepMs, float64(t)/float64(time.Millisecond))
+			res.stepMs = append(res.stepMs, float64(t)/float64(time.Millisecond))
 		}
-		rates = append(rates, float64(n-1)/total.Seconds())
-		dispatches = m.MemoryStats().NumDispatches
+		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
+		res.dispatches = m.MemoryStats().NumDispatches
+		if runC != nil {
+			ids, rate, err := runC()
+			if err != nil {
+				return nil, err
+			}
+			if r == 0 {
+				res.theirs = ids
+			}
+			res.cRates = append(res.cRates, rate)
+		}
 	}
-	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
-		summary(rates), runs, n, quantile(stepMs, 0.5), quantile(stepMs, 0.1), quantile(stepMs, 0.9), dispatches)
-	fmt.Printf("greedy tokens: %v\n", head(ours, 16))
-
-	if runc == "" {
-		fmt.Println("run.c: skipped (no -runc)")
-		return nil
-	}
-	ccPath := ""
-	for _, c := range []string{"cc", "gcc"} {
-		if p, err := exec.LookPath(c); err == nil {
-			ccPath = p
+	for i := range min(len(res.ours), len(res.theirs)) {
+		if res.ours[i] != res.theirs[i] {
+			res.mismatch = i
 			break
 		}
 	}
-	if ccPath == "" {
-		fmt.Println("run.c: skipped (no cc or gcc on PATH)")
-		return nil
+	if k := len(res.theirs); runC != nil && res.mismatch < 0 && k < len(res.ours) && res.ours[k] != 1 {
+		// run.c stops early only when it generates token 1 (BOS).
+		res.mismatch = k
 	}
-	theirs, cRates, err := runC(ccPath, runc, cflags, threads, dir, cfg, w, n, runs)
-	if err != nil {
-		return err
+	res.print(o)
+	return res, nil
+}
+
+func (res *result) print(o options) {
+	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
+		summary(res.rates), o.runs, o.steps, quantile(res.stepMs, 0.5), quantile(res.stepMs, 0.1), quantile(res.stepMs, 0.9), res.dispatches)
+	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
+	if len(res.cRates) == 0 {
+		return
 	}
 	th := "unset"
-	if threads > 0 {
-		th = strconv.Itoa(threads)
+	if o.threads > 0 {
+		th = strconv.Itoa(o.threads)
 	}
-	fmt.Printf("run.c (%s, OMP_NUM_THREADS %s): %s tok/s over %d runs\n", cflags, th, summary(cRates), runs)
-	fmt.Printf("ratio wgdelegate / run.c: %.3f (medians)\n", median(rates)/median(cRates))
-	k := min(len(ours), len(theirs))
-	mismatch := -1
-	for i := range k {
-		if ours[i] != theirs[i] {
-			mismatch = i
-			break
-		}
-	}
+	fmt.Printf("run.c (%s, OMP_NUM_THREADS %s): %s tok/s over %d runs\n", o.cflags, th, summary(res.cRates), o.runs)
+	fmt.Printf("ratio wgdelegate / run.c: %.3f (medians)\n", median(res.rates)/median(res.cRates))
 	switch {
-	case mismatch >= 0:
-		fmt.Printf("greedy tokens: differ at step %d: wgdelegate %d, run.c %d (the first %d agree)\n", mismatch, ours[mismatch], theirs[mismatch], mismatch)
-	case len(theirs) < len(ours):
+	case res.mismatch >= 0:
+		i := res.mismatch
+		theirs := "nothing (it stopped)"
+		if i < len(res.theirs) {
+			theirs = strconv.Itoa(int(res.theirs[i]))
+		}
+		fmt.Printf("greedy tokens: differ at step %d: wgdelegate %d, run.c %s (the first %d agree)\n", i, res.ours[i], theirs, i)
+	case len(res.theirs) < len(res.ours):
 		// run.c stops at a generated BOS (token 1).
-		fmt.Printf("greedy tokens: run.c's %d equal ours (it stopped early, at token %d)\n", len(theirs), ours[len(theirs)])
+		fmt.Printf("greedy tokens: run.c's %d equal ours (it stops at a generated BOS, token 1, as we did next)\n", len(res.theirs))
 	default:
-		fmt.Printf("greedy tokens: all %d equal run.c's\n", k)
+		fmt.Printf("greedy tokens: all %d equal run.c's\n", len(res.ours))
 	}
-	return nil
 }
 
 // decode runs n greedy steps from token 1 at input_pos 0 and returns the
@@ -228,57 +286,52 @@ func decode(ctx context.Context, m *wgdelegate.Model, l *models.Llama, cfg model
 	return ids, times, nil
 }
 
-var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+)`)
+var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+|inf)`)
 
-// runC writes the checkpoint and tokenizer, compiles run.c and runs it runs
-// times; it returns the tokens of the first run and each run's tok/s.
-func runC(cc, src, cflags string, threads int, dir string, cfg models.LlamaConfig, w *models.LlamaWeights, n, runs int) ([]int32, []float64, error) {
-	ckpt, tok, bin := filepath.Join(dir, "model.bin"), filepath.Join(dir, "tokenizer.bin"), filepath.Join(dir, "run")
+// prepareC writes the checkpoint and tokenizer and compiles run.c; the
+// function it returns runs it once, returning its tokens and tok/s.
+func prepareC(cc string, cfg models.LlamaConfig, w *models.LlamaWeights, o options) (func() ([]int32, float64, error), error) {
+	ckpt, tok, bin := filepath.Join(o.dir, "model.bin"), filepath.Join(o.dir, "tokenizer.bin"), filepath.Join(o.dir, "run")
 	var buf bytes.Buffer
 	if err := models.WriteLlama2C(&buf, cfg, w); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := os.WriteFile(ckpt, buf.Bytes(), 0o644); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	buf.Reset()
 	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := os.WriteFile(tok, buf.Bytes(), 0o644); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	args := append(strings.Fields(cflags), "-o", bin, src, "-lm")
+	args := append(strings.Fields(o.cflags), "-o", bin, o.runc, "-lm")
 	if outb, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("llm: compiling run.c: %w\n%s", err, outb)
+		return nil, fmt.Errorf("llm: compiling run.c: %w\n%s", err, outb)
 	}
-	var ids []int32
-	var rates []float64
-	for r := range runs {
-		cmd := exec.Command(bin, ckpt, "-z", tok, "-t", "0", "-n", strconv.Itoa(n), "-i", "")
+	return func() ([]int32, float64, error) {
+		cmd := exec.Command(bin, ckpt, "-z", tok, "-t", "0", "-n", strconv.Itoa(o.steps), "-i", "")
 		cmd.Env = os.Environ()
-		if threads > 0 {
-			cmd.Env = append(cmd.Env, "OMP_NUM_THREADS="+strconv.Itoa(threads))
+		if o.threads > 0 {
+			cmd.Env = append(cmd.Env, "OMP_NUM_THREADS="+strconv.Itoa(o.threads))
 		}
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			return nil, nil, fmt.Errorf("llm: running run.c: %w\n%s", err, stderr.String())
+			return nil, 0, fmt.Errorf("llm: running run.c: %w\n%s", err, stderr.String())
 		}
 		mt := tokPerSec.FindStringSubmatch(stderr.String())
 		if mt == nil {
-			return nil, nil, errors.New("llm: run.c printed no \"achieved tok/s\": " + stderr.String())
+			ids := models.ParseLlama2CPieces(stdout.String())
+			return nil, 0, fmt.Errorf("llm: run.c printed no \"achieved tok/s\" (it stops when it generates token 1, BOS; it printed %d tokens): %s", len(ids), stderr.String())
 		}
 		v, err := strconv.ParseFloat(mt[1], 64)
 		if err != nil {
-			return nil, nil, fmt.Errorf("llm: run.c's tok/s: %w", err)
+			return nil, 0, fmt.Errorf("llm: run.c's tok/s: %w", err)
 		}
-		rates = append(rates, v)
-		if r == 0 {
-			ids = models.ParseLlama2CPieces(stdout.String())
-		}
-	}
-	return ids, rates, nil
+		return models.ParseLlama2CPieces(stdout.String()), v, nil
+	}, nil
 }
 
 func fileSize(p string) int64 {
