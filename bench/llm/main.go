@@ -123,8 +123,11 @@ type options struct {
 // result is what one benchmark measured.
 type result struct {
 	rates, stepMs []float64 // tok/s per run; ms of every timed step
-	dispatches    int
-	ours          []int32
+	// fixedMs are the times of steps that repeat one input_pos: the
+	// graph is then not recorded again, as it is for every new position.
+	fixedMs    []float64
+	dispatches int
+	ours       []int32
 	// cRates and theirs are run.c's tok/s per run and its tokens (empty
 	// when run.c did not run); mismatch is the first step where the
 	// tokens differ, -1 when they agree as far as both go.
@@ -220,6 +223,17 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 			res.cRates = append(res.cRates, rate)
 		}
 	}
+	// The same step again and again: what a step costs without
+	// re-recording the graph for a new input_pos.
+	for i := range o.steps {
+		t0 := time.Now()
+		if _, err := m.Execute(ctx, l.Inputs([]int32{res.ours[0]}, 1)...); err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			res.fixedMs = append(res.fixedMs, float64(time.Since(t0))/float64(time.Millisecond))
+		}
+	}
 	for i := range min(len(res.ours), len(res.theirs)) {
 		if res.ours[i] != res.theirs[i] {
 			res.mismatch = i
@@ -237,6 +251,8 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 func (res *result) print(o options) {
 	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
 		summary(res.rates), o.runs, o.steps, quantile(res.stepMs, 0.5), quantile(res.stepMs, 0.1), quantile(res.stepMs, 0.9), res.dispatches)
+	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
+		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
 	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
 	if len(res.cRates) == 0 {
 		return

@@ -21,6 +21,9 @@ func TestRun(t *testing.T) {
 	if len(res.ours) != o.steps || len(res.rates) != o.runs || len(res.stepMs) != o.runs*(o.steps-1) {
 		t.Errorf("%d tokens, %d rates, %d step times; want %d, %d, %d", len(res.ours), len(res.rates), len(res.stepMs), o.steps, o.runs, o.runs*(o.steps-1))
 	}
+	if len(res.fixedMs) != o.steps-1 {
+		t.Errorf("%d fixed-position step times, want %d", len(res.fixedMs), o.steps-1)
+	}
 	if res.dispatches <= 0 {
 		t.Errorf("%d dispatches per step", res.dispatches)
 	}
