@@ -65,6 +65,7 @@ func main() {
 	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
+	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
 
@@ -100,7 +101,7 @@ func main() {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads}
+	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile}
 	_, err := run(cfg, o)
 	if *out == "" {
 		os.RemoveAll(dir)
@@ -118,6 +119,7 @@ type options struct {
 	dir          string
 	runc, cflags string
 	threads      int
+	profile      bool // print where one step's GPU time goes
 }
 
 // result is what one benchmark measured.
@@ -223,16 +225,26 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 			res.cRates = append(res.cRates, rate)
 		}
 	}
-	// The same step again and again: what a step costs without
-	// re-recording the graph for a new input_pos.
+	// The same step again and again, at the middle of the decode (the
+	// average attention length): what a step costs without re-recording
+	// the graph for a new input_pos.
+	mid := int64(o.steps / 2)
+	midIn := l.Inputs([]int32{res.ours[mid-1]}, mid)
 	for i := range o.steps {
 		t0 := time.Now()
-		if _, err := m.Execute(ctx, l.Inputs([]int32{res.ours[0]}, 1)...); err != nil {
+		if _, err := m.Execute(ctx, midIn...); err != nil {
 			return nil, err
 		}
 		if i > 0 {
 			res.fixedMs = append(res.fixedMs, float64(time.Since(t0))/float64(time.Millisecond))
 		}
+	}
+	if o.profile {
+		p, err := m.Profile(ctx, midIn...)
+		if err != nil {
+			return nil, err
+		}
+		printProfile(p)
 	}
 	for i := range min(len(res.ours), len(res.theirs)) {
 		if res.ours[i] != res.theirs[i] {
@@ -348,6 +360,39 @@ func prepareC(cc string, cfg models.LlamaConfig, w *models.LlamaWeights, o optio
 		}
 		return models.ParseLlama2CPieces(stdout.String()), v, nil
 	}, nil
+}
+
+// printProfile prints the dispatch times of p summed by op name, the
+// largest first.
+func printProfile(p wgdelegate.Profile) {
+	type opTime struct {
+		name  string
+		n     int
+		total time.Duration
+	}
+	byName := map[string]*opTime{}
+	var all time.Duration
+	for _, g := range p.Graphs {
+		for _, d := range g.Dispatches {
+			t := byName[d.OpName]
+			if t == nil {
+				t = &opTime{name: d.OpName}
+				byName[d.OpName] = t
+			}
+			t.n++
+			t.total += d.Duration
+			all += d.Duration
+		}
+	}
+	ts := make([]*opTime, 0, len(byName))
+	for _, t := range byName {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b *opTime) int { return int(b.total - a.total) })
+	fmt.Printf("profile of one step (%s timing, each dispatch alone): %.2f ms in all\n", p.Source, float64(all)/float64(time.Millisecond))
+	for _, t := range ts {
+		fmt.Printf("  %-34s %4d dispatches %9.3f ms %5.1f%%\n", t.name, t.n, float64(t.total)/float64(time.Millisecond), 100*float64(t.total)/float64(all))
+	}
 }
 
 func fileSize(p string) int64 {

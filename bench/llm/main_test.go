@@ -13,7 +13,7 @@ import (
 func TestRun(t *testing.T) {
 	cfg := models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 64,
 		MaxSeq: 16, MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000, Seed: 2}
-	o := options{name: "test", steps: 12, runs: 2, dir: t.TempDir(), runc: os.Getenv("LLAMA2C_RUN_C"), cflags: "-O2", threads: 1}
+	o := options{name: "test", profile: true, steps: 12, runs: 2, dir: t.TempDir(), runc: os.Getenv("LLAMA2C_RUN_C"), cflags: "-O2", threads: 1}
 	res, err := run(cfg, o)
 	if err != nil {
 		t.Fatal(err)
