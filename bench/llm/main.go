@@ -1,0 +1,424 @@
+// Command llm benchmarks greedy Llama decoding: a random-weight model of a
+// llama2.c TinyStories shape, written as an ExecuTorch Vulkan llama export
+// (internal/models.Llama, exporter memory plan), loaded through the public
+// API and run one token per Execute with input_pos advancing, from token 1
+// (BOS) at position 0, as llama2.c's run.c does with an empty prompt. It
+// reports tokens/s (the median and range over -runs), milliseconds per
+// step and GPU dispatches per step:
+//
+//	go run ./bench/llm -shape 260k -n 256
+//	go run ./bench/llm -shape 110m -n 32 -runc /path/to/llama2.c/run.c
+//
+// With -runc and a C compiler on PATH (cc or gcc) it also writes the same
+// weights as a llama2.c checkpoint and a tokenizer.bin whose piece for
+// token i is "<i>", compiles run.c (-O3 -march=native -fopenmp for 110m,
+// -O2 on one thread for 260k, unless -cflags and -threads say otherwise),
+// runs it with temperature 0 for the same number of steps, and prints its
+// "achieved tok/s", the ratio, and whether its greedy tokens equal ours.
+// The runs alternate (ours, run.c's, ours, ...), so that on a shared
+// machine both see the same load. Both count tokens/s the same way: steps
+// after the first, over the time they took. The classifier is a weight of
+// its own unless -shared makes it the embedding, as in the TinyStories
+// checkpoints.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/models"
+)
+
+// shape is one model size with its defaults for the run.c comparison.
+type shape struct {
+	cfg     models.LlamaConfig
+	steps   int
+	cflags  string
+	threads int // OMP_NUM_THREADS for run.c; 0 leaves it unset
+}
+
+var shapes = map[string]shape{
+	"110m": {cfg: models.Stories110M, steps: 32, cflags: "-O3 -march=native -fopenmp"},
+	"260k": {cfg: models.Stories260K, steps: 256, cflags: "-O2", threads: 1},
+}
+
+func main() {
+	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512) or 110m (stories110M: dim 768, 12 layers, vocab 32000)")
+	steps := flag.Int("n", 0, "decode steps per run (0: 256 for 260k, 32 for 110m); at most the cache length")
+	runs := flag.Int("runs", 3, "timed runs (each restarts at input_pos 0)")
+	seq := flag.Int64("seq", 0, "KV cache length, seq_len (0: the shape's: 512 for 260k, 256 for 110m)")
+	seed := flag.Uint64("seed", 1, "weight seed")
+	split := flag.Bool("split-cache", false, "write update_cache + llama.custom_sdpa instead of sdpa_with_kv_cache")
+	out := flag.String("out", "", "directory to write model.pte and weights.ptd (and model.bin, tokenizer.bin, run for the run.c comparison); a temporary one when empty")
+	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
+	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
+	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
+	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
+	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
+	flag.Parse()
+
+	sh, ok := shapes[*shapeName]
+	if !ok {
+		log.Fatalf("llm: unknown -shape %q (260k or 110m)", *shapeName)
+	}
+	cfg := sh.cfg
+	cfg.Seed, cfg.SplitCache = *seed, *split
+	if *seq > 0 {
+		cfg.MaxSeq = *seq
+	}
+	n := *steps
+	if n == 0 {
+		n = sh.steps
+	}
+	if n < 2 || int64(n) > cfg.MaxSeq || *runs < 1 {
+		log.Fatalf("llm: -n must be 2..%d (the cache length) and -runs at least 1", cfg.MaxSeq)
+	}
+	if *cflags == "" {
+		*cflags = sh.cflags
+	}
+	if *threads < 0 {
+		*threads = sh.threads
+	}
+	dir := *out
+	if dir == "" {
+		d, err := os.MkdirTemp("", "wgd-llm-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile}
+	_, err := run(cfg, o)
+	if *out == "" {
+		os.RemoveAll(dir)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// options are the benchmark's settings besides the model's.
+type options struct {
+	name         string // the shape's name, for the report
+	shared       bool   // the classifier is the embedding
+	steps, runs  int
+	dir          string
+	runc, cflags string
+	threads      int
+	profile      bool // print where one step's GPU time goes
+}
+
+// result is what one benchmark measured.
+type result struct {
+	rates, stepMs []float64 // tok/s per run; ms of every timed step
+	// fixedMs are the times of steps that repeat one input_pos: the
+	// graph is then not recorded again, as it is for every new position.
+	fixedMs    []float64
+	dispatches int
+	ours       []int32
+	// cRates and theirs are run.c's tok/s per run and its tokens (empty
+	// when run.c did not run); mismatch is the first step where the
+	// tokens differ, -1 when they agree as far as both go.
+	cRates   []float64
+	theirs   []int32
+	mismatch int
+}
+
+// run builds, writes and loads the model, then times o.runs decodes,
+// alternating with run.c's when it runs, so that both see the same load
+// on a shared machine.
+func run(cfg models.LlamaConfig, o options) (*result, error) {
+	ctx := context.Background()
+	w := models.RandomLlamaWeights(cfg)
+	params := cfg.Params()
+	if o.shared {
+		w.Output = w.Embedding
+		params -= cfg.Vocab * cfg.Dim
+	}
+	fmt.Printf("shape %s: dim %d, hidden %d, %d layers, %d heads (%d kv), vocab %d, seq_len %d, shared classifier %v: %.1fM parameters\n",
+		o.name, cfg.Dim, cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.MaxSeq, o.shared, float64(params)/1e6)
+	start := time.Now()
+	l, err := models.NewLlama(cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	f, err := models.Encode(l.B, true)
+	if err != nil {
+		return nil, err
+	}
+	pte, ptd := filepath.Join(o.dir, "model.pte"), filepath.Join(o.dir, "weights.ptd")
+	if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
+		return nil, err
+	}
+	l.B, f = nil, models.Files{} // the GPU model is read from the files
+	fmt.Printf("wrote %s and %s (%.1f MiB of weights) in %v\n", pte, ptd, float64(fileSize(ptd))/(1<<20), time.Since(start).Round(time.Millisecond))
+
+	var runC func() ([]int32, float64, error)
+	if o.runc != "" {
+		cc := ""
+		for _, c := range []string{"cc", "gcc"} {
+			if p, err := exec.LookPath(c); err == nil {
+				cc = p
+				break
+			}
+		}
+		if cc == "" {
+			fmt.Println("run.c: skipped (no cc or gcc on PATH)")
+		} else if runC, err = prepareC(cc, cfg, w, o); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Println("run.c: skipped (no -runc)")
+	}
+
+	start = time.Now()
+	m, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	fmt.Printf("loaded in %v\n", time.Since(start).Round(time.Millisecond))
+
+	res := &result{mismatch: -1}
+	for r := range o.runs {
+		ids, times, err := decode(ctx, m, l, cfg, o.steps)
+		if err != nil {
+			return nil, err
+		}
+		if r == 0 {
+			res.ours = ids
+		} else if !slices.Equal(ids, res.ours) {
+			return nil, fmt.Errorf("llm: run %d decoded other tokens than run 0", r)
+		}
+		var total time.Duration
+		for _, t := range times[1:] {
+			total += t
+			res.stepMs = append(res.stepMs, float64(t)/float64(time.Millisecond))
+		}
+		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
+		res.dispatches = m.MemoryStats().NumDispatches
+		if runC != nil {
+			ids, rate, err := runC()
+			if err != nil {
+				return nil, err
+			}
+			if r == 0 {
+				res.theirs = ids
+			}
+			res.cRates = append(res.cRates, rate)
+		}
+	}
+	// The same step again and again, at the middle of the decode (the
+	// average attention length): what a step costs without re-recording
+	// the graph for a new input_pos.
+	mid := int64(o.steps / 2)
+	midIn := l.Inputs([]int32{res.ours[mid-1]}, mid)
+	for i := range o.steps {
+		t0 := time.Now()
+		if _, err := m.Execute(ctx, midIn...); err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			res.fixedMs = append(res.fixedMs, float64(time.Since(t0))/float64(time.Millisecond))
+		}
+	}
+	if o.profile {
+		p, err := m.Profile(ctx, midIn...)
+		if err != nil {
+			return nil, err
+		}
+		printProfile(p)
+	}
+	for i := range min(len(res.ours), len(res.theirs)) {
+		if res.ours[i] != res.theirs[i] {
+			res.mismatch = i
+			break
+		}
+	}
+	if k := len(res.theirs); runC != nil && res.mismatch < 0 && k < len(res.ours) && res.ours[k] != 1 {
+		// run.c stops early only when it generates token 1 (BOS).
+		res.mismatch = k
+	}
+	res.print(o)
+	return res, nil
+}
+
+func (res *result) print(o options) {
+	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
+		summary(res.rates), o.runs, o.steps, quantile(res.stepMs, 0.5), quantile(res.stepMs, 0.1), quantile(res.stepMs, 0.9), res.dispatches)
+	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
+		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
+	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
+	if len(res.cRates) == 0 {
+		return
+	}
+	th := "unset"
+	if o.threads > 0 {
+		th = strconv.Itoa(o.threads)
+	}
+	fmt.Printf("run.c (%s, OMP_NUM_THREADS %s): %s tok/s over %d runs\n", o.cflags, th, summary(res.cRates), o.runs)
+	fmt.Printf("ratio wgdelegate / run.c: %.3f (medians)\n", median(res.rates)/median(res.cRates))
+	switch {
+	case res.mismatch >= 0:
+		i := res.mismatch
+		theirs := "nothing (it stopped)"
+		if i < len(res.theirs) {
+			theirs = strconv.Itoa(int(res.theirs[i]))
+		}
+		fmt.Printf("greedy tokens: differ at step %d: wgdelegate %d, run.c %s (the first %d agree)\n", i, res.ours[i], theirs, i)
+	case len(res.theirs) < len(res.ours):
+		// run.c stops at a generated BOS (token 1).
+		fmt.Printf("greedy tokens: run.c's %d equal ours (it stops at a generated BOS, token 1, as we did next)\n", len(res.theirs))
+	default:
+		fmt.Printf("greedy tokens: all %d equal run.c's\n", len(res.ours))
+	}
+}
+
+// decode runs n greedy steps from token 1 at input_pos 0 and returns the
+// tokens chosen and each step's time.
+func decode(ctx context.Context, m *wgdelegate.Model, l *models.Llama, cfg models.LlamaConfig, n int) ([]int32, []time.Duration, error) {
+	ids := make([]int32, 0, n)
+	times := make([]time.Duration, 0, n)
+	tok := int32(1)
+	for pos := range int64(n) {
+		t0 := time.Now()
+		outs, err := m.Execute(ctx, l.Inputs([]int32{tok}, pos)...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("llm: step %d: %w", pos, err)
+		}
+		logits, err := outs[0].Float32s()
+		if err != nil {
+			return nil, nil, err
+		}
+		tok = models.Argmax(logits, int(cfg.Vocab))
+		times = append(times, time.Since(t0))
+		ids = append(ids, tok)
+	}
+	return ids, times, nil
+}
+
+var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+|inf)`)
+
+// prepareC writes the checkpoint and tokenizer and compiles run.c; the
+// function it returns runs it once, returning its tokens and tok/s.
+func prepareC(cc string, cfg models.LlamaConfig, w *models.LlamaWeights, o options) (func() ([]int32, float64, error), error) {
+	ckpt, tok, bin := filepath.Join(o.dir, "model.bin"), filepath.Join(o.dir, "tokenizer.bin"), filepath.Join(o.dir, "run")
+	var buf bytes.Buffer
+	if err := models.WriteLlama2C(&buf, cfg, w); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(ckpt, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(tok, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	args := append(strings.Fields(o.cflags), "-o", bin, o.runc, "-lm")
+	if outb, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("llm: compiling run.c: %w\n%s", err, outb)
+	}
+	return func() ([]int32, float64, error) {
+		cmd := exec.Command(bin, ckpt, "-z", tok, "-t", "0", "-n", strconv.Itoa(o.steps), "-i", "")
+		cmd.Env = os.Environ()
+		if o.threads > 0 {
+			cmd.Env = append(cmd.Env, "OMP_NUM_THREADS="+strconv.Itoa(o.threads))
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, 0, fmt.Errorf("llm: running run.c: %w\n%s", err, stderr.String())
+		}
+		mt := tokPerSec.FindStringSubmatch(stderr.String())
+		if mt == nil {
+			ids := models.ParseLlama2CPieces(stdout.String())
+			return nil, 0, fmt.Errorf("llm: run.c printed no \"achieved tok/s\" (it stops when it generates token 1, BOS; it printed %d tokens): %s", len(ids), stderr.String())
+		}
+		v, err := strconv.ParseFloat(mt[1], 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("llm: run.c's tok/s: %w", err)
+		}
+		return models.ParseLlama2CPieces(stdout.String()), v, nil
+	}, nil
+}
+
+// printProfile prints the dispatch times of p summed by op name, the
+// largest first.
+func printProfile(p wgdelegate.Profile) {
+	type opTime struct {
+		name  string
+		n     int
+		total time.Duration
+	}
+	byName := map[string]*opTime{}
+	var all time.Duration
+	for _, g := range p.Graphs {
+		for _, d := range g.Dispatches {
+			t := byName[d.OpName]
+			if t == nil {
+				t = &opTime{name: d.OpName}
+				byName[d.OpName] = t
+			}
+			t.n++
+			t.total += d.Duration
+			all += d.Duration
+		}
+	}
+	ts := make([]*opTime, 0, len(byName))
+	for _, t := range byName {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b *opTime) int { return int(b.total - a.total) })
+	fmt.Printf("profile of one step (%s timing, each dispatch alone): %.2f ms in all\n", p.Source, float64(all)/float64(time.Millisecond))
+	for _, t := range ts {
+		fmt.Printf("  %-34s %4d dispatches %9.3f ms %5.1f%%\n", t.name, t.n, float64(t.total)/float64(time.Millisecond), 100*float64(t.total)/float64(all))
+	}
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// summary formats the median and range of v.
+func summary(v []float64) string {
+	return fmt.Sprintf("%.2f (range %.2f-%.2f)", median(v), slices.Min(v), slices.Max(v))
+}
+
+func median(v []float64) float64 { return quantile(v, 0.5) }
+
+// quantile returns the q-quantile of v (nearest rank).
+func quantile(v []float64, q float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	if len(s)%2 == 0 && q == 0.5 {
+		return (s[i] + s[i+1]) / 2
+	}
+	return s[i]
+}
+
+func head(v []int32, k int) []int32 { return v[:min(k, len(v))] }

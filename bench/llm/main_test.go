@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/internal/models"
+)
+
+// TestRun runs the benchmark end to end on a tiny llama (two layers,
+// grouped-query attention), with run.c too when LLAMA2C_RUN_C names
+// llama2.c's run.c: its greedy tokens must then equal ours.
+func TestRun(t *testing.T) {
+	cfg := models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 64,
+		MaxSeq: 16, MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000, Seed: 2}
+	o := options{name: "test", profile: true, steps: 12, runs: 2, dir: t.TempDir(), runc: os.Getenv("LLAMA2C_RUN_C"), cflags: "-O2", threads: 1}
+	res, err := run(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ours) != o.steps || len(res.rates) != o.runs || len(res.stepMs) != o.runs*(o.steps-1) {
+		t.Errorf("%d tokens, %d rates, %d step times; want %d, %d, %d", len(res.ours), len(res.rates), len(res.stepMs), o.steps, o.runs, o.runs*(o.steps-1))
+	}
+	if len(res.fixedMs) != o.steps-1 {
+		t.Errorf("%d fixed-position step times, want %d", len(res.fixedMs), o.steps-1)
+	}
+	if res.dispatches <= 0 {
+		t.Errorf("%d dispatches per step", res.dispatches)
+	}
+	for _, tok := range res.ours {
+		if tok < 0 || int64(tok) >= cfg.Vocab {
+			t.Fatalf("token %d out of the vocabulary", tok)
+		}
+	}
+	if o.runc == "" {
+		t.Log("run.c not compared (LLAMA2C_RUN_C unset)")
+		return
+	}
+	if len(res.theirs) == 0 || res.mismatch >= 0 {
+		t.Errorf("run.c's tokens %v, ours %v", res.theirs, res.ours)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		q    float64
+		want float64
+	}{
+		{[]float64{3, 1, 2}, 0.5, 2},
+		{[]float64{4, 1, 3, 2}, 0.5, 2.5},
+		{[]float64{5, 1, 4, 2, 3}, 0.1, 1},
+		{[]float64{5, 1, 4, 2, 3}, 0.9, 4},
+		{[]float64{7}, 0.5, 7},
+	} {
+		if got := quantile(tc.v, tc.q); got != tc.want {
+			t.Errorf("quantile(%v, %g) = %g, want %g", tc.v, tc.q, got, tc.want)
+		}
+	}
+}

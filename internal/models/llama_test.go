@@ -1,0 +1,348 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate"
+)
+
+// testLlama is a small llama with two layers and grouped-query attention
+// (4 query heads over 2 key/value heads of 8).
+var testLlama = LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
+	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+
+// TestLlamaDecode loads a two-layer GQA llama through wgdelegate.Load and
+// runs a 3-token prefill, then greedy decode steps of one token with
+// input_pos advancing, checking the last token's logits of every step
+// against the reference replay, and the greedy tokens against it too,
+// under the dedicated and the exporter memory plans and both cache op
+// styles.
+func TestLlamaDecode(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		for _, plan := range Plans {
+			t.Run(fmt.Sprintf("split_cache=%v/plan=%s", split, plan), func(t *testing.T) {
+				cfg := testLlama
+				cfg.SplitCache = split
+				l, err := NewLlama(cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ApplyPlan(l.B, plan)
+				f, err := Encode(l.B, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := wgdelegate.Load(context.Background(), f.PTE, wgdelegate.WithData(f.PTD))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				ref := l.NewReference()
+				tokens, pos := []int32{1, 7, 23}, int64(0)
+				for step := range 6 {
+					got, err := m.Execute(context.Background(), l.Inputs(tokens, pos)...)
+					if err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+					want, err := ref.Step(tokens, pos)
+					if err != nil {
+						t.Fatalf("step %d: reference: %v", step, err)
+					}
+					if _, err := Compare(got[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
+						t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
+					}
+					logits, err := got[0].Float32s()
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantLogits := make([]float32, len(want.V))
+					for i, v := range want.V {
+						wantLogits[i] = float32(v)
+					}
+					next := Argmax(logits, int(cfg.Vocab))
+					if w := Argmax(wantLogits, int(cfg.Vocab)); next != w {
+						t.Fatalf("step %d: greedy token %d, reference %d", step, next, w)
+					}
+					pos += int64(len(tokens))
+					tokens = []int32{next}
+				}
+			})
+		}
+	}
+}
+
+// TestLlamaMatchesLlama2C checks the graph's semantics against an
+// independent plain-Go forward pass written from llama2.c's description
+// (one token at a time, interleaved-pair rope, shared or separate
+// classifier): the reference replay of the graph must give the same
+// logits at every position. This is what makes the GPU's tokens
+// comparable with run.c's.
+func TestLlamaMatchesLlama2C(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			cfg := testLlama
+			cfg.MaxTokens = 1
+			w := RandomLlamaWeights(cfg)
+			if shared {
+				w.Output = w.Embedding
+			}
+			l, err := NewLlama(cfg, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, run := l.NewReference(), newLlama2CRun(cfg, w)
+			tok := int32(1)
+			for pos := range int64(8) {
+				got, err := ref.Step([]int32{tok}, pos)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := run.forward(tok, pos)
+				for i, v := range want {
+					if d := math.Abs(got.V[i] - v); d > 1e-4+1e-4*math.Abs(v) {
+						t.Fatalf("pos %d: logit %d: graph %g, llama2.c forward %g", pos, i, got.V[i], v)
+					}
+				}
+				tok = int32(slices.Index(want, slices.Max(want)))
+			}
+		})
+	}
+}
+
+// llama2cRun is a plain forward pass of a llama2.c model in float64,
+// written for this test from the format's description.
+type llama2cRun struct {
+	cfg    LlamaConfig
+	w      *LlamaWeights
+	kc, vc [][]float64 // per layer, [MaxSeq, KVHeads·HeadDim]
+}
+
+func newLlama2CRun(cfg LlamaConfig, w *LlamaWeights) *llama2cRun {
+	r := &llama2cRun{cfg: cfg, w: w}
+	kvd := cfg.KVHeads * cfg.HeadDim()
+	for range cfg.Layers {
+		r.kc = append(r.kc, make([]float64, cfg.MaxSeq*kvd))
+		r.vc = append(r.vc, make([]float64, cfg.MaxSeq*kvd))
+	}
+	return r
+}
+
+func matvec(w []float32, x []float64, out int) []float64 {
+	y := make([]float64, out)
+	for i := range y {
+		for j, v := range x {
+			y[i] += float64(w[i*len(x)+j]) * v
+		}
+	}
+	return y
+}
+
+func rmsnorm(x []float64, w []float32, eps float64) []float64 {
+	var ss float64
+	for _, v := range x {
+		ss += v * v
+	}
+	s := 1 / math.Sqrt(ss/float64(len(x))+eps)
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(w[i]) * v * s
+	}
+	return y
+}
+
+func (r *llama2cRun) forward(tok int32, pos int64) []float64 {
+	c := r.cfg
+	dim, hd := int(c.Dim), int(c.HeadDim())
+	kvd, group := int(c.KVHeads)*hd, int(c.Heads/c.KVHeads)
+	x := make([]float64, dim)
+	for i := range x {
+		x[i] = float64(r.w.Embedding[int(tok)*dim+i])
+	}
+	for l, lw := range r.w.Layers {
+		xb := rmsnorm(x, lw.AttnNorm, c.Eps)
+		q := matvec(lw.Wq, xb, dim)
+		k := matvec(lw.Wk, xb, kvd)
+		v := matvec(lw.Wv, xb, kvd)
+		// Rotate each (even, odd) pair by pos·θ^(-i/hd), i the pair's even
+		// index within its head.
+		rot := func(vec []float64) {
+			for i := 0; i < len(vec); i += 2 {
+				a := float64(pos) * math.Pow(c.RopeTheta, -float64(i%hd)/float64(hd))
+				c0, s0 := math.Cos(a), math.Sin(a)
+				v0, v1 := vec[i], vec[i+1]
+				vec[i], vec[i+1] = v0*c0-v1*s0, v0*s0+v1*c0
+			}
+		}
+		rot(q)
+		rot(k)
+		copy(r.kc[l][int(pos)*kvd:], k)
+		copy(r.vc[l][int(pos)*kvd:], v)
+		att := make([]float64, dim)
+		for h := range int(c.Heads) {
+			kh := (h / group) * hd
+			scores := make([]float64, pos+1)
+			mx := math.Inf(-1)
+			for t := range scores {
+				for i := range hd {
+					scores[t] += q[h*hd+i] * r.kc[l][t*kvd+kh+i]
+				}
+				scores[t] /= math.Sqrt(float64(hd))
+				mx = max(mx, scores[t])
+			}
+			var sum float64
+			for t := range scores {
+				scores[t] = math.Exp(scores[t] - mx)
+				sum += scores[t]
+			}
+			for t := range scores {
+				for i := range hd {
+					att[h*hd+i] += scores[t] / sum * r.vc[l][t*kvd+kh+i]
+				}
+			}
+		}
+		o := matvec(lw.Wo, att, dim)
+		for i := range x {
+			x[i] += o[i]
+		}
+		xb = rmsnorm(x, lw.FFNNorm, c.Eps)
+		g := matvec(lw.W1, xb, int(c.Hidden))
+		u := matvec(lw.W3, xb, int(c.Hidden))
+		for i := range g {
+			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+		}
+		d := matvec(lw.W2, g, dim)
+		for i := range x {
+			x[i] += d[i]
+		}
+	}
+	return matvec(r.w.Output, rmsnorm(x, r.w.Norm, c.Eps), int(c.Vocab))
+}
+
+// TestLlama2CRoundTrip writes a checkpoint and reads it back, with a
+// shared and a separate classifier, and checks the header run.c reads.
+func TestLlama2CRoundTrip(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			cfg := testLlama
+			cfg.MaxTokens = 1
+			cfg.Seed = 0
+			w := RandomLlamaWeights(cfg)
+			if shared {
+				w.Output = w.Embedding
+			}
+			var buf bytes.Buffer
+			if err := WriteLlama2C(&buf, cfg, w); err != nil {
+				t.Fatal(err)
+			}
+			hdr := make([]int32, 7)
+			if err := binary.Read(bytes.NewReader(buf.Bytes()), binary.LittleEndian, hdr); err != nil {
+				t.Fatal(err)
+			}
+			vocab := int32(cfg.Vocab)
+			if !shared {
+				vocab = -vocab
+			}
+			if want := []int32{32, 48, 2, 4, 2, vocab, 16}; !slices.Equal(hdr, want) {
+				t.Errorf("header %v, want %v", hdr, want)
+			}
+			gotCfg, got, err := ReadLlama2C(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotCfg != cfg {
+				t.Errorf("config %+v, want %+v", gotCfg, cfg)
+			}
+			if !reflect.DeepEqual(got, w) {
+				t.Error("the weights read back differ from those written")
+			}
+			if shared && &got.Output[0] != &got.Embedding[0] {
+				t.Error("a shared classifier was not read back as the embedding")
+			}
+		})
+	}
+}
+
+// TestReadLlama2CRejects: one case per rejection path.
+func TestReadLlama2CRejects(t *testing.T) {
+	cfg := testLlama
+	cfg.MaxTokens = 1
+	var buf bytes.Buffer
+	if err := WriteLlama2C(&buf, cfg, RandomLlamaWeights(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	withHeader := func(field int, v int32) []byte {
+		b := slices.Clone(good)
+		binary.LittleEndian.PutUint32(b[4*field:], uint32(v))
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"short header", good[:20]},
+		{"zero dim", withHeader(0, 0)},
+		{"negative layers", withHeader(2, -2)},
+		{"huge vocab", withHeader(5, -(1 << 30))},
+		{"heads not dividing dim", withHeader(3, 5)},
+		{"kv heads not dividing heads", withHeader(4, 3)},
+		{"truncated weights", good[:len(good)-4]},
+		{"trailing bytes", append(slices.Clone(good), 0, 0, 0, 0)},
+		{"shared classifier but the file has one", withHeader(5, int32(cfg.Vocab))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := ReadLlama2C(tc.data); !errors.Is(err, ErrLlama2C) {
+				t.Errorf("error %v, want one wrapping ErrLlama2C", err)
+			}
+		})
+	}
+}
+
+func TestParseLlama2CPieces(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []int32
+	}{
+		{"<5><0><31999>\n", []int32{5, 0, 31999}},
+		{"", nil},
+		{"<12", nil},
+		{"<>x<3>", []int32{3}},
+		{"<99999999999><4>", []int32{4}},
+	} {
+		if got := ParseLlama2CPieces(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("ParseLlama2CPieces(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestWriteLlama2CTokenizer(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteLlama2CTokenizer(&buf, 12); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	if got := binary.LittleEndian.Uint32(b); got != 4 {
+		t.Errorf("max_token_length %d, want 4", got)
+	}
+	var text []byte
+	off := 4
+	for range 12 {
+		n := int(binary.LittleEndian.Uint32(b[off+4:]))
+		text = append(text, b[off+8:off+8+n]...)
+		off += 8 + n
+	}
+	if off != len(b) {
+		t.Errorf("%d bytes, the pieces end at %d", len(b), off)
+	}
+	if got := ParseLlama2CPieces(string(text)); !slices.Equal(got, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
+		t.Errorf("pieces read back as %v", got)
+	}
+}
