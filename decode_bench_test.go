@@ -44,6 +44,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 						b.Fatal(err)
 					}
 					times := make([]time.Duration, 0, b.N)
+					before := m.RecordStats()
 					b.ResetTimer()
 					for i := range b.N {
 						pos := c.cfg.MaxSeq / 2
@@ -58,6 +59,9 @@ func BenchmarkDecodeStep(b *testing.B) {
 					}
 					slices.Sort(times)
 					b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms/step")
+					after := m.RecordStats()
+					b.ReportMetric(float64(after.Rerecords-before.Rerecords)/float64(b.N), "rerecords/step")
+					b.ReportMetric(float64(after.Refreshes-before.Refreshes)/float64(b.N), "refreshes/step")
 				})
 			}
 		}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -30,6 +31,9 @@ type opBuilder struct {
 	op    string
 	index int // position in the chain
 	ctx   context.Context
+	// refresh, when set: the op is re-run by refresh and must record
+	// what it recorded last time (refresh.go).
+	refresh *refreshState
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
@@ -61,6 +65,9 @@ func (b *opBuilder) SetDims(id int32, dims []int64) error {
 			return ops.Errorf(-1, "value %d is a constant of shape %v; cannot resize it to %v", id, ts.dims, dims)
 		}
 		return nil
+	}
+	if b.refresh != nil && !slices.Equal(ts.live, dims) {
+		return errRefresh
 	}
 	ts.setLive(dims, n)
 	return nil
@@ -128,6 +135,10 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
+	pd := pendingDispatch{kernel: k, tensors: ids, outputs: len(outputs), groups: groups, op: b.index}
+	if b.refresh != nil {
+		return b.refreshDispatch(ids, len(outputs), params, pd)
+	}
 	for _, id := range outputs {
 		if g.tensors[id].materialized {
 			g.mutatesState = true // it writes into a prepacked (persistent) buffer
@@ -135,7 +146,6 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
 	// others) once every op has been recorded.
-	pd := pendingDispatch{kernel: k, tensors: ids, outputs: len(outputs), groups: groups, op: b.index}
 	if params != nil {
 		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
 		if align == 0 {
@@ -157,6 +167,9 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 // straight from the (mapped) file into dst's dedicated buffer.
 func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	g := b.g
+	if b.refresh != nil {
+		return errRefresh
+	}
 	s, d := g.tensors[src], g.tensors[dst]
 	if s == nil || !s.constant {
 		return ops.Errorf(0, "value %d is not a constant tensor", src)
@@ -234,6 +247,8 @@ func (g *WebGPUGraph) finishDispatches() error {
 	for i := range g.pend {
 		g.pend[i].pipe = g.kernelPipes[g.pend[i].kernel]
 	}
+	// What refresh matches a re-run op against and patches.
+	g.lastPend, g.lastArena = g.pend, g.arena
 	arena := g.arenaBuf
 	if len(g.arena) > 0 {
 		if arena == nil || arena.Size() < uint64(len(g.arena)) {
@@ -376,6 +391,9 @@ func (b *opBuilder) IsOutput(id int32) bool {
 func (b *opBuilder) Absorb(i int) error {
 	if i <= b.index || i >= len(b.g.graph.Chain) {
 		return ops.Errorf(-1, "cannot absorb op %d from op %d", i, b.index)
+	}
+	if b.refresh != nil && !b.g.absorbed[i] {
+		return errRefresh
 	}
 	b.g.absorbed[i] = true
 	return nil

@@ -40,9 +40,10 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 		}
 		g.scratch = append(g.scratch, make([]byte, 0, n))
 	}
-	g.recordedIn = make([][]int64, len(g.inputs))
+	g.recordedIn, g.recordedSym = make([][]int64, len(g.inputs)), make([][]int64, len(g.inputs))
 	for i, id := range g.inputs {
 		g.recordedIn[i] = g.inputKey(id, nil)
+		g.recordedSym[i] = g.symKey(id, nil)
 	}
 	return nil
 }
@@ -78,8 +79,11 @@ func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
 // A tensor input may be smaller than its serialized dims (which are upper
 // bounds for dynamic shapes) but not larger and not of another rank; a
 // SymInt input is passed as a one-element integer tensor. When the live
-// input shapes or SymInt values differ from the previous call, the ops are
-// re-recorded for them first. An int64 input feeding an int32 tensor (the
+// input shapes differ from the previous call, the ops are re-recorded for
+// them first. When only SymInt values (or input values an op reads on the
+// host) differ, only the ops that read them are re-run, and their new
+// uniform params written, unless that changes a shape, kernel or grid:
+// then everything is re-recorded too. An int64 input feeding an int32 tensor (the
 // exporter's default downcast) is narrowed with an overflow check; float64
 // into float32 likewise. Execute is safe for concurrent use; calls on one
 // graph are serialised.
@@ -92,7 +96,7 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if len(inputs) != len(g.inputs) {
 		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
 	}
-	changed := false
+	changed, symChanged := false, false
 	for i, in := range inputs {
 		id := g.inputs[i]
 		ts := g.tensors[id]
@@ -118,6 +122,21 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 			changed = true
 			g.recordedIn[i] = append(g.recordedIn[i][:0], g.liveKey...)
 		}
+		g.liveKey = g.symKey(id, g.liveKey)
+		if !slices.Equal(g.liveKey, g.recordedSym[i]) {
+			symChanged = true
+			g.recordedSym[i] = append(g.recordedSym[i][:0], g.liveKey...)
+		}
+	}
+	if !changed && !g.stale && symChanged {
+		// New SymInt values on the same shapes: usually only uniform
+		// params move (refresh.go).
+		ok, err := g.refresh(ctx)
+		if err != nil {
+			g.stale = true
+			return nil, fmt.Errorf("graph: refreshing for the new SymInt values: %w", err)
+		}
+		changed = !ok
 	}
 	if changed || g.stale {
 		if err := g.rerecord(ctx); err != nil {
