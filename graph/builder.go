@@ -78,7 +78,17 @@ func (b *opBuilder) SetInt(id int32, v int64) error {
 	if b.Kind(id) != serialization.KindSymInt {
 		return ops.Errorf(-1, "value %d is %v, want a SymInt", id, b.Kind(id))
 	}
-	b.g.sym[id] = v
+	g := b.g
+	if b.refresh == nil {
+		// refresh replays the values ops set in chain order, from the
+		// last recording's: exact only when each SymInt is set once,
+		// before any read, and is no input.
+		if g.symSet[id] || g.symEarly[id] || g.isInput(id) {
+			g.refreshable = false
+		}
+		g.symSet[id] = true
+	}
+	g.sym[id] = v
 	return nil
 }
 

@@ -14,6 +14,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.absorbed = map[int]bool{}
 	n := len(g.graph.Chain)
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
+	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
 	for i, op := range g.graph.Chain {
 		if g.absorbed[i] {
 			continue

@@ -71,6 +71,9 @@ func (g *WebGPUGraph) symNow(id int32) int64 {
 func (b *opBuilder) symRead(id int32) (int64, bool) {
 	g := b.g
 	v := g.symNow(id)
+	if b.refresh == nil && !g.symSet[id] && !g.isInput(id) {
+		g.symEarly[id] = true // read before any op set it (see SetInt)
+	}
 	if b.index < len(g.opSyms) {
 		reads := g.opSyms[b.index]
 		for _, r := range reads {
@@ -81,6 +84,11 @@ func (b *opBuilder) symRead(id int32) (int64, bool) {
 		g.opSyms[b.index] = append(reads, symRead{id, v})
 	}
 	return v, true
+}
+
+// isInput reports whether value id is a graph input.
+func (g *WebGPUGraph) isInput(id int32) bool {
+	return slices.Contains(g.inputs, id)
 }
 
 // symsMoved reports whether any SymInt read has another value now.
@@ -99,7 +107,7 @@ func (g *WebGPUGraph) symsMoved(reads []symRead) bool {
 // re-recorded instead; an error only for a cancelled ctx.
 func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 	chain := g.graph.Chain
-	if len(g.opSyms) != len(chain) || len(g.opPend) != len(chain) || len(g.lastPend) != len(g.records) {
+	if !g.refreshable || len(g.opSyms) != len(chain) || len(g.opPend) != len(chain) || len(g.lastPend) != len(g.records) {
 		return false, nil
 	}
 	g.replay = true // constants were written at load
