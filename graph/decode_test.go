@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
@@ -12,7 +14,7 @@ import (
 )
 
 // loadDecoder loads d's graph on the test device.
-func loadDecoder(t *testing.T, d *models.Decoder) *graph.WebGPUGraph {
+func loadDecoder(t testing.TB, d *models.Decoder) *graph.WebGPUGraph {
 	t.Helper()
 	blob, err := d.B.Blob()
 	if err != nil {
@@ -124,6 +126,123 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 					t.Errorf("record stats %+v: no params patched", st)
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkDecodeStepRefresh times one-token decode steps with a moving
+// input_pos on three graphs of one decoder, step by step in rotating
+// order so that the host's noise falls on all three alike: one that
+// refreshes (this package's way), one forced to re-record every op at
+// every step (what every such step cost before refresh existed) and,
+// as the floor, one whose input_pos stays put. It reports the median
+// step time of each.
+func BenchmarkDecodeStepRefresh(b *testing.B) {
+	for _, c := range benchDecoders() {
+		for _, split := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/split=%v", c.name, split), func(b *testing.B) {
+				cfg := c.cfg
+				cfg.SplitCache = split
+				d, err := models.NewDecoder(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				var gs [3]*graph.WebGPUGraph // refresh, re-record, fixed
+				for k := range gs {
+					gs[k] = loadDecoder(b, d)
+					for _, s := range []struct {
+						tokens []int32
+						pos    int64
+					}{{[]int32{3, 9, 27}, 0}, {[]int32{4}, 3}} { // prefill, then S = 1
+						if _, err := gs[k].Execute(ctx, d.Inputs(s.tokens, s.pos)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				times := [3][]time.Duration{}
+				before := gs[0].RecordStats()
+				b.ResetTimer()
+				for i := range b.N {
+					for j := range gs {
+						k := (i + j) % len(gs)
+						pos := 4 + int64(i)%(cfg.MaxSeq-4)
+						switch k {
+						case 1:
+							graph.ForceRerecord(gs[k])
+						case 2:
+							pos = 4 + (cfg.MaxSeq-4)/2 // about the moving ones' mean context
+						}
+						t0 := time.Now()
+						if _, err := gs[k].Execute(ctx, d.Inputs([]int32{int32(i % 64)}, pos)); err != nil {
+							b.Fatal(err)
+						}
+						times[k] = append(times[k], time.Since(t0))
+					}
+				}
+				b.StopTimer()
+				for k, unit := range []string{"refresh-ms/step", "rerecord-ms/step", "fixed-ms/step"} {
+					slices.Sort(times[k])
+					b.ReportMetric(float64(times[k][len(times[k])/2].Microseconds())/1000, unit)
+				}
+				after := gs[0].RecordStats()
+				b.ReportMetric(float64(after.Rerecords-before.Rerecords)/float64(b.N), "rerecords/step")
+			})
+		}
+	}
+}
+
+// benchDecoder is one decoder size of the benchmarks.
+type benchDecoder struct {
+	name string
+	cfg  models.DecoderConfig
+}
+
+// benchDecoders are the default decoder and a larger one: Dim 512 in 8
+// query heads of 64 over 4 key/value heads, a 512-position cache.
+func benchDecoders() []benchDecoder {
+	large := models.DefaultDecoder
+	large.Dim, large.Heads, large.KVHeads, large.HeadDim, large.Hidden = 512, 8, 4, 64, 1024
+	large.MaxSeq, large.Vocab = 512, 256
+	return []benchDecoder{{"default", models.DefaultDecoder}, {"dim512seq512", large}}
+}
+
+// BenchmarkDecodeRecord times what a one-token decode step with a new
+// input_pos costs on the host before the dispatches run: a refresh, or
+// (rerecord) the full re-record every such step took before.
+func BenchmarkDecodeRecord(b *testing.B) {
+	for _, c := range benchDecoders() {
+		for _, split := range []bool{false, true} {
+			for _, full := range []bool{false, true} {
+				name := "refresh"
+				if full {
+					name = "rerecord"
+				}
+				b.Run(fmt.Sprintf("%s/split=%v/%s", c.name, split, name), func(b *testing.B) {
+					cfg := c.cfg
+					cfg.SplitCache = split
+					d, err := models.NewDecoder(cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					g := loadDecoder(b, d)
+					ctx := context.Background()
+					if _, err := g.Execute(ctx, d.Inputs([]int32{4}, 3)); err != nil {
+						b.Fatal(err)
+					}
+					before := g.RecordStats()
+					b.ResetTimer()
+					for i := range b.N {
+						if err := graph.Prepare(ctx, g, d.Inputs([]int32{4}, 4+int64(i)%(cfg.MaxSeq-4)), full); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StopTimer()
+					after := g.RecordStats()
+					b.ReportMetric(float64(after.Rerecords-before.Rerecords)/float64(b.N), "rerecords/op")
+					b.ReportMetric(float64(after.Patched-before.Patched)/float64(b.N), "patched/op")
+				})
+			}
 		}
 	}
 }

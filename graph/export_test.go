@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -18,4 +19,13 @@ func ForceRerecord(g *WebGPUGraph) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stale = true
+}
+
+// Prepare brings g's recording up to date for inputs as Execute does (a
+// full re-record when force), without running anything on the device.
+func Prepare(ctx context.Context, g *WebGPUGraph, inputs []Tensor, force bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stale = g.stale || force
+	return g.prepare(ctx, inputs)
 }

@@ -129,9 +129,15 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 		}
 		patches = append(patches, rs.patches...)
 	}
-	for _, p := range patches {
-		copy(g.lastArena[p.off:], p.data)
-		if err := g.dev.Write(g.arenaBuf, p.off, p.data); err != nil {
+	// One write from the first patched block to the end of the last:
+	// the arena is a few KiB, and each write is a call into the driver.
+	if len(patches) > 0 {
+		lo, hi := patches[0].off, patches[0].off
+		for _, p := range patches {
+			copy(g.lastArena[p.off:], p.data)
+			lo, hi = min(lo, p.off), max(hi, p.off+uint64(len(p.data)))
+		}
+		if err := g.dev.Write(g.arenaBuf, lo, g.lastArena[lo:hi]); err != nil {
 			return false, err
 		}
 	}
