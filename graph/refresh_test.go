@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -125,6 +127,107 @@ func TestRefreshSymIntValues(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestRefreshRopeHF: apply_rotary_emb_hf with a SymInt start_pos (a
+// uniform param of its kernel). A moving start_pos refreshes; each result
+// is bit-identical to a graph that re-records at every Execute and within
+// 1e-5 of the reference interpreter. A start_pos past the tables is an
+// error, as when re-recording, and the next good one works.
+func TestRefreshRopeHF(t *testing.T) {
+	f := serialization.Float32
+	const rows, d = 16, 8
+	b := serialization.NewBuilder()
+	xq, xk := b.Tensor(f, []uint32{1, 2, 2, d}, -1), b.Tensor(f, []uint32{1, 2, 1, d}, -1)
+	pos := b.SymInt(0)
+	b.Inputs(xq, xk, pos)
+	table := func(fn func(float64) float64) int32 {
+		var data []byte
+		for r := range rows {
+			for j := range d {
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(fn(float64(r)*math.Pow(100, -float64(j%(d/2))/float64(d/2))))))
+			}
+		}
+		return b.InlineConst(f, []uint32{rows, d}, data)
+	}
+	cos, sin := table(math.Cos), table(math.Sin)
+	qo, ko := b.Tensor(f, []uint32{1, 2, 2, d}, -1), b.Tensor(f, []uint32{1, 2, 1, d}, -1)
+	b.Op("et_vk.apply_rotary_emb_hf.default", xq, xk, cos, sin, pos, b.ValueList(qo, ko))
+	b.Outputs(qo, ko)
+	blobBytes, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := serialization.DecodeBlob(blobBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := Load(ctx, device(t), blobBytes, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	full, err := Load(ctx, device(t), blobBytes, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	q, k := make([]float32, 2*2*d), make([]float32, 2*d)
+	for i := range q {
+		q[i] = float32(i%7) - 2.5
+	}
+	for i := range k {
+		k[i] = 1.5 - float32(i%5)
+	}
+	for i, p := range []int64{0, 5, 9, 14, 15, 3, 3} {
+		in := []Tensor{Float32Tensor([]int64{1, 2, 2, d}, q), Float32Tensor([]int64{1, 2, 1, d}, k), Int64Tensor([]int64{}, []int64{p})}
+		before := g.RecordStats()
+		got, err := g.Execute(ctx, in)
+		full.mu.Lock()
+		full.stale = true
+		full.mu.Unlock()
+		want, ferr := full.Execute(ctx, in)
+		if p+2 > rows {
+			if err == nil || ferr == nil {
+				t.Fatalf("start_pos %d past the %d table rows: errors %v and %v, want both to fail", p, rows, err, ferr)
+			}
+			continue
+		}
+		if err != nil || ferr != nil {
+			t.Fatalf("start_pos %d: %v / re-recorded: %v", p, err, ferr)
+		}
+		st := g.RecordStats()
+		if i > 0 && p != 3 && (st.Rerecords != before.Rerecords || st.Refreshes != before.Refreshes+1) {
+			t.Errorf("start_pos %d: record stats %+v after %+v, want one refresh more", p, st, before)
+		}
+		var refIn []*reference.Tensor
+		for _, x := range in {
+			rt, err := reference.Decode(x.DType, x.Shape, x.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refIn = append(refIn, rt)
+		}
+		ref, err := reference.Run(blob, nil, refIn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			if !bytes.Equal(got[j].Data, want[j].Data) {
+				t.Errorf("start_pos %d: output %d differs from the re-recorded graph's", p, j)
+			}
+			vs, err := got[j].Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for e, v := range vs {
+				if math.Abs(float64(v)-ref[j].V[e]) > 1e-5 {
+					t.Fatalf("start_pos %d: output %d element %d = %v, reference %v", p, j, e, v, ref[j].V[e])
+				}
 			}
 		}
 	}
