@@ -22,10 +22,11 @@ import (
 // host (select_as_symint). When only SymInt inputs or host-read input
 // values change, refresh re-runs, in chain order, just the ops whose
 // reads changed, with a Builder that checks the op decides everything
-// exactly as it did (output shapes, SymInts it sets are free to change;
-// dispatches: same kernel, tensors, grid and params size) and collects
-// the new params. If every re-run op matches, the params that differ are
-// written into the uniform arena in place — the equivalent of the
+// exactly as it did — the same output shapes, the same dispatches (kernel,
+// tensors, grid, params size), no constant written, weight packed or op
+// absorbed anew; only the SymInts it sets may take new values — and
+// collects the new params. If every re-run op matches, the params that
+// differ are written into the uniform arena in place — the equivalent of the
 // reference runtime's SymInt uniform buffers, rewritten when their value
 // changes — and nothing else is touched. The first op that decides
 // otherwise (a SymInt that sizes a tensor, picks a kernel variant or a
@@ -33,7 +34,10 @@ import (
 // refresh, and Execute re-records everything, which also reports the
 // error the usual way. The ops need no annotation: whether a SymInt only
 // reaches values is found out, never declared, so it cannot be declared
-// wrong.
+// wrong. Replaying the SymInt ops this way gives what a full recording
+// would only when every SymInt an op sets is set once, before any op
+// reads it, and is no graph input; a recording where that fails
+// (refreshable false) is always re-recorded in full.
 
 // errRefresh stops a refresh: the op would record something else than
 // the current recording holds.
