@@ -361,6 +361,19 @@ func (m *Model) MemoryStats() MemoryStats {
 	return s
 }
 
+// RecordStats reports the re-recordings and refreshes of the model's
+// Executes so far, summed over its delegate graphs.
+func (m *Model) RecordStats() RecordStats {
+	var s RecordStats
+	for _, g := range m.graphs {
+		gs := g.RecordStats()
+		s.Rerecords += gs.Rerecords
+		s.Refreshes += gs.Refreshes
+		s.Patched += gs.Patched
+	}
+	return s
+}
+
 // Close releases the model's GPU objects (and its reference to the default
 // device, if it uses it). Further Executes return ErrClosed. Close
 // is idempotent.

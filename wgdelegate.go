@@ -14,6 +14,12 @@ import (
 // MemoryStats reports what a loaded model allocated.
 type MemoryStats = graph.MemoryStats
 
+// RecordStats counts how a model's Executes kept their recordings in step
+// with their inputs: full re-recordings for new input shapes, and
+// refreshes that only rewrote the uniform params of the dispatches whose
+// SymInt values (such as a decoder's input_pos) changed.
+type RecordStats = graph.RecordStats
+
 // ErrUnknownFormat is returned when a model file is neither a .pte program
 // nor a VH00 delegate blob.
 var ErrUnknownFormat = errors.New("wgdelegate: not a .pte program or a VH00 delegate blob")

@@ -12,6 +12,7 @@ import (
 // buffer for the current recording (ops.Aliaser).
 type viewAlias struct {
 	root int32 // the value whose buffer it shares (never itself an alias)
+	at   int   // the chain index of the view op
 	// What the output has on its own, put back before the next recording.
 	ownShared bool
 	ownBuf    *gpu.Buffer
@@ -45,6 +46,11 @@ func (b *opBuilder) Alias(out, in int32) bool {
 	if out == root || out < 0 || int(out) >= len(g.tensors) || root < 0 || int(root) >= len(g.tensors) {
 		return false
 	}
+	if a, ok := g.aliases[out]; ok {
+		// The op runs again on the same recording (a refresh for new
+		// SymInt values): the alias stands.
+		return a.root == root
+	}
 	rt, ot := g.tensors[root], g.tensors[out]
 	switch {
 	case rt == nil || ot == nil:
@@ -64,7 +70,7 @@ func (b *opBuilder) Alias(out, in int32) bool {
 			return false
 		}
 	}
-	g.aliases[out] = viewAlias{root: root, ownShared: ot.shared, ownBuf: ot.buf}
+	g.aliases[out] = viewAlias{root: root, at: b.index, ownShared: ot.shared, ownBuf: ot.buf}
 	ot.shared = rt.shared
 	ot.buf = nil
 	if !rt.shared {
@@ -100,17 +106,20 @@ func (g *WebGPUGraph) resetAliases() {
 	g.aliases = map[int32]viewAlias{}
 }
 
-// checkAliasWrite is Dispatch's guard: a dispatch must not write a value an
-// earlier view aliases (its root or one of its aliases). Alias refuses the
-// cases it can foresee; an op that writes an argument in place without
-// declaring it (ops.Op.Writes) would end here instead of in a wrong answer.
-func (g *WebGPUGraph) checkAliasWrite(outputs []int32) error {
+// checkAliasWrite is Dispatch's guard: a dispatch of op index must not
+// write a value an earlier view aliases (its root, after the view op, or
+// one of its aliases). Alias refuses the cases it can foresee; an op that
+// writes an argument in place without declaring it (ops.Op.Writes) would
+// end here instead of in a wrong answer. (A refresh re-runs ops against a
+// finished recording, so the root's own producer runs with the alias in
+// place.)
+func (g *WebGPUGraph) checkAliasWrite(index int, outputs []int32) error {
 	for _, id := range outputs {
 		if _, ok := g.aliases[id]; ok {
 			return fmt.Errorf("%w: a dispatch writes value %d, which shares the buffer of a view's input", ErrInvalidGraph, id)
 		}
 		for m, a := range g.aliases {
-			if a.root == id {
+			if a.root == id && index > a.at {
 				return fmt.Errorf("%w: a dispatch writes value %d after view value %d was made to share its buffer", ErrInvalidGraph, id, m)
 			}
 		}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -30,6 +31,9 @@ type opBuilder struct {
 	op    string
 	index int // position in the chain
 	ctx   context.Context
+	// refresh, when set: the op is re-run by refresh and must record
+	// what it recorded last time (refresh.go).
+	refresh *refreshState
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
@@ -62,6 +66,9 @@ func (b *opBuilder) SetDims(id int32, dims []int64) error {
 		}
 		return nil
 	}
+	if b.refresh != nil && !slices.Equal(ts.live, dims) {
+		return errRefresh
+	}
 	ts.setLive(dims, n)
 	return nil
 }
@@ -71,7 +78,17 @@ func (b *opBuilder) SetInt(id int32, v int64) error {
 	if b.Kind(id) != serialization.KindSymInt {
 		return ops.Errorf(-1, "value %d is %v, want a SymInt", id, b.Kind(id))
 	}
-	b.g.sym[id] = v
+	g := b.g
+	if b.refresh == nil {
+		// refresh replays the values ops set in chain order, from the
+		// last recording's: exact only when each SymInt is set once,
+		// before any read, and is no input.
+		if g.symSet[id] || g.symEarly[id] || g.isInput(id) {
+			g.refreshable = false
+		}
+		g.symSet[id] = true
+	}
+	g.sym[id] = v
 	return nil
 }
 
@@ -128,8 +145,12 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			}
 		}
 	}
-	if err := g.checkAliasWrite(outputs); err != nil {
+	if err := g.checkAliasWrite(b.index, outputs); err != nil {
 		return err
+	}
+	pd := pendingDispatch{kernel: k, tensors: ids, outputs: len(outputs), groups: groups, op: b.index}
+	if b.refresh != nil {
+		return b.refreshDispatch(ids, len(outputs), params, pd)
 	}
 	for _, id := range outputs {
 		if g.tensors[id].materialized {
@@ -138,7 +159,6 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	}
 	// The pipeline is looked up (or compiled, in parallel with the
 	// others) once every op has been recorded.
-	pd := pendingDispatch{kernel: k, tensors: ids, outputs: len(outputs), groups: groups, op: b.index}
 	if params != nil {
 		align := uint64(g.dev.Limits().MinUniformBufferOffsetAlignment)
 		if align == 0 {
@@ -160,6 +180,9 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 // straight from the (mapped) file into dst's dedicated buffer.
 func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 	g := b.g
+	if b.refresh != nil {
+		return errRefresh
+	}
 	s, d := g.tensors[src], g.tensors[dst]
 	if s == nil || !s.constant {
 		return ops.Errorf(0, "value %d is not a constant tensor", src)
@@ -237,6 +260,8 @@ func (g *WebGPUGraph) finishDispatches() error {
 	for i := range g.pend {
 		g.pend[i].pipe = g.kernelPipes[g.pend[i].kernel]
 	}
+	// What refresh matches a re-run op against and patches.
+	g.lastPend, g.lastArena = g.pend, g.arena
 	arena := g.arenaBuf
 	if len(g.arena) > 0 {
 		if arena == nil || arena.Size() < uint64(len(g.arena)) {
@@ -379,6 +404,9 @@ func (b *opBuilder) IsOutput(id int32) bool {
 func (b *opBuilder) Absorb(i int) error {
 	if i <= b.index || i >= len(b.g.graph.Chain) {
 		return ops.Errorf(-1, "cannot absorb op %d from op %d", i, b.index)
+	}
+	if b.refresh != nil && !b.g.absorbed[i] {
+		return errRefresh
 	}
 	b.g.absorbed[i] = true
 	return nil

@@ -37,9 +37,12 @@
 //
 // Serialized dims are upper bounds. Every op computes its outputs' live
 // shapes from its inputs' (ops.Builder.SetDims), so when an Execute passes
-// inputs smaller than the bounds, or new SymInt input values, the chain is
-// re-recorded for them (same buffers, new uniforms and grids) and outputs
-// come back with their live shapes. Same shapes as last time: nothing is
+// inputs smaller than the bounds the chain is re-recorded for them (same
+// buffers, new uniforms and grids) and outputs come back with their live
+// shapes. New SymInt input values alone (a decoder's input_pos) only
+// re-run the ops that read them and rewrite their uniform params in place
+// (refresh.go); the chain is re-recorded only when they change a shape,
+// kernel or grid. Same shapes and values as last time: nothing is
 // re-recorded, and Execute makes no allocation beyond its outputs.
 //
 // # Rejected inputs

@@ -40,9 +40,10 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 		}
 		g.scratch = append(g.scratch, make([]byte, 0, n))
 	}
-	g.recordedIn = make([][]int64, len(g.inputs))
+	g.recordedIn, g.recordedSym = make([][]int64, len(g.inputs)), make([][]int64, len(g.inputs))
 	for i, id := range g.inputs {
 		g.recordedIn[i] = g.inputKey(id, nil)
+		g.recordedSym[i] = g.symKey(id, nil)
 	}
 	return nil
 }
@@ -78,10 +79,13 @@ func (g *WebGPUGraph) OutputInfo(i int) (serialization.DataType, []int64) {
 // A tensor input may be smaller than its serialized dims (which are upper
 // bounds for dynamic shapes) but not larger and not of another rank; a
 // SymInt input is passed as a one-element integer tensor. When the live
-// input shapes or SymInt values differ from the previous call, the ops are
-// re-recorded for them first. An int64 input feeding an int32 tensor (the
-// exporter's default downcast) is narrowed with an overflow check; float64
-// into float32 likewise. Execute is safe for concurrent use; calls on one
+// input shapes differ from the previous call, the ops are re-recorded for
+// them first. When only SymInt values (or input values an op reads on the
+// host) differ, only the ops that read them are re-run, and their new
+// uniform params written, unless that changes a shape, kernel or grid:
+// then everything is re-recorded too. An int64 input feeding an int32
+// tensor (the exporter's default downcast) is narrowed with an overflow
+// check; float64 into float32 likewise. Execute is safe for concurrent use; calls on one
 // graph are serialised.
 func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
 	g.mu.Lock()
@@ -92,39 +96,8 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if len(inputs) != len(g.inputs) {
 		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
 	}
-	changed := false
-	for i, in := range inputs {
-		id := g.inputs[i]
-		ts := g.tensors[id]
-		if ts == nil {
-			v, err := symIntInput(i, in)
-			if err != nil {
-				return nil, err
-			}
-			if old, ok := g.sym[id]; !ok || old != v {
-				g.sym[id] = v
-			}
-		} else {
-			if err := g.checkInputShape(i, in, ts); err != nil {
-				return nil, err
-			}
-			ts.setLive(in.Shape, Numel(in.Shape))
-			if g.hostRead[id] {
-				g.hostIn[id] = in
-			}
-		}
-		g.liveKey = g.inputKey(id, g.liveKey)
-		if !slices.Equal(g.liveKey, g.recordedIn[i]) {
-			changed = true
-			g.recordedIn[i] = append(g.recordedIn[i][:0], g.liveKey...)
-		}
-	}
-	if changed || g.stale {
-		if err := g.rerecord(ctx); err != nil {
-			g.stale = true // the records are unusable; record again next time
-			return nil, fmt.Errorf("graph: recording for the new input shapes: %w", err)
-		}
-		g.stale = false
+	if err := g.prepare(ctx, inputs); err != nil {
+		return nil, err
 	}
 	for i, in := range inputs {
 		ts := g.tensors[g.inputs[i]]
@@ -171,6 +144,62 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 		outs[i] = Tensor{DType: o.host, Shape: append([]int64(nil), ts.live...), Data: data}
 	}
 	return outs, nil
+}
+
+// prepare checks the inputs' shapes and SymInt values and brings the
+// recording up to date with them: nothing to do, a refresh (new SymInt
+// values only) or a full re-record.
+func (g *WebGPUGraph) prepare(ctx context.Context, inputs []Tensor) error {
+	changed, symChanged := false, false
+	for i, in := range inputs {
+		id := g.inputs[i]
+		ts := g.tensors[id]
+		if ts == nil {
+			v, err := symIntInput(i, in)
+			if err != nil {
+				return err
+			}
+			if old, ok := g.sym[id]; !ok || old != v {
+				g.sym[id] = v
+			}
+		} else {
+			if err := g.checkInputShape(i, in, ts); err != nil {
+				return err
+			}
+			ts.setLive(in.Shape, Numel(in.Shape))
+			if g.hostRead[id] {
+				g.hostIn[id] = in
+			}
+		}
+		g.liveKey = g.inputKey(id, g.liveKey)
+		if !slices.Equal(g.liveKey, g.recordedIn[i]) {
+			changed = true
+			g.recordedIn[i] = append(g.recordedIn[i][:0], g.liveKey...)
+		}
+		g.liveKey = g.symKey(id, g.liveKey)
+		if !slices.Equal(g.liveKey, g.recordedSym[i]) {
+			symChanged = true
+			g.recordedSym[i] = append(g.recordedSym[i][:0], g.liveKey...)
+		}
+	}
+	if !changed && !g.stale && symChanged {
+		// New SymInt values on the same shapes: usually only uniform
+		// params move (refresh.go).
+		ok, err := g.refresh(ctx)
+		if err != nil {
+			g.stale = true
+			return fmt.Errorf("graph: refreshing for the new SymInt values: %w", err)
+		}
+		changed = !ok
+	}
+	if changed || g.stale {
+		if err := g.rerecord(ctx); err != nil {
+			g.stale = true // the records are unusable; record again next time
+			return fmt.Errorf("graph: recording for the new input shapes: %w", err)
+		}
+		g.stale = false
+	}
+	return nil
 }
 
 // symIntInput reads a SymInt input given as a one-element integer tensor.

@@ -135,7 +135,17 @@ type WebGPUGraph struct {
 	replay          bool                // re-recording: constants are already written
 	rerecords       int
 	pend            []pendingDispatch // being recorded
-	arena           []byte            // uniforms being recorded
+	// What the recording read of the SymInts, for refresh (refresh.go):
+	opSyms             [][]symRead       // per chain index: the SymInt values the op read
+	opHost             []bool            // per chain index: the op read input values on the host
+	opPend             [][2]int          // per chain index: its dispatches, indices into lastPend
+	lastPend           []pendingDispatch // the recorded dispatches
+	lastArena          []byte            // the uniform arena as written
+	recordedSym        [][]int64         // per input, the SymInt value or host-read data the params hold
+	refreshes, patched int
+	symSet, symEarly   map[int32]bool // SymInts an op set; read before any op set them
+	refreshable        bool           // refresh can bring the recording up to date
+	arena              []byte         // uniforms being recorded
 
 	// Per Execute (scratch reused across calls):
 	scratch [][]byte         // per input, for int64/float64 narrowing

@@ -40,6 +40,9 @@ var _ ops.Packer = (*opBuilder)(nil)
 // to disk when the load ends — no Go heap copy either way.
 func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) {
 	g := b.g
+	if b.refresh != nil {
+		return ops.Tensor{}, errRefresh
+	}
 	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a tensor", id)
 	}
@@ -323,6 +326,9 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	dt := ts.dtype
 	switch {
 	case g.hostRead[id]:
+		if b.index < len(g.opHost) {
+			g.opHost[b.index] = true // refresh re-runs the op when the data changes
+		}
 		in, ok := g.hostIn[id]
 		if !ok {
 			return 0, ops.Errorf(-1, "value %d: no input data yet", id)

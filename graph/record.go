@@ -13,6 +13,9 @@ import (
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.absorbed = map[int]bool{}
 	g.resetAliases()
+	n := len(g.graph.Chain)
+	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
+	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
 	for i, op := range g.graph.Chain {
 		if g.absorbed[i] {
 			continue
@@ -21,8 +24,12 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 			return err
 		}
 		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{Values: ops.Values{G: g.graph, Sym: g.symValue}, g: g, op: op.Name, index: i, ctx: ctx}
-		if err := safeCall(fn, b, op.Args); err != nil {
+		b := &opBuilder{g: g, op: op.Name, index: i, ctx: ctx}
+		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
+		lo := len(g.pend)
+		err := safeCall(fn, b, op.Args)
+		g.opPend[i] = [2]int{lo, len(g.pend)}
+		if err != nil {
 			var ae *ops.ArgError
 			if errors.As(err, &ae) && ae.Op == "" {
 				ae.Op = op.Name
@@ -50,28 +57,40 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 	return fn(b, args)
 }
 
-// inputKey is what a recording depends on for input id: a tensor's live
-// dims, or a SymInt's value. It appends to dst.
+// inputKey is what the shape of a recording depends on for input id: a
+// tensor's live dims (nothing for a SymInt). It appends to dst[:0].
 func (g *WebGPUGraph) inputKey(id int32, dst []int64) []int64 {
 	if ts := g.tensors[id]; ts != nil {
-		dst = append(dst[:0], ts.live...)
-		if in, ok := g.hostIn[id]; ok && g.hostRead[id] {
-			// An op reads this input's values on the host
-			// (select_as_symint): they are part of the key.
-			dst = append(dst, int64(len(in.Data)))
-			for k := 0; k+8 <= len(in.Data); k += 8 {
-				dst = append(dst, int64(le64(in.Data[k:])))
-			}
-			if r := len(in.Data) % 8; r != 0 {
-				var w [8]byte
-				copy(w[:], in.Data[len(in.Data)-r:])
-				dst = append(dst, int64(le64(w[:])))
-			}
-		}
+		return append(dst[:0], ts.live...)
+	}
+	return dst[:0]
+}
+
+// symKey is what the values a recording's ops read depend on for input
+// id: a SymInt's value, or the data of a tensor whose values an op reads
+// on the host (select_as_symint). A change is taken care of by refresh
+// (refresh.go) unless it changes the recording's structure. It appends to
+// dst[:0].
+func (g *WebGPUGraph) symKey(id int32, dst []int64) []int64 {
+	dst = dst[:0]
+	if g.tensors[id] == nil {
+		v, _ := g.symInt(id)
+		return append(dst, v)
+	}
+	in, ok := g.hostIn[id]
+	if !ok || !g.hostRead[id] {
 		return dst
 	}
-	v, _ := g.symInt(id)
-	return append(dst[:0], v)
+	dst = append(dst, int64(len(in.Data)))
+	for k := 0; k+8 <= len(in.Data); k += 8 {
+		dst = append(dst, int64(le64(in.Data[k:])))
+	}
+	if r := len(in.Data) % 8; r != 0 {
+		var w [8]byte
+		copy(w[:], in.Data[len(in.Data)-r:])
+		dst = append(dst, int64(le64(w[:])))
+	}
+	return dst
 }
 
 // symInt returns the live value of an Int or SymInt value.
