@@ -37,7 +37,7 @@ type DeviceOptions struct {
 	// dispatch on the driver's own thread. Inline makes graphs of many
 	// small dispatches several times faster (a tiny dispatch: about 2-6
 	// µs against 40-85 µs with the pool, 2 vCPUs) but runs large kernels
-	// on one core; the README's "Performance" section has the numbers.
+	// on one core; the README's "Measured on lavapipe" section has the numbers.
 	// Other values are an *OptionError. The setting is per Device; other
 	// adapters ignore it (Device.CPUThreads then reports 0).
 	CPUThreads int
