@@ -35,9 +35,10 @@ type DeviceOptions struct {
 	// from the environment when set, else one worker per CPU), N in
 	// 1..MaxCPUThreads asks for N workers, and CPUThreadsInline runs every
 	// dispatch on the driver's own thread. Inline makes graphs of many
-	// small dispatches several times faster (a tiny dispatch: about 2-6
-	// µs against 40-85 µs with the pool, 2 vCPUs) but runs large kernels
-	// on one core; the README's "Measured on lavapipe" section has the numbers.
+	// small dispatches several times faster (a tiny dispatch: about 2-9
+	// µs against 45-85 µs with the pool, 2 vCPUs) but runs large kernels
+	// on one core; the README's "Measured on lavapipe" section has the
+	// numbers.
 	// Other values are an *OptionError. The setting is per Device; other
 	// adapters ignore it (Device.CPUThreads then reports 0).
 	CPUThreads int

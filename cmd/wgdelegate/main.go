@@ -56,10 +56,11 @@ Flags:
                      N (1..64) asks for N workers, "default" (or 0) keeps
                      LP_NUM_THREADS, else one worker per CPU. Inline suits
                      models of many small dispatches (on 2 vCPUs a tiny
-                     dispatch costs 2-6 µs instead of 40-85 µs; a 27-dispatch
-                     decoder step ran 3.5 -> 0.7 ms) but runs big kernels on
-                     one core (a 1M-element elementwise chain 15 -> 21 ms).
-                     Other adapters ignore it.
+                     dispatch costs 2-9 µs instead of 45-85 µs; a 27-dispatch
+                     decoder step ran 2.3-2.9 -> 0.8-0.9 ms) but runs big
+                     kernels on one core (on a quiet host a 1M-element
+                     elementwise chain went 15 -> 21 ms). Other adapters
+                     ignore it.
   -q, --quiet        print nothing on success
   -v, --verbose      also print the adapter, timings and memory statistics,
                      and debug logs on stderr

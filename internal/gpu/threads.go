@@ -97,6 +97,16 @@ func isLLVMpipe(cpu bool, name, driver string) bool {
 	return cpu && (strings.Contains(strings.ToLower(name), "llvmpipe") || strings.Contains(strings.ToLower(driver), "llvmpipe"))
 }
 
+// appliedCPUThreads is AdapterInfo.CPUThreads for option opt on an
+// llvmpipe adapter or another one, and whether opt was ignored (set, on
+// an adapter it does not reach).
+func appliedCPUThreads(llvmpipe bool, opt int) (applied int, ignored bool) {
+	if !llvmpipe {
+		return 0, opt != 0
+	}
+	return effectiveCPUThreads(opt), false
+}
+
 // effectiveCPUThreads is the thread setting an llvmpipe adapter was
 // created with, in Options.CPUThreads terms: the option when set, else
 // what LP_NUM_THREADS said (0 when unset or unreadable, the driver's
