@@ -144,11 +144,12 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 
 	d := &Device{log: log, pipelines: map[string]*Pipeline{}}
 	var ad *wgpu.Adapter
-	if err := withAdapterEnv(opts, func() error {
+	threads, err := withAdapterEnv(opts, func() error {
 		var err error
 		ad, err = d.openAdapter(opts)
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	d.adapter = ad
@@ -156,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 	d.info = AdapterInfo{Name: ai.Name, Driver: ai.DriverDescription, Backend: ai.BackendType.String(),
 		AdapterType: ai.AdapterType.String(), VendorID: ai.VendorId, DeviceID: ai.DeviceId}
 	var ignored bool
-	d.info.CPUThreads, ignored = appliedCPUThreads(isLLVMpipe(ai.AdapterType == wgpu.AdapterTypeCPU, ai.Name, ai.DriverDescription), opts.CPUThreads)
+	d.info.CPUThreads, ignored = appliedCPUThreads(isLLVMpipe(ai.AdapterType == wgpu.AdapterTypeCPU, ai.Name, ai.DriverDescription), opts.CPUThreads, threads)
 	if ignored {
 		log.Info("gpu: CPUThreads ignored: the adapter is not llvmpipe", "adapter", ai.Name, "type", ai.AdapterType.String(), "cpuThreads", opts.CPUThreads)
 	}

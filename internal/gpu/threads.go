@@ -47,21 +47,28 @@ func checkCPUThreads(n int) error {
 // adapterEnvMu serialises the part of Open that creates the instance and
 // enumerates adapters, the only place Open changes the process
 // environment. llvmpipe reads LP_NUM_THREADS with getenv when an adapter
-// enumeration creates its screen (once per instance), and there is no
-// other way to pass it a thread count; the lock keeps one Open's setting
-// from leaking into another's enumeration. It guards no state of its own.
+// enumeration (RequestAdapter) creates its screen, once per instance, and
+// starts that many workers later, at RequestDevice; there is no other way
+// to pass it a thread count. (Measured: the variable set only around
+// instance creation changed nothing; set only around RequestAdapter, it
+// set the worker count of the device requested after it was restored.)
+// The lock keeps one Open's setting from leaking into another's
+// enumeration. It guards no state of its own.
 var adapterEnvMu sync.Mutex
 
 // withAdapterEnv runs create (instance creation and adapter enumeration)
 // with the environment llvmpipe should see for opts, and restores the
-// environment afterwards. os.Setenv reaches the C environment (setenv)
+// environment afterwards. It returns the setting an llvmpipe adapter
+// enumerated by create gets (effectiveCPUThreads, read under the lock:
+// another Open may change LP_NUM_THREADS right after). os.Setenv reaches the C environment (setenv)
 // because the package links cgo. Other goroutines that read or write the
 // environment while create runs see the temporary value; so would a C
 // thread that calls getenv, which glibc does not make safe against a
 // concurrent setenv: open devices before starting such threads.
-func withAdapterEnv(opts Options, create func() error) error {
+func withAdapterEnv(opts Options, create func() error) (threads int, err error) {
 	adapterEnvMu.Lock()
 	defer adapterEnvMu.Unlock()
+	threads = effectiveCPUThreads(opts.CPUThreads)
 	// Mesa's device-select layer prints a harmless XDG_RUNTIME_DIR
 	// complaint on every instance; it only matters for multi-GPU
 	// selection. This one stays set.
@@ -69,7 +76,7 @@ func withAdapterEnv(opts Options, create func() error) error {
 		os.Setenv("NODEVICE_SELECT", "1")
 	}
 	if opts.CPUThreads == 0 {
-		return create()
+		return threads, create()
 	}
 	old, had := os.LookupEnv(lpNumThreads)
 	v := 0 // CPUThreadsInline
@@ -77,7 +84,7 @@ func withAdapterEnv(opts Options, create func() error) error {
 		v = opts.CPUThreads
 	}
 	if err := os.Setenv(lpNumThreads, strconv.Itoa(v)); err != nil {
-		return &Error{Op: "set " + lpNumThreads, Err: err}
+		return 0, &Error{Op: "set " + lpNumThreads, Err: err}
 	}
 	defer func() {
 		if had {
@@ -86,7 +93,7 @@ func withAdapterEnv(opts Options, create func() error) error {
 			os.Unsetenv(lpNumThreads)
 		}
 	}()
-	return create()
+	return threads, create()
 }
 
 // isLLVMpipe reports whether an adapter is Mesa's llvmpipe (lavapipe on
@@ -98,13 +105,14 @@ func isLLVMpipe(cpu bool, name, driver string) bool {
 }
 
 // appliedCPUThreads is AdapterInfo.CPUThreads for option opt on an
-// llvmpipe adapter or another one, and whether opt was ignored (set, on
-// an adapter it does not reach).
-func appliedCPUThreads(llvmpipe bool, opt int) (applied int, ignored bool) {
+// llvmpipe adapter or another one, given the setting withAdapterEnv
+// returned, and whether opt was ignored (set, on an adapter it does not
+// reach).
+func appliedCPUThreads(llvmpipe bool, opt, threads int) (applied int, ignored bool) {
 	if !llvmpipe {
 		return 0, opt != 0
 	}
-	return effectiveCPUThreads(opt), false
+	return threads, false
 }
 
 // effectiveCPUThreads is the thread setting an llvmpipe adapter was

@@ -185,21 +185,21 @@ func TestIsLLVMpipe(t *testing.T) {
 }
 
 func TestAppliedCPUThreads(t *testing.T) {
-	t.Setenv(lpNumThreads, "0")
 	for _, c := range []struct {
-		llvmpipe     bool
-		opt, applied int
-		ignored      bool
+		llvmpipe              bool
+		opt, threads, applied int
+		ignored               bool
 	}{
-		{true, 0, CPUThreadsInline, false}, // the environment's setting
-		{true, 3, 3, false},
-		{false, 0, 0, false},
-		{false, CPUThreadsInline, 0, true},
-		{false, 4, 0, true},
+		{true, 0, CPUThreadsInline, CPUThreadsInline, false}, // from the environment
+		{true, 3, 3, 3, false},
+		{false, 0, 0, 0, false},
+		{false, 0, 5, 0, false},
+		{false, CPUThreadsInline, CPUThreadsInline, 0, true},
+		{false, 4, 4, 0, true},
 	} {
-		applied, ignored := appliedCPUThreads(c.llvmpipe, c.opt)
+		applied, ignored := appliedCPUThreads(c.llvmpipe, c.opt, c.threads)
 		if applied != c.applied || ignored != c.ignored {
-			t.Errorf("appliedCPUThreads(%v, %d) = %d, %v; want %d, %v", c.llvmpipe, c.opt, applied, ignored, c.applied, c.ignored)
+			t.Errorf("appliedCPUThreads(%v, %d, %d) = %d, %v; want %d, %v", c.llvmpipe, c.opt, c.threads, applied, ignored, c.applied, c.ignored)
 		}
 	}
 }
