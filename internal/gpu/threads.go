@@ -16,8 +16,10 @@ import (
 const CPUThreadsInline = -1
 
 // MaxCPUThreads is the largest worker count Options.CPUThreads accepts.
-// llvmpipe caps the count further at its own LP_MAX_THREADS (16 in Mesa
-// 22.3).
+// llvmpipe may cap it lower (its LP_MAX_THREADS). Each worker is two
+// threads, the compute pool's and the rasterizer's: on Mesa 22.3 a device
+// opened with N workers started 2N+2 threads (N = 4, 16, 20, 32), inline
+// 2, the default on 2 CPUs 6.
 const MaxCPUThreads = 64
 
 // lpNumThreads is the variable llvmpipe reads its worker count from.
@@ -60,11 +62,13 @@ var adapterEnvMu sync.Mutex
 // with the environment llvmpipe should see for opts, and restores the
 // environment afterwards. It returns the setting an llvmpipe adapter
 // enumerated by create gets (effectiveCPUThreads, read under the lock:
-// another Open may change LP_NUM_THREADS right after). os.Setenv reaches the C environment (setenv)
-// because the package links cgo. Other goroutines that read or write the
-// environment while create runs see the temporary value; so would a C
-// thread that calls getenv, which glibc does not make safe against a
-// concurrent setenv: open devices before starting such threads.
+// another Open may change LP_NUM_THREADS right after).
+//
+// os.Setenv reaches the C environment (setenv) because the package links
+// cgo. Other goroutines that read or write the environment while create
+// runs see the temporary value; so would a C thread that calls getenv,
+// which glibc does not make safe against a concurrent setenv: open
+// devices before starting such threads.
 func withAdapterEnv(opts Options, create func() error) (threads int, err error) {
 	adapterEnvMu.Lock()
 	defer adapterEnvMu.Unlock()
