@@ -111,3 +111,7 @@ type UnsupportedError = ops.UnsupportedError
 // ErrDeviceLost is returned by every GPU operation once the device is lost
 // (driver reset): close the Device and its models and open a new one.
 var ErrDeviceLost = gpu.ErrDeviceLost
+
+// OptionError reports a DeviceOptions field out of range (OpenDevice
+// returns it before touching the driver).
+type OptionError = gpu.OptionError

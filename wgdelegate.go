@@ -35,7 +35,28 @@ type DeviceOptions struct {
 	// where a fresh huge page can cost several times more. Off by default;
 	// the README's "Loading" section has the numbers.
 	HugePages bool
+	// CPUThreads sets the compute worker threads of a CPU adapter
+	// (Mesa's llvmpipe, lavapipe on Vulkan), which wakes its thread pool
+	// for every dispatch: 0 keeps the driver's default (LP_NUM_THREADS
+	// from the environment when set, else one worker per CPU), N in
+	// 1..MaxCPUThreads asks for N workers, and CPUThreadsInline runs every
+	// dispatch on the driver's own thread. Inline makes graphs of many
+	// small dispatches several times faster (a tiny dispatch: about 2-9
+	// µs against 45-85 µs with the pool, 2 vCPUs) but runs large kernels
+	// on one core; the README's "Measured on lavapipe" section has the
+	// numbers.
+	// Other values are an *OptionError. The setting is per Device; other
+	// adapters ignore it (Device.CPUThreads then reports 0).
+	CPUThreads int
 }
+
+// CPUThreadsInline is the DeviceOptions.CPUThreads value that runs a CPU
+// adapter's dispatches inline, with no worker pool (LP_NUM_THREADS=0).
+const CPUThreadsInline = gpu.CPUThreadsInline
+
+// MaxCPUThreads is the largest worker count DeviceOptions.CPUThreads
+// accepts.
+const MaxCPUThreads = gpu.MaxCPUThreads
 
 // Device is a WebGPU device. Pipelines compiled for one model are shared by
 // every model loaded on the same Device.
@@ -47,7 +68,8 @@ type Device struct {
 // OpenDevice opens the default adapter (Vulkan first). Pass the device to
 // Open or Load with WithDevice.
 func OpenDevice(ctx context.Context, opts DeviceOptions) (*Device, error) {
-	d, err := gpu.Open(ctx, gpu.Options{Logger: opts.Logger, WGPULogLevel: opts.WGPULogLevel, HugePages: opts.HugePages})
+	d, err := gpu.Open(ctx, gpu.Options{Logger: opts.Logger, WGPULogLevel: opts.WGPULogLevel, HugePages: opts.HugePages,
+		CPUThreads: opts.CPUThreads})
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +92,12 @@ func (d *Device) AdapterName() string {
 	}
 	return info.Name + " (" + info.Backend + ")"
 }
+
+// CPUThreads is the llvmpipe thread setting the device was opened with,
+// in DeviceOptions.CPUThreads terms: CPUThreadsInline, a worker count, or
+// 0 for the driver's default. A user's LP_NUM_THREADS counts when the
+// option was 0. It is 0 on every other adapter.
+func (d *Device) CPUThreads() int { return d.d.Info().CPUThreads }
 
 // Limits are the device limits a model's tensors and dispatches must fit.
 type Limits struct {

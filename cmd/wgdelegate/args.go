@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/wgdelegate/wgdelegate"
 )
 
 // flagSpec describes one flag. Like Go's flag package, a flag may be spelt
@@ -77,4 +80,25 @@ func oneModel(cmd string, pos []string) (string, error) {
 		return pos[0], nil
 	}
 	return "", fmt.Errorf("%s: expected one MODEL, got %d arguments: %s", cmd, len(pos), strings.Join(pos, " "))
+}
+
+// cpuThreadsFlag parses --cpu-threads into dst: "inline", "default", or a
+// worker count 0..wgdelegate.MaxCPUThreads (0 is the default).
+func cpuThreadsFlag(dst *int) func(string) error {
+	return func(v string) error {
+		switch v {
+		case "inline":
+			*dst = wgdelegate.CPUThreadsInline
+			return nil
+		case "default":
+			*dst = 0
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > wgdelegate.MaxCPUThreads {
+			return fmt.Errorf("%q is not inline, default or a worker count 0..%d", v, wgdelegate.MaxCPUThreads)
+		}
+		*dst = n
+		return nil
+	}
 }

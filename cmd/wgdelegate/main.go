@@ -51,6 +51,16 @@ Flags:
   --input FILE       a .npy file for the next model input, in input order
                      (repeatable; the count must match the model's inputs)
   --output-dir DIR   where the outputs go (created if missing; required)
+  --cpu-threads N    compute threads of a CPU adapter (llvmpipe/lavapipe):
+                     "inline" runs every dispatch on the driver's own thread,
+                     N (1..64) asks for N workers, "default" (or 0) keeps
+                     LP_NUM_THREADS, else one worker per CPU. Inline suits
+                     models of many small dispatches (on 2 vCPUs a tiny
+                     dispatch costs 2-9 µs instead of 45-85 µs; a 27-dispatch
+                     decoder step ran 2.3-2.9 -> 0.8-0.9 ms) but runs big
+                     kernels on one core (on a quiet host a 1M-element
+                     elementwise chain went 15 -> 21 ms). Other adapters
+                     ignore it.
   -q, --quiet        print nothing on success
   -v, --verbose      also print the adapter, timings and memory statistics,
                      and debug logs on stderr

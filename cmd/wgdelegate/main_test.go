@@ -34,6 +34,14 @@ func TestMain(m *testing.M) {
 		err  error
 	)
 	openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgdelegate.Device, func(), error) {
+		if opts.CPUThreads != 0 {
+			// A thread setting is fixed when a device opens: no sharing.
+			dev, err := wgdelegate.OpenDevice(ctx, opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return dev, func() { dev.Close() }, nil
+		}
 		once.Do(func() { sharedDevice, err = wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{}) })
 		if err != nil {
 			return nil, nil, err

@@ -25,6 +25,8 @@ type runOptions struct {
 	outDir  string
 	quiet   bool
 	verbose bool
+	// cpuThreads is DeviceOptions.CPUThreads (--cpu-threads).
+	cpuThreads int
 }
 
 func parseRunArgs(args []string) (runOptions, error) {
@@ -42,6 +44,7 @@ func parseRunArgs(args []string) (runOptions, error) {
 			o.outDir = v
 			return nil
 		}},
+		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"quiet", "q"}, set: func(string) error { o.quiet = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
@@ -91,13 +94,13 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 
 	start := time.Now()
 	log := newLogger(stderr, o.verbose)
-	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: log})
+	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads})
 	if err != nil {
 		return err
 	}
 	defer release()
 	if o.verbose {
-		fmt.Fprintf(stdout, "adapter: %s (opened in %v)\n", dev.AdapterName(), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "adapter: %s%s (opened in %v)\n", dev.AdapterName(), cpuThreadsNote(dev), time.Since(start).Round(time.Millisecond))
 	}
 
 	start = time.Now()
@@ -253,4 +256,16 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	tw.row("  cached shaders", s.NumCachedShaders)
 	tw.row("  total bytes", s.TotalBytes())
 	tw.flush()
+}
+
+// cpuThreadsNote describes a device's non-default llvmpipe thread setting
+// for the adapter line, e.g. ", cpu threads: inline"; "" for the default.
+func cpuThreadsNote(dev *wgdelegate.Device) string {
+	switch n := dev.CPUThreads(); {
+	case n == wgdelegate.CPUThreadsInline:
+		return ", cpu threads: inline"
+	case n > 0:
+		return fmt.Sprintf(", cpu threads: %d", n)
+	}
+	return ""
 }

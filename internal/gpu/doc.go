@@ -16,4 +16,9 @@
 //     is never submitted.
 //   - The binding logs warnings to stderr by default; logging is off unless
 //     asked for.
+//   - llvmpipe wakes a worker pool for every dispatch (tens of µs on a small
+//     host) and takes its size only from LP_NUM_THREADS, read when an
+//     instance enumerates its adapters. Options.CPUThreads sets the variable
+//     around that moment, under a process-wide lock, and restores it, so
+//     each Device gets its own setting.
 package gpu

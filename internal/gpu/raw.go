@@ -18,14 +18,15 @@ static void wgd_status_cb(uint32_t status, void *ud) { *(volatile uint32_t *)ud 
 typedef struct { wgdH pipe, group; uint32_t x, y, z, pad; } wgdDispatch;
 typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
 
-// wgd_submit encodes every dispatch in one compute pass, then the copies,
-// and submits once. It returns 0, or -1 with err set (nothing submitted).
-static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+// wgd_record pushes an error scope and returns a command encoder holding
+// every dispatch in one compute pass, then the copies; or NULL, with the
+// scope popped into err.
+static wgdH wgd_record(wgdH dev, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
 	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
 	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
 	if (!enc) {
 		wgd_pop(dev, err);
-		return -1;
+		return NULL;
 	}
 	if (nd > 0) {
 		wgdH pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
@@ -41,7 +42,27 @@ static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, con
 	for (size_t i = 0; i < nc; i++) {
 		if (c[i].size > 0) wgpuCommandEncoderCopyBufferToBuffer(enc, c[i].src, 0, c[i].dst, 0, c[i].size);
 	}
+	return enc;
+}
+
+// wgd_submit encodes every dispatch in one compute pass, then the copies,
+// and submits once. It returns 0, or -1 with err set (nothing submitted).
+static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+	wgdH enc = wgd_record(dev, d, nd, c, nc, err);
+	if (!enc) return -1;
 	return wgd_finish_submit(dev, queue, enc, err);
+}
+
+// wgd_encode is wgd_submit without the submit: the finished command buffer
+// is released. It measures what encoding costs (see encodeOnly).
+static int wgd_encode(wgdH dev, const wgdDispatch *d, size_t nd, wgdErr *err) {
+	wgdH enc = wgd_record(dev, d, nd, NULL, 0, err);
+	if (!enc) return -1;
+	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
+	wgd_pop(dev, err);
+	if (cb) wgpuCommandBufferRelease(cb);
+	wgpuCommandEncoderRelease(enc);
+	return err->type != 0 || !cb ? -1 : 0;
 }
 
 static int wgd_write(wgdH dev, wgdH queue, wgdH buf, uint64_t off, const void *data, size_t size, wgdErr *err) {
@@ -203,6 +224,20 @@ func (d *Device) submit(p *program) error {
 	d.flush.pending = 0
 	if C.wgd_submit(d.raw.dev, d.raw.queue, dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
 		return d.scopeError("submit")
+	}
+	return nil
+}
+
+// encodeOnly records p's dispatches and finishes the command buffer like
+// submit, then drops it unsubmitted: BenchmarkDispatch uses it to time the
+// CPU side of a Run, which every Run pays again (a WebGPU command buffer
+// cannot be submitted twice). The caller holds d.mu.
+func (d *Device) encodeOnly(p *program) error {
+	if len(p.dispatches) == 0 {
+		return nil
+	}
+	if C.wgd_encode(d.raw.dev, &p.dispatches[0], C.size_t(len(p.dispatches)), d.raw.err) != 0 {
+		return d.scopeError("encode")
 	}
 	return nil
 }
