@@ -66,6 +66,7 @@ func main() {
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
 	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
+	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
 
@@ -102,6 +103,17 @@ func main() {
 		log.Fatal(err)
 	}
 	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile}
+	switch *cpuThreads {
+	case "inline":
+		o.cpuThreads = wgdelegate.CPUThreadsInline
+	case "default":
+	default:
+		v, err := strconv.Atoi(*cpuThreads)
+		if err != nil || v < 0 || v > wgdelegate.MaxCPUThreads {
+			log.Fatalf("llm: -cpu-threads %q is not inline, default or a worker count 0..%d", *cpuThreads, wgdelegate.MaxCPUThreads)
+		}
+		o.cpuThreads = v
+	}
 	_, err := run(cfg, o)
 	if *out == "" {
 		os.RemoveAll(dir)
@@ -120,6 +132,9 @@ type options struct {
 	runc, cflags string
 	threads      int
 	profile      bool // print where one step's GPU time goes
+	// cpuThreads is the device's llvmpipe worker setting
+	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
+	cpuThreads int
 }
 
 // result is what one benchmark measured.
@@ -129,6 +144,7 @@ type result struct {
 	// graph is then not recorded again, as it is for every new position.
 	fixedMs    []float64
 	dispatches int
+	records    wgdelegate.RecordStats // after the timed runs
 	ours       []int32
 	// cRates and theirs are run.c's tok/s per run and its tokens (empty
 	// when run.c did not run); mismatch is the first step where the
@@ -189,12 +205,21 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 
 	start = time.Now()
-	m, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
+	lopts := []wgdelegate.Option{wgdelegate.WithDataFiles(ptd)}
+	if o.cpuThreads != 0 {
+		dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{CPUThreads: o.cpuThreads})
+		if err != nil {
+			return nil, err
+		}
+		defer dev.Close()
+		lopts = append(lopts, wgdelegate.WithDevice(dev))
+	}
+	m, err := wgdelegate.Open(ctx, pte, lopts...)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	fmt.Printf("loaded in %v\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("loaded in %v (cpu threads %s)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads))
 
 	res := &result{mismatch: -1}
 	for r := range o.runs {
@@ -214,6 +239,7 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		}
 		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
 		res.dispatches = m.MemoryStats().NumDispatches
+		res.records = m.RecordStats()
 		if runC != nil {
 			ids, rate, err := runC()
 			if err != nil {
@@ -263,6 +289,8 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 func (res *result) print(o options) {
 	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
 		summary(res.rates), o.runs, o.steps, quantile(res.stepMs, 0.5), quantile(res.stepMs, 0.1), quantile(res.stepMs, 0.9), res.dispatches)
+	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched)\n",
+		res.records.Rerecords, res.records.Refreshes, res.records.Patched)
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
 		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
 	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
@@ -422,3 +450,14 @@ func quantile(v []float64, q float64) float64 {
 }
 
 func head(v []int32, k int) []int32 { return v[:min(k, len(v))] }
+
+// threadsName names a CPUThreads setting for the report.
+func threadsName(n int) string {
+	switch n {
+	case 0:
+		return "default"
+	case wgdelegate.CPUThreadsInline:
+		return "inline"
+	}
+	return strconv.Itoa(n)
+}
