@@ -19,8 +19,8 @@ import (
 // apply_rotary_emb_interleaved is EdgeTAM's complex rope: x's (real, imag)
 // pairs times freqs_cis's (cos, sin) pairs. float32 only.
 //
-// Kernel (shaders/rope.wgsl): one invocation per output element, one
-// dispatch per output tensor.
+// Kernel (shaders/rope.wgsl): one invocation per output element; one
+// dispatch rotates both q and k.
 func init() {
 	Register("et_vk.apply_rotary_emb.default", ropeOp)
 	Register("et_vk.apply_rotary_emb_hf.default", ropeHFOp)
@@ -30,7 +30,9 @@ func init() {
 // ropeWG is the rope kernel's workgroup size.
 const ropeWG = 64
 
-// ropeCall is one validated rope dispatch over x into out.
+// ropeCall is one validated rope dispatch over x into out, and, when
+// pair, over xk into outk as well (same table, k2 elements with rowDiv2
+// rows per position).
 type ropeCall struct {
 	x, cos, sin, out int32
 	hf               bool
@@ -39,28 +41,40 @@ type ropeCall struct {
 	start            int64
 	cosT, cosJ, sinO int64
 	rd               int64
+	pair             bool
+	xk, outk         int32
+	numel2, rowDiv2  int64
 }
 
 func recordRope(b Builder, c ropeCall) error {
-	if c.numel == 0 {
+	if c.numel+c.numel2 == 0 {
 		return nil
 	}
+	if c.numel+c.numel2 >= 1<<32 {
+		return Errorf(-1, "%d + %d elements is too many for one dispatch", c.numel, c.numel2)
+	}
+	layout := shaders.Layout(3, 1, true)
+	ins, outs := []int32{c.x, c.cos, c.sin}, []int32{c.out}
+	if c.pair {
+		layout = shaders.Layout(4, 2, true)
+		ins, outs = []int32{c.x, c.xk, c.cos, c.sin}, []int32{c.out, c.outk}
+	}
 	k, err := shaders.Render("rope.wgsl", struct {
-		HF bool
-		WG int
-	}{c.hf, ropeWG}, "main", shaders.Layout(3, 1, true), ropeWG)
+		HF, Pair bool
+		WG       int
+	}{c.hf, c.pair, ropeWG}, "main", layout, ropeWG)
 	if err != nil {
 		return err
 	}
-	groups, err := Grid(uint64(c.numel), ropeWG, b.MaxWorkgroupsPerDim())
+	groups, err := Grid(uint64(c.numel+c.numel2), ropeWG, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
 	}
 	var p Params
 	p.U32(uint32(c.numel)).U32(uint32(c.d)).U32(uint32(c.rowDiv)).U32(uint32(c.seq))
 	p.U32(uint32(c.start)).U32(uint32(c.cosT)).U32(uint32(c.cosJ)).U32(uint32(c.sinO))
-	p.U32(uint32(c.rd))
-	if err := b.Dispatch(k, []int32{c.x, c.cos, c.sin}, []int32{c.out}, p.Bytes(), groups); err != nil {
+	p.U32(uint32(c.rd)).U32(uint32(c.numel2)).U32(uint32(c.rowDiv2))
+	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: rope: %w", err)
 	}
 	return nil
@@ -140,14 +154,9 @@ func ropeOp(b Builder, args []int32) error {
 	if fc.Dims[0] != s || fc.Dims[1]*2 != d {
 		return Errorf(2, "freqs dims %v, want [%d %d]", fc.Dims, s, d/2)
 	}
-	for i, x := range []Tensor{xq, xk} {
-		c := ropeCall{x: args[i], cos: args[2], sin: args[3], out: outs[i], numel: x.Numel,
-			d: d, rowDiv: x.Dims[2], seq: s, cosT: d / 2, cosJ: 1}
-		if err := recordRope(b, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return recordRope(b, ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], numel: xq.Numel,
+		d: d, rowDiv: xq.Dims[2], seq: s, cosT: d / 2, cosJ: 1,
+		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]})
 }
 
 func ropeHFOp(b Builder, args []int32) error {
@@ -170,14 +179,9 @@ func ropeHFOp(b Builder, args []int32) error {
 	if start < 0 || start+s > fc.Dims[0] {
 		return Errorf(4, "start_pos %d + seq_len %d outside the %d table rows", start, s, fc.Dims[0])
 	}
-	for i, x := range []Tensor{xq, xk} {
-		c := ropeCall{x: args[i], cos: args[2], sin: args[3], out: outs[i], hf: true, numel: x.Numel,
-			d: d, rowDiv: x.Dims[2], seq: s, start: start, cosT: rd, rd: rd}
-		if err := recordRope(b, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return recordRope(b, ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], hf: true, numel: xq.Numel,
+		d: d, rowDiv: xq.Dims[2], seq: s, start: start, cosT: rd, rd: rd,
+		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]})
 }
 
 func ropeInterleavedOp(b Builder, args []int32) error {

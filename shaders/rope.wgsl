@@ -1,5 +1,8 @@
 // rope.wgsl: rotary position embedding, float32, one output element per
-// invocation (1-D grid folded to 2-D past 65535 workgroups).
+// invocation (1-D grid folded to 2-D past 65535 workgroups). With Pair,
+// one dispatch rotates two tensors (llama's q and k) with one table: the
+// invocations past x's n elements do xk's n2, whose rows have row_div2
+// rows per position.
 //
 // x is viewed as rows of d elements; row r sits at sequence position
 // s = (r / row_div) % seq and reads table row t = s + start. Two pairings:
@@ -17,10 +20,19 @@
 //     with the tables [T, rd] and cos/sin at cos_t·t + j.
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
+{{- if .Pair}}
+@group(0) @binding(1) var<storage, read> xk: array<f32>;
+@group(0) @binding(2) var<storage, read> fcos: array<f32>;
+@group(0) @binding(3) var<storage, read> fsin: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> outk: array<f32>;
+@group(0) @binding(6) var<uniform> params: Params;
+{{- else}}
 @group(0) @binding(1) var<storage, read> fcos: array<f32>;
 @group(0) @binding(2) var<storage, read> fsin: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
+{{- end}}
 
 struct Params {
   n: u32,        // elements of x
@@ -32,39 +44,77 @@ struct Params {
   cos_j: u32,    // table stride per pair (pairs mode)
   sin_off: u32,  // sin index minus cos index (pairs mode)
   rd: u32,       // rotated elements per row (rotate_half mode)
-  _p0: u32,
-  _p1: u32,
+  n2: u32,       // elements of xk (Pair)
+  row_div2: u32, // xk's rows per sequence position (Pair)
   _p2: u32,
 }
 
-@compute @workgroup_size({{.WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
-  if (e >= params.n) { return; }
-  let r = e / params.d;
-  let j = e % params.d;
-  let t = (r / params.row_div) % params.seq + params.start;
+// partner is the index of the element element e (at j in its row) rotates
+// with.
+fn partner(e: u32, j: u32) -> u32 {
 {{- if .HF}}
   let h = params.rd / 2u;
-  if (j >= params.rd) {
-    out[e] = x[e];
-    return;
+  if (j < h) {
+    return e + h;
   }
+  return e - h;
+{{- else}}
+  if ((j & 1u) == 0u) {
+    return e + 1u;
+  }
+  return e - 1u;
+{{- end}}
+}
+
+// rotated is element j of a row at table row t, xe its value and xp its
+// partner's.
+fn rotated(j: u32, t: u32, xe: f32, xp: f32) -> f32 {
+{{- if .HF}}
   let c = fcos[t * params.cos_t + j];
   let s = fsin[t * params.cos_t + j];
-  if (j < h) {
-    out[e] = x[e] * c - x[e + h] * s;
-  } else {
-    out[e] = x[e] * c + x[e - h] * s;
+  if (j < params.rd / 2u) {
+    return xe * c - xp * s;
   }
+  return xe * c + xp * s;
 {{- else}}
   let ci = t * params.cos_t + (j / 2u) * params.cos_j;
   let c = fcos[ci];
   let s = fsin[ci + params.sin_off];
   if ((j & 1u) == 0u) {
-    out[e] = x[e] * c - x[e + 1u] * s;
-  } else {
-    out[e] = x[e - 1u] * s + x[e] * c;
+    return xe * c - xp * s;
+  }
+  return xp * s + xe * c;
+{{- end}}
+}
+
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
+{{- if .Pair}}
+  if (e >= params.n) {
+    let f = e - params.n;
+    if (f >= params.n2) { return; }
+    let jk = f % params.d;
+    let tk = (f / params.d / params.row_div2) % params.seq + params.start;
+{{- if .HF}}
+    if (jk >= params.rd) {
+      outk[f] = xk[f];
+      return;
+    }
+{{- end}}
+    outk[f] = rotated(jk, tk, xk[f], xk[partner(f, jk)]);
+    return;
+  }
+{{- else}}
+  if (e >= params.n) { return; }
+{{- end}}
+  let j = e % params.d;
+  let t = (e / params.d / params.row_div) % params.seq + params.start;
+{{- if .HF}}
+  if (j >= params.rd) {
+    out[e] = x[e];
+    return;
   }
 {{- end}}
+  out[e] = rotated(j, t, x[e], x[partner(e, j)]);
 }
