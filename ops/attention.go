@@ -35,8 +35,8 @@ import (
 //
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
 // workgroup of attnLanes lanes per up to attnMaxRows query rows that read
-// the same kv head, with an online softmax; the cache update is a flat
-// copy dispatch per cache.
+// the same kv head, with an online softmax; the cache updates are one
+// flat copy dispatch (both caches for sdpa_with_kv_cache).
 func init() {
 	Register("et_vk.sdpa.default", etvkSDPAOp)
 	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)
@@ -87,6 +87,7 @@ type attnChunk struct{ I, Off, N int }
 // attnShader is the template data of shaders/attention.wgsl.
 type attnShader struct {
 	Update   bool
+	Pair     bool // Update: both caches in one dispatch
 	Out      bool
 	WG       int
 	Lanes    int
@@ -398,32 +399,56 @@ func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
 	return c, nil
 }
 
-// recordCacheUpdate writes value ([B, S, H, D]) into cache rows pos.. and,
-// when out >= 0, zeroes the one-element placeholder out.
-func recordCacheUpdate(b Builder, value, cache Tensor, va, ca, posArg int, pos int64, out int32) error {
+// cacheWrite is one validated cache row update: src's n elements into
+// cache, per batch a block of S·H·D elements at dst0 of a bstride batch.
+type cacheWrite struct {
+	src, cache              int32
+	n, block, dst0, bstride int64
+}
+
+// checkCacheUpdate validates writing value ([B, S, H, D]) into cache rows
+// pos.. .
+func checkCacheUpdate(value, cache Tensor, va, ca, posArg int, pos int64) (cacheWrite, error) {
 	if len(value.Dims) != 4 {
-		return Errorf(va, "value dims %v: want [B, S, heads, head_dim]", value.Dims)
+		return cacheWrite{}, Errorf(va, "value dims %v: want [B, S, heads, head_dim]", value.Dims)
 	}
 	if cache.Constant {
-		return Errorf(ca, "cache %d is a constant; it must be a writable tensor (an et_vk.prepack output) to update in place", cache.ID)
+		return cacheWrite{}, Errorf(ca, "cache %d is a constant; it must be a writable tensor (an et_vk.prepack output) to update in place", cache.ID)
 	}
 	vd, cd := value.Dims, cache.Dims
 	if vd[0] != cd[0] || vd[2] != cd[2] || vd[3] != cd[3] {
-		return Errorf(va, "value dims %v do not match cache dims %v in batch, heads or head_dim", vd, cd)
+		return cacheWrite{}, Errorf(va, "value dims %v do not match cache dims %v in batch, heads or head_dim", vd, cd)
 	}
 	if pos < 0 || pos+vd[1] > cd[1] {
-		return Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
+		return cacheWrite{}, Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
 	}
-	n := value.Numel
+	row := vd[2] * vd[3]
+	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row}, nil
+}
+
+// recordCacheWrites records one dispatch for one or two cache updates
+// (sdpa_with_kv_cache's k and v) and, when out >= 0 (one update only),
+// zeroes the one-element placeholder out.
+func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
+	var n int64
+	for _, w := range ws {
+		n += w.n
+	}
 	if n == 0 {
 		return nil
 	}
-	sh := attnShader{Update: true, Out: out >= 0, WG: 64}
-	outs := []int32{cache.ID}
+	if n >= 1<<32 {
+		return Errorf(-1, "%d cache elements is too many for one dispatch", n)
+	}
+	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64}
+	var ins, outs []int32
+	for _, w := range ws {
+		ins, outs = append(ins, w.src), append(outs, w.cache)
+	}
 	if sh.Out {
 		outs = append(outs, out)
 	}
-	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(1, len(outs), true), uint32(sh.WG))
+	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(ins), len(outs), true), uint32(sh.WG))
 	if err != nil {
 		return err
 	}
@@ -431,10 +456,14 @@ func recordCacheUpdate(b Builder, value, cache Tensor, va, ca, posArg int, pos i
 	if err != nil {
 		return err
 	}
-	row := vd[2] * vd[3]
 	var p Params
-	p.U32(uint32(n)).U32(uint32(vd[1] * row)).U32(uint32(pos * row)).U32(uint32(cd[1] * row))
-	if err := b.Dispatch(k, []int32{value.ID}, outs, p.Bytes(), groups); err != nil {
+	for _, w := range ws {
+		p.U32(uint32(w.n)).U32(uint32(w.block)).U32(uint32(w.dst0)).U32(uint32(w.bstride))
+	}
+	if len(ws) == 1 {
+		p.U32s(nil, 4) // the second update's fields, unused
+	}
+	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: update_cache: %w", err)
 	}
 	return nil
@@ -463,7 +492,11 @@ func updateCacheOp(b Builder, args []int32) error {
 		}
 		out = args[3]
 	}
-	return recordCacheUpdate(b, value, cache, 0, 1, 2, pos, out)
+	w, err := checkCacheUpdate(value, cache, 0, 1, 2, pos)
+	if err != nil {
+		return err
+	}
+	return recordCacheWrites(b, []cacheWrite{w}, out)
 }
 
 // cacheAttention validates an attention of q ([B, S, Hq, D]) over cache
@@ -563,10 +596,15 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	if err := recordCacheUpdate(b, k, kc, 1, 3, 5, pos, -1); err != nil {
+	kw, err := checkCacheUpdate(k, kc, 1, 3, 5, pos)
+	if err != nil {
 		return err
 	}
-	if err := recordCacheUpdate(b, v, vc, 2, 4, 5, pos, -1); err != nil {
+	vw, err := checkCacheUpdate(v, vc, 2, 4, 5, pos)
+	if err != nil {
+		return err
+	}
+	if err := recordCacheWrites(b, []cacheWrite{kw, vw}, -1); err != nil {
 		return err
 	}
 	return recordAttention(b, call)

@@ -26,6 +26,12 @@
 {{- if .Update}}
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
+{{- if .Pair}}
+@group(0) @binding(1) var<storage, read> src2: array<f32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<f32>;
+@group(0) @binding(3) var<storage, read_write> cache2: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+{{- else}}
 @group(0) @binding(1) var<storage, read_write> cache: array<f32>;
 {{- if .Out}}
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -33,23 +39,39 @@
 {{- else}}
 @group(0) @binding(2) var<uniform> params: Params;
 {{- end}}
+{{- end}}
 
 struct Params {
   n: u32,       // elements of src
   block: u32,   // S·H·D: one batch of src, contiguous in the cache too
   dst0: u32,    // input_pos·H·D: the first cache element written per batch
   bstride: u32, // max_S·H·D: one batch of the cache
+  // Pair: the same for src2 into cache2 (both caches of one attention).
+  n2: u32,
+  block2: u32,
+  dst02: u32,
+  bstride2: u32,
 }
 
 // Cache row update: cache[b, pos + s, h, d] = src[b, s, h, d]. Per batch the
-// S rows of H·D elements are contiguous in both tensors.
+// S rows of H·D elements are contiguous in both tensors. With Pair, the
+// invocations past src's n elements do src2 into cache2.
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
 {{- if .Out}}
   if (e == 0u) { out[0] = 0.0; }
 {{- end}}
+{{- if .Pair}}
+  if (e >= params.n) {
+    let f = e - params.n;
+    if (f >= params.n2) { return; }
+    cache2[f / params.block2 * params.bstride2 + params.dst02 + f % params.block2] = src2[f];
+    return;
+  }
+{{- else}}
   if (e >= params.n) { return; }
+{{- end}}
   let b = e / params.block;
   cache[b * params.bstride + params.dst0 + e % params.block] = src[e];
 }
