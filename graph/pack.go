@@ -330,6 +330,15 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 			g.opHost[b.index] = true // refresh re-runs the op when the data changes
 		}
 		in, ok := g.hostIn[id]
+		if !ok && !g.replay {
+			// The load-time recording, before any Execute gave data: a
+			// placeholder 0, as SymInt inputs have, so that the ops after
+			// this one still do their load-time work (et_vk.prepack,
+			// weight packing, persistent copies), which a later
+			// recording cannot. The first Execute records again with
+			// the real values.
+			return 0, nil
+		}
 		if !ok {
 			return 0, ops.Errorf(-1, "value %d: no input data yet", id)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/memplan"
@@ -230,5 +231,57 @@ func TestRefreshRopeHF(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPrepackAfterHostRead: an et_vk.prepack that comes after the
+// select_as_symint reading an input still runs at load (the read gets a
+// placeholder there), so the first Execute finds its output written.
+func TestPrepackAfterHostRead(t *testing.T) {
+	f := serialization.Float32
+	for _, plan := range []string{"dedicated", "exporter"} {
+		b := serialization.NewBuilder()
+		pos := b.Tensor(serialization.Int32, []uint32{1}, -1)
+		p := b.SymInt(0)
+		b.Op("et_vk.select_as_symint.default", pos, b.Int(0), b.Int(0), p)
+		data := make([]byte, 0, 8*4)
+		for r := range 8 {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(r)))
+		}
+		c := b.InlineConst(f, []uint32{8}, data)
+		table := b.Tensor(f, []uint32{8}, -1)
+		b.Op("et_vk.prepack.default", c, table)
+		end := b.SymInt(0)
+		b.Op("add", p, b.Int(2), end)
+		rows := b.Tensor(f, []uint32{2}, -1)
+		b.Op("aten.slice_copy.Tensor", table, b.Int(0), p, end, b.Int(1), rows)
+		out := b.Tensor(f, []uint32{2}, -1)
+		b.Op("aten.neg.default", rows, out)
+		b.Inputs(pos)
+		b.Outputs(out)
+		if plan == "exporter" {
+			memplan.PlanLikeExporter(b.Graph())
+		} else {
+			memplan.PlanDedicated(b.Graph())
+		}
+		blob, err := b.Blob()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Load(context.Background(), device(t), blob, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", plan, err)
+		}
+		for _, at := range []int32{3, 5, 0} {
+			res, err := g.Execute(context.Background(), []Tensor{Int32Tensor([]int64{1}, []int32{at})})
+			if err != nil {
+				t.Fatalf("%s: input_pos %d: %v", plan, at, err)
+			}
+			got, _ := res[0].Float32s()
+			if want := []float32{-float32(at), -float32(at + 1)}; !slices.Equal(got, want) {
+				t.Errorf("%s: input_pos %d: got %v, want %v", plan, at, got, want)
+			}
+		}
+		g.Close()
 	}
 }
