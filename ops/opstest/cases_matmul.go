@@ -56,9 +56,9 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 }
 
 // linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
-// GEMV for one row of K%4 == 0 and at least 4M weights).
+// GEMV for at most 16 rows, any K and N).
 func linearPathName(m, k, n int64) string {
-	if m == 1 && k > 0 && k%4 == 0 && n*k >= 4<<20 {
+	if m <= 16 {
 		return "gemv"
 	}
 	return matmulPathName(k, n)
