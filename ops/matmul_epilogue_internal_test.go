@@ -76,7 +76,7 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, trips)
 		}
 		sh := gemvShader{Rows: matmulTile(int64(c.m), gemvMaxRows)}
-		cols := uint64(gemvCols(len(sh.Rows), Config{}))
+		cols := uint64(gemvCols(Config{}))
 		g := r.dispatches[0].groups
 		if uint64(g[0])*gemvWG*cols < uint64(c.n) || uint64(g[1])*uint64(len(sh.Rows)) < uint64(c.m) || g[2] != 1 {
 			t.Errorf("M=%d N=%d: grid %v", c.m, c.n, g)

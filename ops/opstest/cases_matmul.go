@@ -200,6 +200,18 @@ func init() {
 		linearCase([]int64{1, 4}, 2100000, false, weightInput),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
+		// The GEMV kernel (at most 16 rows) at the edges of its tiles:
+		// M from 1 to 17 (17: the tiled kernel), odd K (scalar loads) and
+		// K%4 == 0 (vec4), N not a multiple of the 8 columns of an
+		// invocation, with and without bias, 3-D inputs.
+		linearCase([]int64{2, 13}, 7, true, weightNamed),
+		linearCase([]int64{3, 20}, 10, false, weightInline),
+		linearCase([]int64{5, 36}, 17, true, weightInput),
+		linearCase([]int64{11, 9}, 12, false, weightPrepack),
+		linearCase([]int64{16, 36}, 9, true, weightNamed),
+		linearCase([]int64{17, 36}, 9, true, weightNamed),
+		linearCase([]int64{2, 6, 12}, 5, true, weightPrepack),
+		linearCase([]int64{1, 1, 3}, 33, false, weightNamed),
 		// MLP-ish chains, one per kernel family, then mixed.
 		mlpCase(5, [3]int64{64, 128, 36}),
 		mlpCase(3, [3]int64{33, 64, 7}),
@@ -565,6 +577,9 @@ func init() {
 		epilogueCase("linear", 1, 64, 129, weightNamed, "relu6", epiFused, false),
 		epilogueCase("linear", 1, 64, 128, weightInline, "gelu_tanh", epiFused, false),
 		epilogueCase("linear", 1, 4096, 2049, weightNamed, "clamp", epiFused, false), // GEMV kernel
+		// GEMV kernel rows: 12 (scalar loads), 16 and 3 rows of a 3-D input.
+		epilogueCase("linear", 12, 9, 6, weightNamed, "gelu", epiFused, false),
+		epilogueCase("linear", 16, 20, 12, weightInline, "sigmoid", epiFused, false),
 		// NaN and ±Inf through the epilogue.
 		epilogueCase("linear", 9, 8, 8, weightNamed, "relu", epiFused, true),
 		epilogueCase("linear", 9, 8, 8, weightNamed, "clamp", epiFused, true),
