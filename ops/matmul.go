@@ -623,7 +623,13 @@ type gemvShader struct {
 
 // gemvMaxRows is the largest M whose linear runs the GEMV kernel by
 // default (MatmulAuto), all rows in one invocation; larger products use the
-// tiled kernel.
+// tiled kernel. Where the tiled kernel has its vec4 form (K%4 == 0 and
+// N%4 == 0) the two measure the same within the noise of the host (see
+// gemvCols; the same kernel in two graphs of one run differed by 0.72 vs
+// 0.99 GB/s at K = N = 4096); with K%4 == 0 and N%4 != 0 the GEMV kernel
+// still loads vec4s while the tiled one falls back to scalar loads: K =
+// 2048, N = 2047, same run, GEMV over tiled 2.0–2.1× at M=1 and 1.9–3.9×
+// at M=16.
 const gemvMaxRows = 16
 
 // gemvWG is the GEMV kernel's workgroup size: one AVX2 vector of lanes on

@@ -22,7 +22,15 @@
 // lane reads the same address: one input vec4 per {{len .Cols}} weight vec4s
 // here (measured on a [2048, 2048] weight, same run: 1 column per
 // invocation 0.7 GB/s, 4 and 8 columns 1.1–1.2 GB/s, the weight loads
-// alone without the input's 1.3–1.5 GB/s; heavily loaded host).
+// alone without the input's 1.3–1.5 GB/s; heavily loaded host). Tried and
+// not better, same run: lanes along K of the same rows with a workgroup
+// reduction (0.97–1.0 GB/s against this kernel's 1.16–1.29 at K = N =
+// 4096); vec4 accumulators instead of scalar dot products (register
+// spills); a load address uniform across lanes (llvmpipe 22.3 still loads
+// it per lane inside a loop); the weight read through 64 KiB uniform-buffer
+// windows, which llvmpipe gathers with one vector instruction (2.4× this
+// kernel's rate when the window is cache-hot, but streaming a 16 MiB
+// weight through 14 windows per dispatch measured the same as this kernel).
 //
 // K is split into chunks of at most matmulMaxTrips loop trips, one dispatch
 // each ([k_begin, k_end)), because llvmpipe silently stops a loop after
