@@ -23,9 +23,10 @@ import (
 // beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
 // Kernels, chosen per shape at record time from the live M (a new M
-// re-records): a linear of at most 16 rows runs the GEMV kernel
-// (shaders/gemv.wgsl: each invocation loads a few weight rows once and
-// applies them to all its input rows), any K and N; otherwise
+// re-records): a one-row linear, and a linear of at most 16 rows with
+// K%4 == 0 and N%4 != 0, runs the GEMV kernel (shaders/gemv.wgsl: each
+// invocation loads a few weight rows once and applies them to all its
+// input rows; any K and N); otherwise
 // shaders/matmul.wgsl: a vec4 register-blocked kernel (16 rows × 4 vec4
 // columns per invocation) when K and N are multiples of 4, a scalar
 // 8×8-tile kernel otherwise; batches run along the grid's z. K is
@@ -64,9 +65,10 @@ type MatmulPath int32
 
 // Matmul kernel families.
 const (
-	// MatmulAuto uses the GEMV kernel for a linear of at most
-	// gemvMaxRows (16) rows, else the tiled vec4 kernel when K%4 == 0 and
-	// N%4 == 0, else the tiled scalar kernel.
+	// MatmulAuto uses the GEMV kernel for a one-row linear and for a
+	// linear of at most gemvMaxRows (16) rows with K%4 == 0 and
+	// N%4 != 0, else the tiled vec4 kernel when K%4 == 0 and N%4 == 0,
+	// else the tiled scalar kernel.
 	MatmulAuto MatmulPath = iota
 	// MatmulScalar always uses the tiled scalar kernel.
 	MatmulScalar
@@ -79,9 +81,17 @@ const (
 )
 
 // useGEMV reports whether a linear of m rows (one batch, weight as
-// exported) runs the GEMV kernel under path.
-func useGEMV(path MatmulPath, m int64) bool {
-	return (path == MatmulAuto && m <= gemvMaxRows) || path == MatmulGEMV
+// exported, [n, k]) runs the GEMV kernel under path: under MatmulAuto every
+// one-row linear, and up to gemvMaxRows rows where the tiled kernel would
+// lose its vec4 loads to N%4 != 0 (see gemvMaxRows).
+func useGEMV(path MatmulPath, m, k, n int64) bool {
+	switch path {
+	case MatmulGEMV:
+		return true
+	case MatmulAuto:
+		return m == 1 || (m <= gemvMaxRows && k%4 == 0 && n%4 != 0)
+	}
+	return false
 }
 
 // matmulCall is one validated C = alpha·(A·B) + beta·bias call, batched
@@ -412,7 +422,7 @@ func linearOp(b Builder, args []int32) error {
 	}
 	if pw, ok, err := linearPacked(b, args[1], w); err != nil {
 		return err
-	} else if ok && !useGEMV(configOf(b).Matmul, m) {
+	} else if ok && !useGEMV(configOf(b).Matmul, m, k, n) {
 		call.b, call.transB = pw, false
 	}
 	return recordMatmul(b, call)
@@ -535,7 +545,7 @@ func recordMatmul(b Builder, c matmulCall) error {
 		dst = epi.out
 	}
 	path := configOf(b).Matmul
-	if batch == 1 && c.transB && useGEMV(path, c.m) {
+	if batch == 1 && c.transB && useGEMV(path, c.m, c.k, c.n) {
 		return recordGEMV(b, c, epi, dst)
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
@@ -621,15 +631,18 @@ type gemvShader struct {
 	WG   int
 }
 
-// gemvMaxRows is the largest M whose linear runs the GEMV kernel by
-// default (MatmulAuto), all rows in one invocation; larger products use the
-// tiled kernel. Where the tiled kernel has its vec4 form (K%4 == 0 and
-// N%4 == 0) the two measure the same within the noise of the host (see
-// gemvCols; the same kernel in two graphs of one run differed by 0.72 vs
-// 0.99 GB/s at K = N = 4096); with K%4 == 0 and N%4 != 0 the GEMV kernel
-// still loads vec4s while the tiled one falls back to scalar loads: K =
-// 2048, N = 2047, same run, GEMV over tiled 2.0–2.1× at M=1 and 1.9–3.9×
-// at M=16.
+// gemvMaxRows is the most input rows one GEMV invocation takes, and the
+// largest M whose linear may run the GEMV kernel by default (MatmulAuto).
+// Where the tiled kernel has its vec4 form (K%4 == 0 and N%4 == 0) the two
+// run at the same speed within the noise of the host (see gemvCols; the
+// same kernel in two graphs of one run differed by 0.72 vs 0.99 GB/s at
+// K = N = 4096), and from M=8 the GEMV kernel costs 2–3× the tiled one's
+// LLVM JIT time on a cold Mesa shader cache (M=8: 2.5–3.6 s against
+// 0.9–2.0 s; M=16: 3.5–8.0 s against 1.7–2.6 s, K = N = 512, loaded host),
+// so only one-row linears take it there. With K%4 == 0 and N%4 != 0 the
+// GEMV kernel still loads vec4s while the tiled one falls back to scalar
+// loads: K = 2048, N = 2047, same run, GEMV over tiled 2.0–2.1× at M=1,
+// 1.6–2.1× at M=8 and 1.9–2.4× at M=16 (4 columns per invocation).
 const gemvMaxRows = 16
 
 // gemvWG is the GEMV kernel's workgroup size: one AVX2 vector of lanes on
@@ -637,17 +650,22 @@ const gemvMaxRows = 16
 // threads.
 const gemvWG = 8
 
-// gemvCols returns the output columns per invocation of the GEMV kernel:
-// cfg's choice, else 8. Measured on lavapipe (weight GB/s, K = N = 2048
-// unless noted, medians of 5 in one run, a heavily loaded host: load
-// average 7–10 on 2 cores), 4 / 8 / 16 columns and the tiled kernel:
-// M=1 1.07 / 1.27 / 0.93, tiled 0.98; M=1 K=4096 1.20 / 0.95 / 0.91, tiled
-// 0.92; M=8 0.41 / 0.49 / 0.50, tiled 0.51; M=16 0.31 / 0.38 / 0.38, tiled
-// 0.38. The ranges overlap everywhere except 4 columns at M ≥ 8 (slower);
-// 8 JIT-compiles faster than 16.
-func gemvCols(cfg Config) int {
-	if cfg.GEMVCols > 0 {
+// gemvCols returns the output columns per invocation of the GEMV kernel
+// for invocations of rows input rows: cfg's choice, else 8, or 4 from 8
+// rows. Measured on lavapipe (weight GB/s, K = N = 2048 unless noted,
+// medians of 5 in one run, a heavily loaded host: load average 7–10 on 2
+// cores), 4 / 8 / 16 columns and the tiled kernel: M=1 1.07 / 1.27 / 0.93,
+// tiled 0.98; M=1 K=4096 1.20 / 0.95 / 0.91, tiled 0.92; M=8 0.41 / 0.49 /
+// 0.50, tiled 0.51; M=16 0.31 / 0.38 / 0.38, tiled 0.38. The ranges overlap
+// except 4 columns from M=8 (slower), but there 8 columns cost 2–3× the
+// cold JIT time of 4 (M=8 2.5–3.6 s against 0.8–1.3 s; M=16 3.5–8.0 s
+// against 1.9 s), a cost every new M pays once per load of a model.
+func gemvCols(rows int, cfg Config) int {
+	switch {
+	case cfg.GEMVCols > 0:
 		return min(cfg.GEMVCols, 16)
+	case rows >= 8:
+		return 4
 	}
 	return 8
 }
@@ -657,7 +675,7 @@ func gemvCols(cfg Config) int {
 func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	vec4 := c.k%4 == 0
 	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
-	sh.Cols = matmulTile(int64(gemvCols(configOf(b))), 16)
+	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
 	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))

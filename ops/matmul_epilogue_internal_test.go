@@ -22,9 +22,9 @@ func recordLinear(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg Config) *r
 	return r
 }
 
-// TestGEMVChoiceAndChunks: a linear of at most gemvMaxRows rows uses the
-// GEMV kernel (any K and N), a longer one the tiled kernel unless
-// MatmulGEMV forces it; the GEMV kernel's K chunks cover every loop step
+// TestGEMVChoiceAndChunks: a one-row linear uses the GEMV kernel (any K
+// and N), so does one of at most gemvMaxRows rows with K%4 == 0 and
+// N%4 != 0, others the tiled kernel unless MatmulGEMV forces it; the GEMV kernel's K chunks cover every loop step
 // exactly once with none longer than matmulMaxTrips, only the last chunk
 // is marked last, and the grid covers every output column and row.
 func TestGEMVChoiceAndChunks(t *testing.T) {
@@ -38,12 +38,16 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 		{1, 1024, 1024, MatmulAuto, true, true, 1},
 		{1, 2050, 2048, MatmulAuto, true, false, 1},
 		{16, 64, 9, MatmulAuto, true, true, 1},
+		{2, 64, 9, MatmulAuto, true, true, 1},
+		{17, 64, 9, MatmulAuto, false, true, 1},
+		{2, 64, 8, MatmulAuto, false, true, 1},
+		{16, 13, 9, MatmulAuto, false, false, 1},
 		{17, 64, 8, MatmulAuto, false, true, 1},
 		{17, 64, 8, MatmulGEMV, true, true, 1},
 		{40, 13, 5, MatmulGEMV, true, false, 1},
 		{8, 64, 8, MatmulNoGEMV, false, true, 1},
 		{1, 600000, 14, MatmulAuto, true, true, 10},
-		{3, 70001, 5, MatmulAuto, true, false, 5},
+		{3, 70001, 5, MatmulGEMV, true, false, 5},
 		{1, 4, 2100000, MatmulAuto, true, true, 1},
 	} {
 		r := recordLinear(t, c.m, c.k, c.n, 65535, Config{Matmul: c.path})
@@ -76,7 +80,7 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, trips)
 		}
 		sh := gemvShader{Rows: matmulTile(int64(c.m), gemvMaxRows)}
-		cols := uint64(gemvCols(Config{}))
+		cols := uint64(gemvCols(len(sh.Rows), Config{}))
 		g := r.dispatches[0].groups
 		if uint64(g[0])*gemvWG*cols < uint64(c.n) || uint64(g[1])*uint64(len(sh.Rows)) < uint64(c.m) || g[2] != 1 {
 			t.Errorf("M=%d N=%d: grid %v", c.m, c.n, g)

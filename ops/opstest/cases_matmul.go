@@ -55,10 +55,11 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 	return id
 }
 
-// linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
-// GEMV for at most 16 rows, any K and N).
+// linearPathName names the kernel a linear of m rows uses (ops/matmul.go
+// useGEMV: GEMV for one row, and for at most 16 rows with K%4 == 0 and
+// N%4 != 0).
 func linearPathName(m, k, n int64) string {
-	if m <= 16 {
+	if m == 1 || (m <= 16 && k%4 == 0 && n%4 != 0) {
 		return "gemv"
 	}
 	return matmulPathName(k, n)
@@ -200,10 +201,12 @@ func init() {
 		linearCase([]int64{1, 4}, 2100000, false, weightInput),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
-		// The GEMV kernel (at most 16 rows) at the edges of its tiles:
-		// M from 1 to 17 (17: the tiled kernel), odd K (scalar loads) and
-		// K%4 == 0 (vec4), N not a multiple of the 8 columns of an
-		// invocation, with and without bias, 3-D inputs.
+		// Around the GEMV kernel's choice (one row, or at most 16 rows
+		// with K%4 == 0 and N%4 != 0) and the edges of its tiles: M from
+		// 1 to 17, odd K (scalar loads) and K%4 == 0 (vec4), N not a
+		// multiple of the 4 or 8 columns of an invocation, with and
+		// without bias, 3-D inputs. TestLinearGEMVRowBlocks runs the
+		// others with the GEMV kernel forced.
 		linearCase([]int64{2, 13}, 7, true, weightNamed),
 		linearCase([]int64{3, 20}, 10, false, weightInline),
 		linearCase([]int64{5, 36}, 17, true, weightInput),
@@ -577,9 +580,9 @@ func init() {
 		epilogueCase("linear", 1, 64, 129, weightNamed, "relu6", epiFused, false),
 		epilogueCase("linear", 1, 64, 128, weightInline, "gelu_tanh", epiFused, false),
 		epilogueCase("linear", 1, 4096, 2049, weightNamed, "clamp", epiFused, false), // GEMV kernel
-		// GEMV kernel rows: 12 (scalar loads), 16 and 3 rows of a 3-D input.
-		epilogueCase("linear", 12, 9, 6, weightNamed, "gelu", epiFused, false),
-		epilogueCase("linear", 16, 20, 12, weightInline, "sigmoid", epiFused, false),
+		// GEMV kernel with 12 and 16 rows.
+		epilogueCase("linear", 12, 20, 6, weightNamed, "gelu", epiFused, false),
+		epilogueCase("linear", 16, 20, 10, weightInline, "sigmoid", epiFused, false),
 		// NaN and ±Inf through the epilogue.
 		epilogueCase("linear", 9, 8, 8, weightNamed, "relu", epiFused, true),
 		epilogueCase("linear", 9, 8, 8, weightNamed, "clamp", epiFused, true),
