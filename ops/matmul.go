@@ -634,9 +634,10 @@ type gemvShader struct {
 // gemvMaxRows is the most input rows one GEMV invocation takes, and the
 // largest M whose linear may run the GEMV kernel by default (MatmulAuto).
 // Where the tiled kernel has its vec4 form (K%4 == 0 and N%4 == 0) the two
-// run at the same speed within the noise of the host (see gemvCols; the
-// same kernel in two graphs of one run differed by 0.72 vs 0.99 GB/s at
-// K = N = 4096), and from M=8 the GEMV kernel costs 2–3× the tiled one's
+// run at about the same speed (see gemvCols; the same kernel in two graphs
+// of one run differed by 0.72 vs 0.99 GB/s at K = N = 4096; M=1, GEMV over
+// tiled in the same iterations, medians of 6 and ranges: K = N = 512 1.25
+// (1.12–1.33), 2048 1.00 (0.98–1.02)), and from M=8 the GEMV kernel costs 2–3× the tiled one's
 // LLVM JIT time on a cold Mesa shader cache (M=8: 2.5–3.6 s against
 // 0.9–2.0 s; M=16: 3.5–8.0 s against 1.7–2.6 s, K = N = 512, loaded host),
 // so only one-row linears take it there. With K%4 == 0 and N%4 != 0 the
