@@ -7,6 +7,11 @@ package ops
 type Config struct {
 	// Matmul selects the matmul kernel family (MatmulAuto by default).
 	Matmul MatmulPath
+	// GEMVCols is the output columns (weight rows) each invocation of
+	// the GEMV kernel computes, at most 16 (rounded up to a power of two);
+	// 0 picks the default measured best (gemvCols in matmul.go). For
+	// benchmarks and tuning on other devices.
+	GEMVCols int
 	// PackLinear packs constant linear weights into the [K, N] layout of
 	// the mm kernel. Off by default because it did not pay on lavapipe:
 	// packed/unpacked kernel rate, same run, interleaved, N×N·N×N with

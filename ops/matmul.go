@@ -22,11 +22,14 @@ import (
 // leading dims flattened into M (a 1-D input is one row); addmm computes
 // beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
-// Kernels, chosen per shape at record time: a one-row linear with K%4 == 0
-// and a big weight runs the GEMV kernel (shaders/gemv.wgsl, lanes split
-// K); otherwise shaders/matmul.wgsl: a vec4 register-blocked kernel (16
-// rows × 4 vec4 columns per invocation) when K and N are multiples of 4, a
-// scalar 8×8-tile kernel otherwise; batches run along the grid's z. K is
+// Kernels, chosen per shape at record time from the live M (a new M
+// re-records): a one-row linear, and a linear of at most 16 rows with
+// K%4 == 0 and N%4 != 0, runs the GEMV kernel (shaders/gemv.wgsl: each
+// invocation loads a few weight rows once and applies them to all its
+// input rows; any K and N); otherwise
+// shaders/matmul.wgsl: a vec4 register-blocked kernel (16 rows × 4 vec4
+// columns per invocation) when K and N are multiples of 4, a scalar
+// 8×8-tile kernel otherwise; batches run along the grid's z. K is
 // split into chunks of at most matmulMaxTrips loop trips, one accumulating
 // dispatch each, because llvmpipe silently cuts loops at 65535 trips per
 // invocation.
@@ -62,19 +65,34 @@ type MatmulPath int32
 
 // Matmul kernel families.
 const (
-	// MatmulAuto uses the GEMV kernel for a one-row linear with K%4 == 0
-	// and at least gemvMinWeights weights, else the vec4 kernel when
-	// K%4 == 0 and N%4 == 0.
+	// MatmulAuto uses the GEMV kernel for a one-row linear and for a
+	// linear of at most gemvMaxRows (16) rows with K%4 == 0 and
+	// N%4 != 0, else the tiled vec4 kernel when K%4 == 0 and N%4 == 0,
+	// else the tiled scalar kernel.
 	MatmulAuto MatmulPath = iota
-	// MatmulScalar always uses the scalar kernel.
+	// MatmulScalar always uses the tiled scalar kernel.
 	MatmulScalar
-	// MatmulNoGEMV uses the vec4 kernel (as MatmulAuto) for one-row
+	// MatmulNoGEMV uses the tiled kernels (as MatmulAuto) for few-row
 	// linears too, instead of the GEMV kernel.
 	MatmulNoGEMV
-	// MatmulGEMV uses the GEMV kernel for every one-row linear with
-	// K%4 == 0, whatever the weight size, else as MatmulAuto.
+	// MatmulGEMV uses the GEMV kernel for every linear, whatever M (row
+	// blocks of 16), else as MatmulAuto.
 	MatmulGEMV
 )
+
+// useGEMV reports whether a linear of m rows (one batch, weight as
+// exported, [n, k]) runs the GEMV kernel under path: under MatmulAuto every
+// one-row linear, and up to gemvMaxRows rows where the tiled kernel would
+// lose its vec4 loads to N%4 != 0 (see gemvMaxRows).
+func useGEMV(path MatmulPath, m, k, n int64) bool {
+	switch path {
+	case MatmulGEMV:
+		return true
+	case MatmulAuto:
+		return m == 1 || (m <= gemvMaxRows && k%4 == 0 && n%4 != 0)
+	}
+	return false
+}
 
 // matmulCall is one validated C = alpha·(A·B) + beta·bias call, batched
 // over bdims (C contiguous, A and B batch strides 0 where broadcast).
@@ -404,7 +422,7 @@ func linearOp(b Builder, args []int32) error {
 	}
 	if pw, ok, err := linearPacked(b, args[1], w); err != nil {
 		return err
-	} else if ok && m > 1 {
+	} else if ok && !useGEMV(configOf(b).Matmul, m, k, n) {
 		call.b, call.transB = pw, false
 	}
 	return recordMatmul(b, call)
@@ -527,8 +545,7 @@ func recordMatmul(b Builder, c matmulCall) error {
 		dst = epi.out
 	}
 	path := configOf(b).Matmul
-	if c.m == 1 && batch == 1 && c.transB && c.k > 0 && c.k%4 == 0 &&
-		((c.n*c.k >= gemvMinWeights && path == MatmulAuto) || path == MatmulGEMV) {
+	if batch == 1 && c.transB && useGEMV(path, c.m, c.k, c.n) {
 		return recordGEMV(b, c, epi, dst)
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
@@ -606,41 +623,68 @@ func recordMatmul(b Builder, c matmulCall) error {
 
 // gemvShader is the template data of shaders/gemv.wgsl.
 type gemvShader struct {
-	Bias   bool
-	Act    string
-	Cols   []int // output columns per invocation (at most 4)
-	LK     int   // lanes along K per column group
-	Groups int   // column groups per workgroup
-	WG     int   // LK·Groups
+	Vec4 bool
+	Bias bool
+	Act  string
+	Rows []int // input rows per invocation
+	Cols []int // output columns (weight rows) per invocation
+	WG   int
 }
 
-// gemvMinWeights is the weight size (elements) from which a one-row linear
-// uses the GEMV kernel. Measured against the vec4 kernel on lavapipe in the
-// same run (GEMV kernel rate over the vec4 kernel's; K = N): on a quiet
-// host 1024 0.89–0.95, 2048 0.88–0.95, 4096 1.28–1.87; under heavy load
-// from other processes (load average 4–10 on 2 cores) 1024 0.57–1.5
-// (median 1.0), 2048 1.27–2.27, 4096 1.24–1.88. Both load every weight once
-// as a per-lane vec4 gather; the GEMV kernel's sequential row streams win
-// once the weight is far from the caches, and lose little before.
-const gemvMinWeights = 4 << 20
+// gemvMaxRows is the most input rows one GEMV invocation takes, and the
+// largest M whose linear may run the GEMV kernel by default (MatmulAuto).
+// Where the tiled kernel has its vec4 form (K%4 == 0 and N%4 == 0) the two
+// run at about the same speed (see gemvCols; the same kernel in two graphs
+// of one run differed by 0.72 vs 0.99 GB/s at K = N = 4096; M=1, GEMV over
+// tiled in the same iterations, medians of 6 and ranges: K = N = 512 1.25
+// (1.12–1.33), 2048 1.00 (0.98–1.02)), and from M=8 the GEMV kernel costs 2–3× the tiled one's
+// LLVM JIT time on a cold Mesa shader cache (M=8: 2.5–3.6 s against
+// 0.9–2.0 s; M=16: 3.5–8.0 s against 1.7–2.6 s, K = N = 512, loaded host),
+// so only one-row linears take it there. With K%4 == 0 and N%4 != 0 the
+// GEMV kernel still loads vec4s while the tiled one falls back to scalar
+// loads: K = 2048, N = 2047, same run, GEMV over tiled 2.0–2.1× at M=1,
+// 1.6–2.1× at M=8 and 1.9–2.4× at M=16 (4 columns per invocation).
+const gemvMaxRows = 16
 
-// GEMV tiling: 8 lanes (one AVX2 vector on llvmpipe) along K, 8 groups of
-// 4 columns per workgroup.
-const (
-	gemvLanes  = 8
-	gemvGroups = 8
-	gemvCols   = 4
-)
+// gemvWG is the GEMV kernel's workgroup size: one AVX2 vector of lanes on
+// llvmpipe, so that even a narrow N makes several workgroups for its
+// threads.
+const gemvWG = 8
 
-// recordGEMV records c (M = 1, one batch, transB, K%4 == 0) with the GEMV
-// kernel, writing dst, applying epi.
+// gemvCols returns the output columns per invocation of the GEMV kernel
+// for invocations of rows input rows: cfg's choice, else 8, or 4 from 8
+// rows. Measured on lavapipe (weight GB/s, K = N = 2048 unless noted,
+// medians of 5 in one run, a heavily loaded host: load average 7–10 on 2
+// cores), 4 / 8 / 16 columns and the tiled kernel: M=1 1.07 / 1.27 / 0.93,
+// tiled 0.98; M=1 K=4096 1.20 / 0.95 / 0.91, tiled 0.92; M=8 0.41 / 0.49 /
+// 0.50, tiled 0.51; M=16 0.31 / 0.38 / 0.38, tiled 0.38. The ranges overlap
+// except 4 columns from M=8 (slower), but there 8 columns cost 2–3× the
+// cold JIT time of 4 (M=8 2.5–3.6 s against 0.8–1.3 s; M=16 3.5–8.0 s
+// against 1.9 s), a cost every new M pays once per load of a model.
+func gemvCols(rows int, cfg Config) int {
+	switch {
+	case cfg.GEMVCols > 0:
+		return min(cfg.GEMVCols, 16)
+	case rows >= 8:
+		return 4
+	}
+	return 8
+}
+
+// recordGEMV records c (transB, one batch) with the GEMV kernel, writing
+// dst, applying epi.
 func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
-	sh := gemvShader{Bias: c.bias >= 0, Act: epi.act, Cols: matmulTile(gemvCols, gemvCols), LK: gemvLanes, Groups: gemvGroups}
-	sh.WG = sh.LK * sh.Groups
-	perWG := int64(sh.Groups * len(sh.Cols))
-	groups, err := Grid(uint64((c.n+perWG-1)/perWG), 1, b.MaxWorkgroupsPerDim())
-	if err != nil {
-		return err
+	vec4 := c.k%4 == 0
+	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
+	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
+	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
+	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
+	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
+	if maxg := int64(b.MaxWorkgroupsPerDim()); gx > maxg || gy > maxg {
+		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
+	}
+	if c.m*c.n > matmulMaxElems {
+		return Errorf(-1, "output of %d×%d elements is too large", c.m, c.n)
 	}
 	inputs := []int32{c.a, c.b}
 	if sh.Bias {
@@ -650,10 +694,13 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	if err != nil {
 		return err
 	}
-	trips := c.k / 4
-	chunk := int64(matmulMaxTrips * sh.LK)
-	for begin := int64(0); begin < trips; begin += chunk {
-		end := min(begin+chunk, trips)
+	trips := c.k
+	if vec4 {
+		trips = c.k / 4
+	}
+	// K == 0 still needs one dispatch to write the bias (or 0).
+	for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
+		end := min(begin+matmulMaxTrips, trips)
 		accumulate, last := uint32(0), uint32(0)
 		if begin > 0 {
 			accumulate = 1
@@ -662,10 +709,11 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 			last = 1
 		}
 		var p Params
-		p.U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin)).U32(uint32(end))
-		p.U32(accumulate).U32(last).F32(c.alpha).F32(c.beta)
-		p.U32(uint32(c.biasSN)).F32(epi.lo).F32(epi.hi).U32(0)
-		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
+		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin))
+		p.U32(uint32(end)).U32(accumulate).U32(last).U32(uint32(c.biasSM))
+		p.U32(uint32(c.biasSN)).F32(c.alpha).F32(c.beta).F32(epi.lo)
+		p.F32(epi.hi).U32(0).U32(0).U32(0)
+		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
 			return fmt.Errorf("ops: matmul: %w", err)
 		}
 	}

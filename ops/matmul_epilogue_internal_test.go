@@ -8,63 +8,82 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// recordLinear records a one-row aten.linear ([1, K] · [N, K]ᵀ, no bias)
+// recordLinear records an m-row aten.linear ([m, K] · [N, K]ᵀ, no bias)
 // without a device.
-func recordLinear(t *testing.T, k, n uint32, maxPerDim uint32) *recorder {
+func recordLinear(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg Config) *recorder {
 	t.Helper()
 	b := serialization.NewBuilder()
 	f := serialization.Float32
-	x, w, out := b.Tensor(f, []uint32{1, k}, -1), b.Tensor(f, []uint32{n, k}, -1), b.Tensor(f, []uint32{1, n}, -1)
-	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim}
+	x, w, out := b.Tensor(f, []uint32{m, k}, -1), b.Tensor(f, []uint32{n, k}, -1), b.Tensor(f, []uint32{m, n}, -1)
+	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim, cfg: cfg}
 	if err := linearOp(r, []int32{x, w, b.Null(), out}); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// TestGEMVChoiceAndChunks: a one-row linear uses the GEMV kernel from
-// gemvMinWeights on, its K chunks cover every vec4 exactly once with no
-// invocation looping more than matmulMaxTrips times, only the last chunk
-// is marked last, and a wide N folds the grid into 2-D.
+// TestGEMVChoiceAndChunks: a one-row linear uses the GEMV kernel (any K
+// and N), so does one of at most gemvMaxRows rows with K%4 == 0 and
+// N%4 != 0, others the tiled kernel unless MatmulGEMV forces it; the GEMV kernel's K chunks cover every loop step
+// exactly once with none longer than matmulMaxTrips, only the last chunk
+// is marked last, and the grid covers every output column and row.
 func TestGEMVChoiceAndChunks(t *testing.T) {
 	for _, c := range []struct {
-		k, n     uint32
-		gemv     bool
-		chunks   int
-		foldedGY bool
+		m, k, n uint32
+		path    MatmulPath
+		gemv    bool
+		vec4    bool
+		chunks  int
 	}{
-		{1024, 1024, false, 1, false},
-		{2048, 2048, true, 1, false},
-		{600000, 14, true, 2, false},
-		{4, 2100000, true, 1, true},
-		{2050, 2048, false, 1, false}, // K%4 != 0
+		{1, 1024, 1024, MatmulAuto, true, true, 1},
+		{1, 2050, 2048, MatmulAuto, true, false, 1},
+		{16, 64, 9, MatmulAuto, true, true, 1},
+		{2, 64, 9, MatmulAuto, true, true, 1},
+		{17, 64, 9, MatmulAuto, false, true, 1},
+		{2, 64, 8, MatmulAuto, false, true, 1},
+		{16, 13, 9, MatmulAuto, false, false, 1},
+		{17, 64, 8, MatmulAuto, false, true, 1},
+		{17, 64, 8, MatmulGEMV, true, true, 1},
+		{40, 13, 5, MatmulGEMV, true, false, 1},
+		{8, 64, 8, MatmulNoGEMV, false, true, 1},
+		{1, 600000, 14, MatmulAuto, true, true, 10},
+		{3, 70001, 5, MatmulGEMV, true, false, 5},
+		{1, 4, 2100000, MatmulAuto, true, true, 1},
 	} {
-		r := recordLinear(t, c.k, c.n, 65535)
+		r := recordLinear(t, c.m, c.k, c.n, 65535, Config{Matmul: c.path})
 		if len(r.dispatches) != c.chunks {
-			t.Fatalf("K=%d N=%d: %d dispatches, want %d", c.k, c.n, len(r.dispatches), c.chunks)
+			t.Fatalf("M=%d K=%d N=%d: %d dispatches, want %d", c.m, c.k, c.n, len(r.dispatches), c.chunks)
 		}
 		if got := strings.HasPrefix(r.dispatches[0].k.Name, "gemv.wgsl"); got != c.gemv {
-			t.Fatalf("K=%d N=%d: kernel %s, want GEMV %v", c.k, c.n, r.dispatches[0].k.Name, c.gemv)
+			t.Fatalf("M=%d K=%d N=%d: kernel %s, want GEMV %v", c.m, c.k, c.n, r.dispatches[0].k.Name, c.gemv)
 		}
 		if !c.gemv {
 			continue
 		}
+		if got := strings.Contains(r.dispatches[0].k.Name, "Vec4:true"); got != c.vec4 {
+			t.Errorf("M=%d K=%d N=%d: kernel %s, want Vec4 %v", c.m, c.k, c.n, r.dispatches[0].k.Name, c.vec4)
+		}
+		trips := c.k
+		if c.vec4 {
+			trips /= 4
+		}
 		next := uint32(0)
 		for i, d := range r.dispatches {
-			begin, end, acc, last := u32At(d.params, 2), u32At(d.params, 3), u32At(d.params, 4), u32At(d.params, 5)
-			if begin != next || end <= begin || (end-begin+gemvLanes-1)/gemvLanes > matmulMaxTrips ||
+			begin, end, acc, last := u32At(d.params, 3), u32At(d.params, 4), u32At(d.params, 5), u32At(d.params, 6)
+			if begin != next || end <= begin || end-begin > matmulMaxTrips ||
 				(acc != 0) != (i > 0) || (last != 0) != (i == len(r.dispatches)-1) {
 				t.Errorf("K=%d chunk %d: [%d, %d) accumulate %d last %d after %d", c.k, i, begin, end, acc, last, next)
 			}
 			next = end
 		}
-		if next != c.k/4 {
-			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, c.k/4)
+		if next != trips {
+			t.Errorf("K=%d: chunks end at %d, want %d", c.k, next, trips)
 		}
+		sh := gemvShader{Rows: matmulTile(int64(c.m), gemvMaxRows)}
+		cols := uint64(gemvCols(len(sh.Rows), Config{}))
 		g := r.dispatches[0].groups
-		perWG := uint64(gemvGroups * gemvCols)
-		if uint64(g[0])*uint64(g[1])*perWG < uint64(c.n) || (g[1] > 1) != c.foldedGY {
-			t.Errorf("K=%d N=%d: grid %v", c.k, c.n, g)
+		if uint64(g[0])*gemvWG*cols < uint64(c.n) || uint64(g[1])*uint64(len(sh.Rows)) < uint64(c.m) || g[2] != 1 {
+			t.Errorf("M=%d N=%d: grid %v", c.m, c.n, g)
 		}
 	}
 }

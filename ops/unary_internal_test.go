@@ -170,8 +170,8 @@ func TestUnaryFormulasAgree(t *testing.T) {
 			}
 			checkEpilogue(t, fmt.Sprintf("matmul Vec4=%v %s", vec4, act), k.Source, formulas[act][n])
 		}
-		sh := gemvShader{Act: act, Cols: []int{0}, LK: 8, Groups: 8, WG: 64}
-		k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(2, 1, true), 64)
+		sh := gemvShader{Act: act, Rows: []int{0}, Cols: []int{0}, WG: 8}
+		k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(2, 1, true), 8)
 		if err != nil {
 			t.Fatal(err)
 		}

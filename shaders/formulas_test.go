@@ -31,12 +31,11 @@ func TestUnaryFormulaUnknownOp(t *testing.T) {
 	}{
 		{"unary.wgsl", variant{Op: "softsign", X: "f32", Y: "f32", S: "f32", T: "f32", W: 1, XB: "f32", YB: "f32", WG: 64}},
 		{"gemv.wgsl", struct {
-			Bias       bool
+			Vec4, Bias bool
 			Act        string
-			Cols       []int
-			LK, Groups int
+			Rows, Cols []int
 			WG         int
-		}{Act: "softsign", Cols: []int{0}, LK: 8, Groups: 8, WG: 64}},
+		}{Act: "softsign", Rows: []int{0}, Cols: []int{0}, WG: 8}},
 	} {
 		_, err := Render(c.file, c.data, "main", Layout(1, 1, true), 64)
 		if err == nil || !strings.Contains(err.Error(), `no formula for op "softsign"`) {

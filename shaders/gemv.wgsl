@@ -1,25 +1,45 @@
-// gemv.wgsl: one-row linear (decode), c = alpha·(a·wᵀ) + beta·bias, float32,
-// for aten.linear (and mm/addmm/matmul with a transposed operand) when M = 1
-// and K % 4 == 0. Chosen by ops/matmul.go (recordGEMV).
+// gemv.wgsl: few-row linear (decode and short prefill chunks),
+// c = alpha·(a·wᵀ) + beta·bias, float32, for aten.linear when the input has
+// few rows (M). Chosen by ops/matmul.go (recordGEMV).
 //
-// a is the input row (K floats as vec4s), w the weight [N, K] as exported
-// (row n holds output n's K weights, vec4s along K), c has N floats.
+// a is the input [M, K] row-major, w the weight [N, K] as exported (row n
+// holds output column n's K weights), c the output [M, N]. With Vec4 (K%4
+// == 0) a and w are read as array<vec4<f32>> (k counts vec4s), else one
+// float per k.
 //
-// A workgroup is {{.WG}} invocations: {{.LK}} lanes along K times
-// {{.Groups}} groups of {{len .Cols}} output columns. Each invocation walks its
-// columns' weight rows with stride {{.LK}} vec4s, so neighbouring lanes (one
-// AVX vector on llvmpipe) read neighbouring vec4s of the same row: each row is
-// one sequential stream, which the CPU prefetches well, instead of one stream
-// per lane. The {{.LK}} partial sums of a column meet in workgroup memory
-// after the only barrier.
+// Each invocation computes {{len .Rows}} input rows × {{len .Cols}} output columns:
+// one loop over K that loads each of its {{len .Cols}} weight rows' vec4 once
+// and applies it to all {{len .Rows}} input rows, with one scalar accumulator
+// per output (dot products of vec4s). Neighbouring invocations take
+// neighbouring column blocks along x, input row blocks run along y. No
+// workgroup memory and no barrier.
 //
-// K is split into chunks (k_begin, k_end in vec4s) of at most
-// matmulMaxTrips·LK vec4s per dispatch, so no invocation loops more than
-// matmulMaxTrips times (llvmpipe cuts loops at 65535 back-edges); later
-// chunks add to c (accumulate != 0). The epilogue activation runs on the last
-// chunk only. Columns past N read the last column and are not written.
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
+// Why this shape on llvmpipe (Mesa 22.3): a storage-buffer load whose
+// address differs per lane is a loop over the 8 lanes of a vector, with a
+// bounds check and a scalar load per lane and component, so loads, not FMAs,
+// are the cost. Every weight must be loaded once; what a kernel can save is
+// loads of the input, which cost as much as the weight's even though every
+// lane reads the same address: one input vec4 per {{len .Cols}} weight vec4s
+// here (measured on a [2048, 2048] weight, same run: 1 column per
+// invocation 0.7 GB/s, 4 and 8 columns 1.1–1.2 GB/s, the weight loads
+// alone without the input's 1.3–1.5 GB/s; heavily loaded host). Tried and
+// not better, same run: lanes along K of the same rows with a workgroup
+// reduction (0.97–1.0 GB/s against this kernel's 1.16–1.29 at K = N =
+// 4096); vec4 accumulators instead of scalar dot products (register
+// spills); a load address uniform across lanes (llvmpipe 22.3 still loads
+// it per lane inside a loop); the weight read through 64 KiB uniform-buffer
+// windows, which llvmpipe gathers with one vector instruction (2.4× this
+// kernel's rate when the window is cache-hot, but streaming a 16 MiB
+// weight through 14 windows per dispatch measured the same as this kernel).
+//
+// K is split into chunks of at most matmulMaxTrips loop trips, one dispatch
+// each ([k_begin, k_end)), because llvmpipe silently stops a loop after
+// 65535 back-edges per invocation; later chunks add to c (accumulate != 0)
+// and the epilogue activation runs on the last chunk only. Rows and columns
+// past M and N read the last valid one and are not written.
+{{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
+@group(0) @binding(0) var<storage, read> a: array<{{$t}}>;
+@group(0) @binding(1) var<storage, read> w: array<{{$t}}>;
 {{- if .Bias}}
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
@@ -29,22 +49,25 @@
 @group(0) @binding(3) var<uniform> params: Params;
 {{- end}}
 
+// Go twin: the Params writes in ops/matmul.go recordGEMV.
 struct Params {
+  m: u32,          // input rows
   n: u32,          // output columns (weight rows)
-  k: u32,          // row length in vec4s
-  k_begin: u32,    // this chunk, in vec4s
+  k: u32,          // row length, in vec4s with Vec4
+  k_begin: u32,    // this chunk, in the same units as k
   k_end: u32,
   accumulate: u32,
   last: u32,
+  bias_sm: u32,    // bias element strides along M and N
+  bias_sn: u32,
   alpha: f32,
   beta: f32,
-  bias_sn: u32,    // bias stride along N (0: a scalar bias)
-  act_lo: f32,
+  act_lo: f32,     // clamp bounds of the epilogue
   act_hi: f32,
-  _p: u32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
 }
-
-var<workgroup> partial: array<vec4<f32>, {{.WG}}>;
 {{- if .Act}}
 
 {{template "unary_helpers" (args "S" "f32" "T" "f32")}}
@@ -56,43 +79,47 @@ fn act(v: f32) -> f32 {
 {{- end}}
 
 @compute @workgroup_size({{.WG}})
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-  let lane = li % {{.LK}}u;
-  let grp = li / {{.LK}}u;
-  let col0 = ((wid.x + wid.y * nwg.x) * {{.Groups}}u + grp) * {{len .Cols}}u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let col0 = gid.x * {{len .Cols}}u;
+  let row0 = gid.y * {{len .Rows}}u;
   let n = params.n;
+  let m = params.m;
   let kk = params.k;
+  if (col0 >= n || row0 >= m) { return; }
 {{- range .Cols}}
   let w{{.}} = min(col0 + {{.}}u, n - 1u) * kk;
-  var acc{{.}} = vec4<f32>(0.0);
 {{- end}}
-  for (var k = params.k_begin + lane; k < params.k_end; k += {{.LK}}u) {
-    let x = a[k];
+{{- range .Rows}}
+  let a{{.}} = min(row0 + {{.}}u, m - 1u) * kk;
+{{- end}}
+{{- range $i := .Rows}}{{range $j := $.Cols}}
+  var acc{{$i}}_{{$j}} = 0.0;
+{{- end}}{{end}}
+  for (var k = params.k_begin; k < params.k_end; k++) {
 {{- range .Cols}}
-    acc{{.}} = fma(x, w[w{{.}} + k], acc{{.}});
+    let b{{.}} = w[w{{.}} + k];
+{{- end}}
+{{- range $i := .Rows}}
+    let x{{$i}} = a[a{{$i}} + k];
+{{- range $j := $.Cols}}
+{{- if $.Vec4}}
+    acc{{$i}}_{{$j}} += dot(x{{$i}}, b{{$j}});
+{{- else}}
+    acc{{$i}}_{{$j}} = fma(x{{$i}}, b{{$j}}, acc{{$i}}_{{$j}});
+{{- end}}
+{{- end}}
 {{- end}}
   }
-  let one = vec4<f32>(1.0);
-  partial[li] = vec4<f32>({{range $i, $c := .Cols}}{{if $i}}, {{end}}dot(acc{{$c}}, one){{end}});
-  workgroupBarrier();
-  if (lane != 0u || col0 >= n) {
-    return;
-  }
-  var s = vec4<f32>(0.0);
-  for (var l = 0u; l < {{.LK}}u; l++) {
-    s += partial[li + l];
-  }
-{{- range .Cols}}
-  if (col0 + {{.}}u < n) {
-    let o = col0 + {{.}}u;
+{{- range $i := .Rows}}{{range $j := $.Cols}}
+  if (row0 + {{$i}}u < m && col0 + {{$j}}u < n) {
+    let o = (row0 + {{$i}}u) * n + col0 + {{$j}}u;
     var base = 0.0;
     if (params.accumulate != 0u) {
       base = c[o];
     }{{if $.Bias}} else {
-      base = params.beta * bias[o * params.bias_sn];
+      base = params.beta * bias[(row0 + {{$i}}u) * params.bias_sm + (col0 + {{$j}}u) * params.bias_sn];
     }{{end}}
-    var v = base + params.alpha * s[{{.}}];
+    var v = base + params.alpha * acc{{$i}}_{{$j}};
 {{- if $.Act}}
     if (params.last != 0u) {
       v = act(v);
@@ -100,5 +127,5 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
     c[o] = v;
   }
-{{- end}}
+{{- end}}{{end}}
 }

@@ -91,10 +91,14 @@ func BenchmarkMatmulGonum(b *testing.B) {
 // BenchmarkGEMV runs a one-row aten.linear (input [1, K], weight [K, K] a
 // named constant, no bias) and reports the weight bandwidth of the kernel,
 // GB/s = 4·K² bytes / kernel time, with the kernel time measured as in
-// BenchmarkMatmul (minus an identity graph of the [1, K] input). Three
-// graphs run in every iteration: auto-GB/s is the kernel ops picks,
-// gemv-GB/s the GEMV kernel and vec4-GB/s the vec4 matmul kernel, forced
-// (ops.Config.Matmul); gemv/vec4 is the ratio of those two.
+// BenchmarkMatmul (minus an identity graph of the [1, K] input). Two graphs
+// run in every iteration: gemv-GB/s is the kernel ops picks (the GEMV
+// kernel) and tiled-GB/s the tiled vec4 matmul kernel, forced
+// (ops.Config.Matmul); gemv/tiled is the ratio of those two, and
+// <name>-x-gonum each one's speed over gonum's blas32.Gemm(NoTrans, Trans) on the same
+// shapes in the same iteration.
+//
+//	go test -run '^$' -bench GEMV -count 5 ./ops/opstest
 func BenchmarkGEMV(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -105,16 +109,19 @@ func BenchmarkGEMV(b *testing.B) {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
+			wt := RandTensor(r, f, []int64{k, k}, -1, 1)
+			xt := RandTensor(r, f, []int64{1, k}, -1, 1)
 			sb := serialization.NewBuilder()
 			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), RandTensor(r, f, []int64{k, k}, -1, 1).Encode())
+			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), wt.Encode())
 			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
 			sb.Op("aten.linear.default", x, w, sb.Null(), out)
 			sb.Inputs(x)
 			sb.Outputs(out)
-			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: RandTensor(r, f, []int64{1, k}, -1, 1).Encode()}}
-			benchVariants(b, dev, []*serialization.Builder{sb, sb, sb}, []string{"gemv", "vec4", "auto"},
-				[]ops.Config{{Matmul: ops.MatmulGEMV}, {Matmul: ops.MatmulNoGEMV}, {Matmul: ops.MatmulAuto}}, in, 4*float64(k*k)/1e9, "GB/s", nil)
+			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: xt.Encode()}}
+			benchVariants(b, dev, []*serialization.Builder{sb, sb}, []string{"gemv", "tiled"},
+				[]ops.Config{{Matmul: ops.MatmulAuto}, {Matmul: ops.MatmulNoGEMV}}, in, 4*float64(k*k)/1e9, "GB/s",
+				gonumLinear(xt.V, wt.V, 1, k, k))
 		})
 	}
 }
@@ -161,8 +168,8 @@ func BenchmarkLinear(b *testing.B) {
 // giga-units; just unit for a single unnamed graph), its kernel time and,
 // for one graph, the end-to-end rate (e2e-<unit>, work over the whole
 // Execute). With several graphs it reports the first's rate over the
-// second's;
-// with ref (a CPU reference run each iteration) x-gonum, t(ref)/t(kernel).
+// second's; with ref (a CPU reference run each iteration) [<name>-]x-gonum,
+// t(ref)/t(kernel).
 func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, in []graph.Tensor, work float64, unit string, ref func()) {
 	benchVariants(b, dev, sbs, names, nil, in, work, unit, ref)
 }
@@ -228,7 +235,7 @@ func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, 
 		b.ReportMetric(rates[i], prefix+unit)
 		b.ReportMetric(kernel*1e3, prefix+"kernel-ms")
 		if ref != nil {
-			b.ReportMetric(tref.Seconds()/float64(b.N)/kernel, "x-gonum")
+			b.ReportMetric(tref.Seconds()/float64(b.N)/kernel, prefix+"x-gonum")
 		}
 	}
 	if len(gs) == 1 {

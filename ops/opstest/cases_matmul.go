@@ -55,10 +55,11 @@ func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, input
 	return id
 }
 
-// linearPathName names the kernel a linear of m rows uses (ops/matmul.go:
-// GEMV for one row of K%4 == 0 and at least 4M weights).
+// linearPathName names the kernel a linear of m rows uses (ops/matmul.go
+// useGEMV: GEMV for one row, and for at most 16 rows with K%4 == 0 and
+// N%4 != 0).
 func linearPathName(m, k, n int64) string {
-	if m == 1 && k > 0 && k%4 == 0 && n*k >= 4<<20 {
+	if m == 1 || (m <= 16 && k%4 == 0 && n%4 != 0) {
 		return "gemv"
 	}
 	return matmulPathName(k, n)
@@ -200,6 +201,20 @@ func init() {
 		linearCase([]int64{1, 4}, 2100000, false, weightInput),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
+		// Around the GEMV kernel's choice (one row, or at most 16 rows
+		// with K%4 == 0 and N%4 != 0) and the edges of its tiles: M from
+		// 1 to 17, odd K (scalar loads) and K%4 == 0 (vec4), N not a
+		// multiple of the 4 or 8 columns of an invocation, with and
+		// without bias, 3-D inputs. TestLinearGEMVRowBlocks runs the
+		// others with the GEMV kernel forced.
+		linearCase([]int64{2, 13}, 7, true, weightNamed),
+		linearCase([]int64{3, 20}, 10, false, weightInline),
+		linearCase([]int64{5, 36}, 17, true, weightInput),
+		linearCase([]int64{11, 9}, 12, false, weightPrepack),
+		linearCase([]int64{16, 36}, 9, true, weightNamed),
+		linearCase([]int64{17, 36}, 9, true, weightNamed),
+		linearCase([]int64{2, 6, 12}, 5, true, weightPrepack),
+		linearCase([]int64{1, 1, 3}, 33, false, weightNamed),
 		// MLP-ish chains, one per kernel family, then mixed.
 		mlpCase(5, [3]int64{64, 128, 36}),
 		mlpCase(3, [3]int64{33, 64, 7}),
@@ -565,6 +580,9 @@ func init() {
 		epilogueCase("linear", 1, 64, 129, weightNamed, "relu6", epiFused, false),
 		epilogueCase("linear", 1, 64, 128, weightInline, "gelu_tanh", epiFused, false),
 		epilogueCase("linear", 1, 4096, 2049, weightNamed, "clamp", epiFused, false), // GEMV kernel
+		// GEMV kernel with 12 and 16 rows.
+		epilogueCase("linear", 12, 20, 6, weightNamed, "gelu", epiFused, false),
+		epilogueCase("linear", 16, 20, 10, weightInline, "sigmoid", epiFused, false),
 		// NaN and ±Inf through the epilogue.
 		epilogueCase("linear", 9, 8, 8, weightNamed, "relu", epiFused, true),
 		epilogueCase("linear", 9, 8, 8, weightNamed, "clamp", epiFused, true),

@@ -69,6 +69,28 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 	}
 }
 
+// TestLinearGEMVRowBlocks runs the linear cases of more than 16 rows with
+// the GEMV kernel forced (ops.MatmulGEMV): several row blocks along the
+// grid's y, which the default choice never records.
+func TestLinearGEMVRowBlocks(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	var cases []Case
+	for _, c := range Cases {
+		tiled := strings.HasSuffix(c.Name, "/vec4") || strings.HasSuffix(c.Name, "/scalar")
+		if strings.HasPrefix(c.Name, "linear/") && tiled && !strings.HasPrefix(c.Name, "linear/edge/") {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatal("no linear case of more than 16 rows")
+	}
+	Run(t, GPU{Dev: dev, Kernels: ops.Config{Matmul: ops.MatmulGEMV}}, cases)
+}
+
 // TestLinearPacked runs the linear cases with linear weight packing on
 // (ops.Config.PackLinear): a constant weight is transposed on the device into
 // the [K, N] layout of the mm kernel, and the results must still match the
