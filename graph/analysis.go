@@ -35,6 +35,9 @@ type Analysis struct {
 	// Consumers maps a value to the chain indices of the ops that read it
 	// (ValueList members included).
 	Consumers map[int32][]int
+	// Producers maps a value to the chain index of the op that writes it
+	// as its output (the last argument, or a member of that ValueList).
+	Producers map[int32]int
 	// Plan is the exporter's memory plan (see package memplan).
 	Plan *memplan.Plan
 	// ReadBeforeWrite is the chain's read-before-write error (a tensor read
@@ -231,13 +234,23 @@ func (a *Analysis) checkIO() error {
 	return nil
 }
 
-// consumers indexes, for every value, the ops that read it.
+// consumers indexes, for every value, the ops that read it and the op
+// that writes it.
 func (a *Analysis) consumers() {
 	a.Consumers = map[int32][]int{}
+	a.Producers = map[int32]int{}
 	vals := a.Graph.Values
 	for i, op := range a.Graph.Chain {
 		if len(op.Args) == 0 {
 			continue
+		}
+		if out := op.Args[len(op.Args)-1]; out >= 0 && int(out) < len(vals) {
+			a.Producers[out] = i
+			if vals[out].Kind == serialization.KindValueList {
+				for _, m := range vals[out].IDs {
+					a.Producers[m] = i
+				}
+			}
 		}
 		for _, arg := range op.Args[:len(op.Args)-1] {
 			if arg < 0 || int(arg) >= len(vals) {

@@ -390,6 +390,12 @@ func (b *opBuilder) OpAt(i int) (string, []int32) {
 	return op.Name, append([]int32(nil), op.Args...)
 }
 
+// Defined implements ops.Fuser.
+func (b *opBuilder) Defined(id int32) bool {
+	i, written := b.g.producers[id]
+	return !written || i < b.index
+}
+
 // IsOutput implements ops.Fuser.
 func (b *opBuilder) IsOutput(id int32) bool {
 	for _, o := range b.g.graph.OutputIDs {

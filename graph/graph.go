@@ -108,6 +108,7 @@ type WebGPUGraph struct {
 	// tensor bytes (for the buffers bindTransients may add)
 	hostRead            map[int32]bool
 	consumers           map[int32][]int
+	producers           map[int32]int
 	memLimit, planBytes int64
 	mutatesState        bool // some op writes a prepacked buffer (a KV cache): state across Executes
 
@@ -224,7 +225,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err != nil {
 		return nil, err
 	}
-	g.an, g.plan, g.inputs, g.hostRead, g.consumers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers
+	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()
 	if g.memLimit <= 0 {
 		g.memLimit = DefaultMemoryLimit

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -38,7 +39,11 @@ import (
 // aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
 // output), the kernel applies that activation on its last K chunk and
 // writes the activation's output; the activation op is absorbed
-// (ops.Fuser) and records nothing. Constant linear weights can be packed
+// (ops.Fuser) and records nothing. After it (or alone), an aten.add.Tensor
+// (alpha 1) or aten.mul.Tensor that is the only reader, with another
+// operand of the output's exact shape that is already computed, is fused
+// the same way: the residual add of a transformer block, SwiGLU's
+// gate·up product. Constant linear weights can be packed
 // to [K, N] for the mm kernel (Config.PackLinear; off by default, it did not
 // pay on lavapipe).
 func init() {
@@ -113,6 +118,12 @@ type matmulEpilogue struct {
 	act    string  // relu, clamp (also hardtanh, relu6), sigmoid, gelu or gelu_tanh
 	lo, hi float32 // clamp bounds
 	out    int32   // the absorbed op's output, written instead of the matmul's
+	// res is "add" or "mul" when an elementwise add (alpha 1) or mul with
+	// another tensor of the output's shape follows (after act): a
+	// residual connection, or SwiGLU's gate times up; other is that
+	// tensor.
+	res   string
+	other int32
 }
 
 // fuseEpilogue absorbs the op after the matmul into it when that op is an
@@ -123,6 +134,89 @@ type matmulEpilogue struct {
 // epilogue; ok is false when nothing is fused (the activation then runs as
 // its own op, which also reports any error in its arguments).
 func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
+	if e, ok, err = fuseActivation(b, out, dims); err != nil {
+		return e, false, err
+	}
+	cur := out
+	if ok {
+		cur = e.out
+	}
+	res, other, to, rok, err := fuseResidual(b, cur, dims)
+	if err != nil {
+		return e, false, err
+	}
+	if rok {
+		e.res, e.other, e.out, ok = res, other, to, true
+	}
+	return e, ok, nil
+}
+
+// fuseResidual absorbs an aten.add.Tensor (alpha 1) or aten.mul.Tensor
+// that is the only reader of cur (shaped dims, not a graph output) when its
+// other operand is a float32 tensor of exactly dims that holds its value
+// already (ops.Fuser.Defined) and that no op writes in place before the
+// add; its output must take dims. The kernel then adds (multiplies) other
+// after the activation. Addition and multiplication of two floats commute
+// exactly, so either operand order gives the unfused result.
+func fuseResidual(b Builder, cur int32, dims []int64) (res string, other, out int32, ok bool, err error) {
+	f, isFuser := b.(Fuser)
+	if !isFuser || configOf(b).NoElementwiseFusion {
+		return "", 0, 0, false, nil
+	}
+	idx, name, args, ok := SoleConsumer(b, cur)
+	if !ok {
+		return "", 0, 0, false, nil
+	}
+	switch {
+	case name == "aten.add.Tensor" && len(args) == 4:
+		if alpha, err := b.Float(args[2]); err != nil || alpha != 1 {
+			return "", 0, 0, false, nil
+		}
+		res = "add"
+	case name == "aten.mul.Tensor" && len(args) == 3:
+		res = "mul"
+	default:
+		return "", 0, 0, false, nil
+	}
+	switch {
+	case args[0] == cur && args[1] != cur:
+		other = args[1]
+	case args[1] == cur && args[0] != cur:
+		other = args[0]
+	default:
+		return "", 0, 0, false, nil
+	}
+	ot, err := b.Tensor(other)
+	if err != nil || ot.DType != serialization.Float32 || !slices.Equal(ot.Dims, dims) || !f.Defined(other) {
+		return "", 0, 0, false, nil
+	}
+	for _, i := range f.Consumers(other) {
+		if i >= idx {
+			continue
+		}
+		oname, oargs := f.OpAt(i)
+		for _, w := range WritesArgs(oname) {
+			if w < len(oargs) && oargs[w] == other {
+				return "", 0, 0, false, nil
+			}
+		}
+	}
+	out = args[len(args)-1]
+	t, err := b.Tensor(out)
+	if err != nil || out == cur || out == other || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
+		return "", 0, 0, false, nil
+	}
+	if err := b.SetDims(out, dims); err != nil {
+		return "", 0, 0, false, nil
+	}
+	if err := f.Absorb(idx); err != nil {
+		return "", 0, 0, false, err
+	}
+	return res, other, out, true, nil
+}
+
+// fuseActivation is fuseEpilogue's activation part.
+func fuseActivation(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
 	idx, name, args, ok := SoleConsumer(b, out)
 	if !ok || len(args) < 2 || args[0] != out {
 		return e, false, nil
@@ -480,6 +574,7 @@ type matmulShader struct {
 	WGX    int
 	WGY    int
 	Act    string // epilogue activation (matmulEpilogue.act), or ""
+	Res    string // epilogue add or mul with the res tensor (matmulEpilogue.res), or ""
 }
 
 // Register tile per invocation (rows × columns; vec4 columns for the vec4
@@ -549,7 +644,7 @@ func recordMatmul(b Builder, c matmulCall) error {
 		return recordGEMV(b, c, epi, dst)
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
-	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act}
+	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
 	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
@@ -584,6 +679,9 @@ func recordMatmul(b Builder, c matmulCall) error {
 	inputs := []int32{c.a, c.b}
 	if sh.Bias {
 		inputs = append(inputs, c.bias)
+	}
+	if sh.Res != "" {
+		inputs = append(inputs, epi.other)
 	}
 	k, err := shaders.Render("matmul.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WGX*sh.WGY))
 	if err != nil {
@@ -626,6 +724,7 @@ type gemvShader struct {
 	Vec4 bool
 	Bias bool
 	Act  string
+	Res  string
 	Rows []int // input rows per invocation
 	Cols []int // output columns (weight rows) per invocation
 	WG   int
@@ -675,7 +774,7 @@ func gemvCols(rows int, cfg Config) int {
 // dst, applying epi.
 func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	vec4 := c.k%4 == 0
-	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
+	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
 	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
@@ -689,6 +788,9 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	inputs := []int32{c.a, c.b}
 	if sh.Bias {
 		inputs = append(inputs, c.bias)
+	}
+	if sh.Res != "" {
+		inputs = append(inputs, epi.other)
 	}
 	k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {

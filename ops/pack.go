@@ -79,6 +79,10 @@ type Fuser interface {
 	// IsOutput reports whether id is a graph output (which must still be
 	// written even when its consumers are fused).
 	IsOutput(id int32) bool
+	// Defined reports whether tensor id holds its value before the calling
+	// op runs: a graph input, a constant, or the output of an earlier op
+	// (not of the calling op or a later one).
+	Defined(id int32) bool
 	// Absorb marks op i (later in the chain, not yet recorded) as done by
 	// the calling op: the graph does not record it. The caller writes its
 	// outputs.

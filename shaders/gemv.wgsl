@@ -35,19 +35,21 @@
 // K is split into chunks of at most matmulMaxTrips loop trips, one dispatch
 // each ([k_begin, k_end)), because llvmpipe silently stops a loop after
 // 65535 back-edges per invocation; later chunks add to c (accumulate != 0)
-// and the epilogue activation runs on the last chunk only. Rows and columns
+// and the epilogue (activation, then an add or mul with res, a tensor of
+// c's shape) runs on the last chunk only. Rows and columns
 // past M and N read the last valid one and are not written.
 {{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
 @group(0) @binding(0) var<storage, read> a: array<{{$t}}>;
 @group(0) @binding(1) var<storage, read> w: array<{{$t}}>;
+{{- $cb := 2}}{{if .Bias}}{{$cb = 3}}{{end}}{{if .Res}}{{if .Bias}}{{$cb = 4}}{{else}}{{$cb = 3}}{{end}}{{end}}
 {{- if .Bias}}
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
 {{- end}}
+{{- if .Res}}
+@group(0) @binding({{if .Bias}}3{{else}}2{{end}}) var<storage, read> res: array<f32>;
+{{- end}}
+@group(0) @binding({{$cb}}) var<storage, read_write> c: array<f32>;
+@group(0) @binding({{if eq $cb 2}}3{{else if eq $cb 3}}4{{else}}5{{end}}) var<uniform> params: Params;
 
 // Go twin: the Params writes in ops/matmul.go recordGEMV.
 struct Params {
@@ -120,9 +122,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       base = params.beta * bias[(row0 + {{$i}}u) * params.bias_sm + (col0 + {{$j}}u) * params.bias_sn];
     }{{end}}
     var v = base + params.alpha * acc{{$i}}_{{$j}};
-{{- if $.Act}}
+{{- if or $.Act $.Res}}
     if (params.last != 0u) {
+{{- if $.Act}}
       v = act(v);
+{{- end}}
+{{- if eq $.Res "add"}}
+      v = v + res[o];
+{{- else if eq $.Res "mul"}}
+      v = v * res[o];
+{{- end}}
     }
 {{- end}}
     c[o] = v;

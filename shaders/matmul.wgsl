@@ -22,6 +22,10 @@
 // f32, not batched) is read at row·bias_sm + col·bias_sn, so a [N] vector,
 // a column, a scalar or a full M×N matrix all work.
 //
+// Epilogue (last chunk only): the fused activation act, then, with Res,
+// an elementwise add or mul with res, a tensor of C's shape (a residual
+// connection; SwiGLU's gate times up).
+//
 // Tiles are clamped at the edges: rows and columns past M and N read the
 // last valid one and are not written back.
 //
@@ -39,11 +43,18 @@
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 {{end}}
+{{- $ct := "f32"}}{{if .Vec4}}{{$ct = "vec4<f32>"}}{{end}}
+{{- $cb := 2}}{{if .Bias}}{{$cb = 3}}{{end}}{{if .Res}}{{if .Bias}}{{$cb = 4}}{{else}}{{$cb = 3}}{{end}}{{end}}
 {{- if .Bias}}@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<{{if .Vec4}}vec4<f32>{{else}}f32{{end}}>;
-@group(0) @binding(4) var<uniform> params: Params;
-{{else}}@group(0) @binding(2) var<storage, read_write> c: array<{{if .Vec4}}vec4<f32>{{else}}f32{{end}}>;
+{{end}}
+{{- if .Res}}@group(0) @binding({{if .Bias}}3{{else}}2{{end}}) var<storage, read> res: array<{{$ct}}>;
+{{end}}
+{{- if eq $cb 2}}@group(0) @binding(2) var<storage, read_write> c: array<{{$ct}}>;
 @group(0) @binding(3) var<uniform> params: Params;
+{{else if eq $cb 3}}@group(0) @binding(3) var<storage, read_write> c: array<{{$ct}}>;
+@group(0) @binding(4) var<uniform> params: Params;
+{{else}}@group(0) @binding(4) var<storage, read_write> c: array<{{$ct}}>;
+@group(0) @binding(5) var<uniform> params: Params;
 {{end}}
 struct Params {
   m: u32,          // rows of A and C
@@ -177,10 +188,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       base = params.beta * bias[r{{$i}} * params.bias_sm + c{{$j}} * params.bias_sn];
 {{- end}}
     }{{end}}
-{{- if $.Act}}
+{{- if or $.Act $.Res}}
     var v = base + params.alpha * acc{{$i}}_{{$j}};
     if (params.last != 0u) {
+{{- if $.Act}}
       v = act(v);
+{{- end}}
+{{- if eq $.Res "add"}}
+      v = v + res[o];
+{{- else if eq $.Res "mul"}}
+      v = v * res[o];
+{{- end}}
     }
     c[o] = v;
 {{- else}}

@@ -625,3 +625,93 @@ func init() {
 		},
 	})
 }
+
+// residualCase is a linear [m, k]·[n, k]ᵀ (with bias) followed by an
+// optional activation act, then an elementwise op res (add, add_swapped:
+// the other operand first, mul, add_alpha2) with a second tensor of the
+// output's shape: a residual connection or SwiGLU's gate times up. The
+// other tensor comes from an op before the linear (neg of an input), or,
+// with late, from one after it (a permute_copy), which the kernel cannot
+// read yet; with
+// bcast it is a [n] row that broadcasts. Fused exactly when the form is
+// "fused" in the name.
+func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
+	form := "fused"
+	switch {
+	case late:
+		form = "unfused_late"
+	case bcast:
+		form = "unfused_broadcast"
+	case res == "add_alpha2":
+		form = "unfused_alpha"
+	}
+	name := fmt.Sprintf("linear/epilogue/residual_%s_%s/%s/M%d_K%d_N%d/%s", act, res, form, m, k, n, linearPathName(m, k, n))
+	return Case{
+		Name: name,
+		Tol:  matmulTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			outDims := []int64{m, n}
+			odims := outDims
+			if bcast {
+				odims = []int64{n}
+			}
+			xv, yv := RandTensor(r, f, []int64{m, k}, -1, 1), RandTensor(r, f, odims, -1, 1)
+			x, y := b.Tensor(f, Dims(xv.Shape), -1), b.Tensor(f, Dims(odims), -1)
+			b.Inputs(x, y)
+			inputs := []*reference.Tensor{xv, yv}
+			other := b.Tensor(f, Dims(odims), -1)
+			if !late {
+				b.Op("aten.neg.default", y, other)
+			}
+			wt := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), weightNamed, &inputs)
+			bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightInline, &inputs)
+			h := b.Tensor(f, Dims(outDims), -1)
+			b.Op("aten.linear.default", x, wt, bias, h)
+			if act != "none" {
+				h = addAct(b, act, h, outDims)
+			}
+			if late {
+				// A copy that elementwise fusion leaves alone, so the add
+				// keeps a dispatch of its own.
+				b.Op("aten.permute_copy.default", y, b.IntList(0, 1), other)
+			}
+			out := b.Tensor(f, Dims(outDims), -1)
+			switch res {
+			case "add":
+				b.Op("aten.add.Tensor", h, other, b.Int(1), out)
+			case "add_swapped":
+				b.Op("aten.add.Tensor", other, h, b.Double(1), out)
+			case "add_alpha2":
+				b.Op("aten.add.Tensor", h, other, b.Int(2), out)
+			case "mul":
+				b.Op("aten.mul.Tensor", other, h, out)
+			}
+			b.Outputs(out)
+			return inputs
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		// The residual add of a decode step (GEMV kernel) and of a prefill
+		// (tiled vec4 and scalar kernels), each operand order.
+		residualCase(1, 64, 36, "none", "add", false, false),
+		residualCase(1, 13, 9, "none", "add_swapped", false, false),
+		residualCase(7, 64, 36, "none", "add_swapped", false, false),
+		residualCase(5, 13, 9, "none", "add", false, false),
+		// SwiGLU's up projection times the gated one; an activation then
+		// the add.
+		residualCase(1, 64, 36, "none", "mul", false, false),
+		residualCase(7, 64, 36, "none", "mul", false, false),
+		residualCase(3, 20, 10, "gelu", "add", false, false),
+		residualCase(1, 64, 128, "sigmoid", "mul", false, false),
+		// Not fused: the other operand is made after the linear, it
+		// broadcasts, or alpha is not 1.
+		residualCase(1, 64, 36, "none", "add", true, false),
+		residualCase(7, 64, 36, "none", "mul", true, false),
+		residualCase(7, 64, 36, "none", "add", false, true),
+		residualCase(1, 64, 36, "none", "add_alpha2", false, false),
+	)
+}

@@ -47,7 +47,7 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 				switch d.OpName {
 				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default":
 					matmuls++
-				case "aten.neg.default":
+				case "aten.neg.default", "aten.permute_copy.default":
 				default:
 					acts++
 				}
