@@ -25,7 +25,8 @@ type Config struct {
 	NoConvPacking bool
 	// NoElementwiseFusion records every elementwise op on its own instead
 	// of fusing chains of them into one kernel; for benchmarks and tests of
-	// the unfused chain. Matmul epilogues are fused either way.
+	// the unfused chain. A single activation after a matmul is fused into
+	// its epilogue either way; SiLU and the add/mul epilogue are not.
 	NoElementwiseFusion bool
 	// NoViewAliasing records a copy for every view-like op (view_copy,
 	// squeeze/unsqueeze, clone, alias_copy) instead of letting its output

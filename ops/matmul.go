@@ -39,7 +39,8 @@ import (
 // aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
 // output), the kernel applies that activation on its last K chunk and
 // writes the activation's output; the activation op is absorbed
-// (ops.Fuser) and records nothing. After it (or alone), an aten.add.Tensor
+// (ops.Fuser) and records nothing; so do a sigmoid and the mul of the
+// output by it (SiLU as exported). After it (or alone), an aten.add.Tensor
 // (alpha 1) or aten.mul.Tensor that is the only reader, with another
 // operand of the output's exact shape that is already computed, is fused
 // the same way: the residual add of a transformer block, SwiGLU's
@@ -124,6 +125,9 @@ type matmulEpilogue struct {
 	// tensor.
 	res   string
 	other int32
+	// gate multiplies the activation's result by its input (SiLU:
+	// x·sigmoid(x), as the exporter writes it).
+	gate bool
 }
 
 // fuseEpilogue absorbs the op after the matmul into it when that op is an
@@ -215,8 +219,54 @@ func fuseResidual(b Builder, cur int32, dims []int64) (res string, other, out in
 	return res, other, out, true, nil
 }
 
+// fuseSiLU absorbs sigmoid(out) and the mul of out by it, SiLU as an
+// export writes it (x·sigmoid(x)), when those two ops are out's only
+// readers, out and the sigmoid's result are no graph outputs and the
+// sigmoid's result is read by the mul alone. The mul's output must take
+// dims.
+func fuseSiLU(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
+	f, isFuser := b.(Fuser)
+	if !isFuser || configOf(b).NoElementwiseFusion || f.IsOutput(out) {
+		return e, false, nil
+	}
+	cs := f.Consumers(out)
+	if len(cs) != 2 {
+		return e, false, nil
+	}
+	n1, a1 := f.OpAt(cs[0])
+	n2, a2 := f.OpAt(cs[1])
+	if n1 != "aten.sigmoid.default" || len(a1) != 2 || a1[0] != out || n2 != "aten.mul.Tensor" || len(a2) != 3 {
+		return e, false, nil
+	}
+	s, g := a1[1], a2[2]
+	if !(a2[0] == out && a2[1] == s) && !(a2[0] == s && a2[1] == out) {
+		return e, false, nil
+	}
+	if s == out || g == out || g == s || f.IsOutput(s) || len(f.Consumers(s)) != 1 {
+		return e, false, nil
+	}
+	for _, id := range []int32{s, g} {
+		t, err := b.Tensor(id)
+		if err != nil || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
+			return e, false, nil
+		}
+		if err := b.SetDims(id, dims); err != nil {
+			return e, false, nil
+		}
+	}
+	for _, i := range cs {
+		if err := f.Absorb(i); err != nil {
+			return e, false, err
+		}
+	}
+	return matmulEpilogue{act: "sigmoid", gate: true, out: g}, true, nil
+}
+
 // fuseActivation is fuseEpilogue's activation part.
 func fuseActivation(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
+	if e, ok, err = fuseSiLU(b, out, dims); ok || err != nil {
+		return e, ok, err
+	}
 	idx, name, args, ok := SoleConsumer(b, out)
 	if !ok || len(args) < 2 || args[0] != out {
 		return e, false, nil
@@ -575,6 +625,7 @@ type matmulShader struct {
 	WGY    int
 	Act    string // epilogue activation (matmulEpilogue.act), or ""
 	Res    string // epilogue add or mul with the res tensor (matmulEpilogue.res), or ""
+	Gate   bool   // the activation's result times its input (matmulEpilogue.gate)
 }
 
 // Register tile per invocation (rows × columns; vec4 columns for the vec4
@@ -644,7 +695,7 @@ func recordMatmul(b Builder, c matmulCall) error {
 		return recordGEMV(b, c, epi, dst)
 	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
-	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res}
+	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
 	unit := int64(1)        // elements per storage word of A, B and C
 	if vec4 {
@@ -725,6 +776,7 @@ type gemvShader struct {
 	Bias bool
 	Act  string
 	Res  string
+	Gate bool
 	Rows []int // input rows per invocation
 	Cols []int // output columns (weight rows) per invocation
 	WG   int
@@ -774,7 +826,7 @@ func gemvCols(rows int, cfg Config) int {
 // dst, applying epi.
 func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	vec4 := c.k%4 == 0
-	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
+	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
 	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)

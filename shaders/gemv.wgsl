@@ -124,7 +124,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var v = base + params.alpha * acc{{$i}}_{{$j}};
 {{- if or $.Act $.Res}}
     if (params.last != 0u) {
-{{- if $.Act}}
+{{- if $.Gate}}
+      v = v * act(v);
+{{- else if $.Act}}
       v = act(v);
 {{- end}}
 {{- if eq $.Res "add"}}

@@ -668,7 +668,14 @@ func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
 			bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightInline, &inputs)
 			h := b.Tensor(f, Dims(outDims), -1)
 			b.Op("aten.linear.default", x, wt, bias, h)
-			if act != "none" {
+			switch act {
+			case "none":
+			case "silu": // x·sigmoid(x), as an export writes SiLU
+				sg := addAct(b, "sigmoid", h, outDims)
+				g := b.Tensor(f, Dims(outDims), -1)
+				b.Op("aten.mul.Tensor", h, sg, g)
+				h = g
+			default:
 				h = addAct(b, act, h, outDims)
 			}
 			if late {
@@ -707,6 +714,12 @@ func init() {
 		residualCase(7, 64, 36, "none", "mul", false, false),
 		residualCase(3, 20, 10, "gelu", "add", false, false),
 		residualCase(1, 64, 128, "sigmoid", "mul", false, false),
+		// SiLU (sigmoid, then the product with its input) alone and then
+		// a residual add, on the GEMV, vec4 and scalar kernels.
+		residualCase(1, 64, 36, "silu", "add", false, false),
+		residualCase(7, 64, 36, "silu", "mul", false, false),
+		residualCase(5, 13, 9, "silu", "add_swapped", false, false),
+		residualCase(1, 64, 36, "silu", "mul", true, false), // SwiGLU gate: its up comes later
 		// Not fused: the other operand is made after the linear, it
 		// broadcasts, or alpha is not 1.
 		residualCase(1, 64, 36, "none", "add", true, false),
