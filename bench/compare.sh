@@ -7,6 +7,7 @@
 #   RUNS=5 ITER=50 bench/compare.sh
 #   OUT=/tmp/wgd-bench bench/compare.sh   # keep the model files
 #   WGDELEGATE=/path/to/wgdelegate bench/compare.sh   # use that binary
+#   WGD_FLAGS="--cpu-threads inline" bench/compare.sh  # extra flags for wgdelegate bench
 #
 # Models come from bench/models (written by bench/emit: model.pte,
 # weights.ptd, input_<i>.npy, graph.json with the constants as c<id>.npy,
@@ -25,6 +26,7 @@ export PATH="$PATH:/usr/local/go/bin"
 RUNS=${RUNS:-3}
 ITER=${ITER:-20}
 OUT=${OUT:-}
+read -r -a WGD_FLAGS <<<"${WGD_FLAGS:-}"
 if [ -z "$OUT" ]; then
 	OUT=$(mktemp -d /tmp/wgd-compare.XXXXXX)
 	trap 'rm -rf "$OUT"' EXIT
@@ -82,7 +84,7 @@ for dir in "$OUT"/models/*/; do
 		if [ -n "$WGD" ]; then
 			ins=()
 			for f in "$dir"/input_*.npy; do ins+=(--input "$f"); done
-			j=$("$WGD" bench --json --iterations "$ITER" --data "$dir/weights.ptd" "${ins[@]}" "$dir/model.pte" 2>/dev/null)
+			j=$("$WGD" bench --json --iterations "$ITER" ${WGD_FLAGS[@]+"${WGD_FLAGS[@]}"} --data "$dir/weights.ptd" "${ins[@]}" "$dir/model.pte" 2>/dev/null)
 		else
 			j=$("$OUT/emit" -bench "$dir" -iterations "$ITER" 2>/dev/null)
 		fi
@@ -104,4 +106,4 @@ for dir in "$OUT"/models/*/; do
 done
 echo
 echo "medians over $RUNS processes of the per-process median of $ITER executes; wgd/pt > 1 means wgdelegate is slower." \
-	"wgdelegate side: $([ -n "$WGD" ] && echo 'wgdelegate bench' || echo 'bench/emit -bench')"
+	"wgdelegate side: $([ -n "$WGD" ] && echo "wgdelegate bench ${WGD_FLAGS[*]+${WGD_FLAGS[*]}}" || echo 'bench/emit -bench')"
