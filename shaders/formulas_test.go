@@ -31,10 +31,10 @@ func TestUnaryFormulaUnknownOp(t *testing.T) {
 	}{
 		{"unary.wgsl", variant{Op: "softsign", X: "f32", Y: "f32", S: "f32", T: "f32", W: 1, XB: "f32", YB: "f32", WG: 64}},
 		{"gemv.wgsl", struct {
-			Vec4, Bias bool
-			Act        string
-			Rows, Cols []int
-			WG         int
+			Vec4, Bias, Gate bool
+			Act, Res         string
+			Rows, Cols       []int
+			WG               int
 		}{Act: "softsign", Rows: []int{0}, Cols: []int{0}, WG: 8}},
 	} {
 		_, err := Render(c.file, c.data, "main", Layout(1, 1, true), 64)
