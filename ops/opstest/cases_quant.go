@@ -1,0 +1,212 @@
+package opstest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/wgdelegate/wgdelegate/ops/reference"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Weight-quantized linears and embeddings, with their constants written
+// the way the ExecuTorch Vulkan exporter writes them
+// (patterns/weight_packing_utils.py, _passes/fuse_quantized_ops.py):
+// packed weights and scales are named constants passed to the op directly.
+
+// randQ returns rows×cols random signed ints in [lo, hi].
+func randQ(r *rand.Rand, rows, cols int64, lo, hi int) []int {
+	q := make([]int, rows*cols)
+	for i := range q {
+		q[i] = lo + r.IntN(hi-lo+1)
+	}
+	return q
+}
+
+// packInt4 packs q (rows×cols values in [-8, 7]) as code = q+8, two codes
+// per byte, each row zero-padded (value 0, code 8) to a multiple of pad
+// elements; the even element goes in the low nibble unless highEven.
+func packInt4(q []int, rows, cols, pad int64, highEven bool) (packed []byte, rowBytes int64) {
+	cp := (cols + pad - 1) / pad * pad
+	rowBytes = cp / 2
+	packed = make([]byte, rows*rowBytes)
+	for i := int64(0); i < rows; i++ {
+		for j := int64(0); j < cp; j += 2 {
+			c0, c1 := byte(8), byte(8)
+			if j < cols {
+				c0 = byte(q[i*cols+j] + 8)
+			}
+			if j+1 < cols {
+				c1 = byte(q[i*cols+j+1] + 8)
+			}
+			if highEven {
+				packed[i*rowBytes+j/2] = c0<<4 | c1
+			} else {
+				packed[i*rowBytes+j/2] = c1<<4 | c0
+			}
+		}
+	}
+	return packed, rowBytes
+}
+
+// randScales returns n float32 scales in [0.01, 0.1).
+func randScales(r *rand.Rand, n int64) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = float64(float32(0.01 + 0.09*r.Float64()))
+	}
+	return s
+}
+
+// f32Bytes encodes vs as little-endian float32.
+func f32Bytes(vs []float64) []byte {
+	t := &reference.Tensor{DType: serialization.Float32, Shape: []int64{int64(len(vs))}, V: vs}
+	return t.Encode()
+}
+
+// quantTol bounds the float32 rounding of a K-term dot product of
+// activations in [-1, 1) and weights |q·s| ≤ 0.8.
+func quantTol(k int64) Tolerance {
+	return Tolerance{Abs: 1e-6 * math.Sqrt(float64(max(k, 1))) * 4, Rel: 1e-5}
+}
+
+// q4gswCase is et_vk.linear_q4gsw on input shape in with N outputs and
+// group size g. out2D serializes a 3-D input's output as [M, N].
+func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
+	k := in[len(in)-1]
+	m := numel(in[:len(in)-1])
+	outShape := append(append([]int64(nil), in[:len(in)-1]...), n)
+	if out2D {
+		outShape = []int64{m, n}
+	}
+	name := fmt.Sprintf("linear_q4gsw/%s_N%d_g%d/%s", shapeName(in), n, g, map[bool]string{true: "bias", false: "nobias"}[bias])
+	if out2D {
+		name += "/out2d"
+	}
+	return Case{
+		Name: name,
+		Tol:  quantTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, in, -1, 1)
+			x := b.Tensor(f, Dims(in), -1)
+			b.Inputs(x)
+			q := randQ(r, n, k, -8, 7)
+			packed, rb := packInt4(q, n, k, 8, false)
+			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+			groups, np4 := k/g, (n+3)/4*4
+			// torchao's scales are [N, G]; the exporter stores them
+			// transposed to [G, N], zero-padded to a multiple of 4 columns.
+			sv := randScales(r, n*groups)
+			st := make([]float64, groups*np4)
+			for j := int64(0); j < n; j++ {
+				for gi := int64(0); gi < groups; gi++ {
+					st[gi*np4+j] = sv[j*groups+gi]
+				}
+			}
+			s, _ := b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(st))
+			bv := b.Null()
+			if bias {
+				bb := make([]float64, np4)
+				copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
+				bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
+			}
+			out := b.Tensor(f, Dims(outShape), -1)
+			b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(g), bv, out)
+			b.Outputs(out)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		// GEMV-like path (M ≤ 16), group sizes 32/64/128.
+		q4gswCase([]int64{1, 128}, 12, 32, true, false),
+		q4gswCase([]int64{3, 128}, 10, 64, false, false),
+		q4gswCase([]int64{16, 256}, 9, 128, true, false),
+		// K not a multiple of 8 (exporter pads to 8): one group of 36, and
+		// groups of 12 (a step of 8 k spans two groups).
+		q4gswCase([]int64{5, 36}, 7, 36, true, false),
+		q4gswCase([]int64{2, 36}, 8, 12, false, false),
+		// Tiled path (M > 16), odd M and N.
+		q4gswCase([]int64{33, 64}, 13, 32, true, false),
+		q4gswCase([]int64{17, 192}, 6, 64, false, false),
+		// 3-D input, 3-D and 2-D outputs.
+		q4gswCase([]int64{2, 3, 64}, 5, 32, true, false),
+		q4gswCase([]int64{1, 20, 128}, 8, 128, false, true),
+	)
+}
+
+// perChannelCase is et_vk.linear_qcs4w (int8 false: 4-bit codes, even k in
+// the high nibble, K padded only to even) or aten._weight_int8pack_mm
+// (i8: the PT2E int8 weights as they are), scales [N], followed by the
+// exporter's separate aten.add.Tensor of a prepacked bias when bias is set.
+func perChannelCase(in []int64, n int64, i8, bias bool) Case {
+	k := in[len(in)-1]
+	op := "linear_qcs4w"
+	if i8 {
+		op = "_weight_int8pack_mm"
+	}
+	name := fmt.Sprintf("%s/%s_N%d/%s", op, shapeName(in), n, map[bool]string{true: "bias", false: "nobias"}[bias])
+	return Case{
+		Name: name,
+		Tol:  quantTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, in, -1, 1)
+			x := b.Tensor(f, Dims(in), -1)
+			b.Inputs(x)
+			var w int32
+			if i8 {
+				q := randQ(r, n, k, -128, 127)
+				data := make([]byte, len(q))
+				for i, v := range q {
+					data[i] = byte(int8(v))
+				}
+				w, _ = b.NamedConst(serialization.Int8, []uint32{uint32(n), uint32(k)}, data)
+			} else {
+				packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 2, true)
+				w, _ = b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+			}
+			sv := randScales(r, n)
+			if i8 {
+				for i := range sv {
+					sv[i] = float64(float32(sv[i] / 16))
+				}
+			}
+			s, _ := b.NamedConst(f, []uint32{uint32(n)}, f32Bytes(sv))
+			outShape := append(append([]int64(nil), in[:len(in)-1]...), n)
+			out := b.Tensor(f, Dims(outShape), -1)
+			opName := "et_vk.linear_qcs4w.default"
+			if i8 {
+				opName = "aten._weight_int8pack_mm.default"
+			}
+			if !bias {
+				b.Op(opName, x, w, s, out)
+				b.Outputs(out)
+				return []*reference.Tensor{xv}
+			}
+			mm := b.Tensor(f, Dims(outShape), -1)
+			b.Op(opName, x, w, s, mm)
+			bc, _ := b.NamedConst(f, []uint32{uint32(n)}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
+			bp := b.Tensor(f, []uint32{uint32(n)}, -1)
+			b.Op("et_vk.prepack.default", bc, bp)
+			b.Op("aten.add.Tensor", mm, bp, b.Int(1), out)
+			b.Outputs(out)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		perChannelCase([]int64{1, 64}, 12, false, false),
+		perChannelCase([]int64{3, 36}, 7, false, true), // row bytes 18: unaligned rows
+		perChannelCase([]int64{2, 3, 20}, 5, false, false),
+		perChannelCase([]int64{19, 40}, 9, false, true),
+		perChannelCase([]int64{1, 36}, 10, true, true),
+		perChannelCase([]int64{5, 64}, 7, true, false),
+		perChannelCase([]int64{2, 9, 12}, 6, true, false),
+	)
+}

@@ -1,0 +1,311 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// Weight-quantized linears: float32 activations, the weight kept on the
+// device as the exporter wrote it and dequantized in registers by
+// shaders/qlinear.wgsl.
+//
+// et_vk.linear_q4gsw.default args: [x, weight, weight_scales, group_size, bias, out]
+//
+//	weight UINT8 [N, roundup(K,8)/2], even k in the low nibble, value code−8;
+//	scales float32 [G, Np4] (G ≥ ceil(K/g), Np4 ≥ N), s[k/g, n]; bias Null
+//	or float32 [≥N].
+//
+// et_vk.linear_qcs4w.default args: [x, weight, scales, out]
+//
+//	weight UINT8 [N, ceil(K/2)], even k in the HIGH nibble, value code−8;
+//	scales float32 [N].
+//
+// aten._weight_int8pack_mm.default args: [x, mat2, scales, out]
+//
+//	mat2 INT8 [N, K]; scales float32 [N].
+//
+// out[..., n] = Σ_k x[..., k]·W[n, k] (+ bias[n]). K is x's last dim and
+// must be a multiple of 4 (the exporter checks in_channels % 4). The output
+// rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
+func init() {
+	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
+	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)
+	Register("aten._weight_int8pack_mm.default", weightInt8packMMOp)
+}
+
+// qlinearMaxSteps caps the K steps (8 k each) one dispatch walks per
+// invocation, well below llvmpipe's 65535 loop back-edges.
+const qlinearMaxSteps = 16384
+
+// Register tiles of the quantized linear kernel. With at most
+// qlinearGEMVRows rows, one row block covers every row, so each packed
+// weight word is loaded and decoded once and applied to all M rows (the
+// GEMV-like path); more rows are split into blocks of qlinearTileRows.
+const (
+	qlinearGEMVRows = 16
+	qlinearGEMVCols = 2
+	qlinearTileRows = 8
+	qlinearTileCols = 4
+	qlinearWG       = 64
+)
+
+// qlinearShader is the template data of shaders/qlinear.wgsl.
+type qlinearShader struct {
+	Int8       bool // int8 weights (else int4)
+	HighEven   bool // int4: even k in the high nibble
+	Grouped    bool // scales per group of g k (else per channel)
+	SplitScale bool // g % 8 == 4: a step of 8 k spans two groups
+	Unaligned  bool // weight rows do not start on 4-byte boundaries
+	Bias       bool
+	Rows       []int
+	Cols       []int
+	WG         int
+}
+
+// qlinearCall is one quantized linear to record.
+type qlinearCall struct {
+	x, w, scales, bias, out int32
+	m, n, k                 int64
+	rowBytes                int64
+	g, ldS                  int64
+	sh                      qlinearShader
+}
+
+// qlinearInput checks the activation (float32, at least 1-D, K % 4 == 0)
+// and returns it with K and M.
+func qlinearInput(b Builder, id int32) (x Tensor, k, m int64, err error) {
+	x, err = b.Tensor(id)
+	if err != nil {
+		return Tensor{}, 0, 0, argErr(0, err)
+	}
+	if x.DType != serialization.Float32 {
+		return Tensor{}, 0, 0, Errorf(0, "input is %v, want float32", x.DType)
+	}
+	if len(x.Dims) == 0 {
+		return Tensor{}, 0, 0, Errorf(0, "input must have at least one dim")
+	}
+	k = x.Dims[len(x.Dims)-1]
+	if k%4 != 0 {
+		return Tensor{}, 0, 0, Errorf(0, "input's last dim %d is not a multiple of 4", k)
+	}
+	return x, k, NumelOf(x.Dims[:len(x.Dims)-1]), nil
+}
+
+// qlinearWeight returns constant-or-tensor id as a 2-D tensor of dtype dt.
+func qlinearWeight(b Builder, arg int, id int32, dt serialization.DataType) (Tensor, error) {
+	w, err := b.Tensor(id)
+	if err != nil {
+		return Tensor{}, argErr(arg, err)
+	}
+	if w.DType != dt {
+		return Tensor{}, Errorf(arg, "weight is %v, want %v", w.DType, dt)
+	}
+	if len(w.Dims) != 2 {
+		return Tensor{}, Errorf(arg, "weight must be 2-D, has dims %v", w.Dims)
+	}
+	return w, nil
+}
+
+// qlinearScales returns the float32 scales tensor id of rank rank.
+func qlinearScales(b Builder, arg int, id int32, rank int) (Tensor, error) {
+	s, err := b.Tensor(id)
+	if err != nil {
+		return Tensor{}, argErr(arg, err)
+	}
+	if s.DType == serialization.Float16 {
+		return Tensor{}, Errorf(arg, "float16 scales (force_fp16 exports) are not supported yet")
+	}
+	if s.DType != serialization.Float32 {
+		return Tensor{}, Errorf(arg, "scales are %v, want float32", s.DType)
+	}
+	if len(s.Dims) != rank {
+		return Tensor{}, Errorf(arg, "scales must be %d-D, have dims %v", rank, s.Dims)
+	}
+	return s, nil
+}
+
+// qlinearOutDims returns the output's live dims: x's leading dims and N,
+// in the rank the output was serialized with (a 3-D x may feed a 2-D
+// [M, N] output; a shorter x gets leading 1s).
+func qlinearOutDims(b Builder, arg int, id int32, x Tensor, m, n int64) ([]int64, error) {
+	o, err := b.Tensor(id)
+	if err != nil {
+		return nil, argErr(arg, err)
+	}
+	r := len(o.MaxDims)
+	lead := x.Dims[:len(x.Dims)-1]
+	switch {
+	case r == len(x.Dims):
+		return append(append([]int64(nil), lead...), n), nil
+	case r == 2:
+		return []int64{m, n}, nil
+	case r > len(x.Dims):
+		d := make([]int64, 0, r)
+		for i := 0; i < r-len(x.Dims); i++ {
+			d = append(d, 1)
+		}
+		return append(append(d, lead...), n), nil
+	}
+	return nil, Errorf(arg, "output rank %d does not fit input dims %v", r, x.Dims)
+}
+
+func linearQ4gswOp(b Builder, args []int32) error {
+	if len(args) != 6 {
+		return Errorf(-1, "want 6 args [input, weight, scales, group_size, bias, out], have %d", len(args))
+	}
+	x, k, m, err := qlinearInput(b, args[0])
+	if err != nil {
+		return err
+	}
+	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
+	if err != nil {
+		return err
+	}
+	n := w.Dims[0]
+	kp := (k + 7) / 8 * 8
+	if w.Dims[1] != kp/2 {
+		return Errorf(1, "weight dims %v, want [N, %d] for K = %d (K padded to a multiple of 8)", w.Dims, kp/2, k)
+	}
+	s, err := qlinearScales(b, 2, args[2], 2)
+	if err != nil {
+		return err
+	}
+	g, err := b.Int(args[3])
+	if err != nil {
+		return argErr(3, err)
+	}
+	if g <= 0 || g%4 != 0 {
+		return Errorf(3, "group size %d is not a positive multiple of 4", g)
+	}
+	if s.Dims[0] < (k+g-1)/g || s.Dims[1] < n {
+		return Errorf(2, "scales dims %v, want at least [%d, %d]", s.Dims, (k+g-1)/g, n)
+	}
+	c := qlinearCall{x: args[0], w: args[1], scales: args[2], bias: -1, out: args[5],
+		m: m, n: n, k: k, rowBytes: w.Dims[1], g: g, ldS: s.Dims[1],
+		sh: qlinearShader{Grouped: true, SplitScale: g%8 != 0}}
+	if !b.IsNull(args[4]) {
+		bias, err := b.Tensor(args[4])
+		if err != nil {
+			return argErr(4, err)
+		}
+		if bias.DType != serialization.Float32 || len(bias.Dims) != 1 || bias.Dims[0] < n {
+			return Errorf(4, "bias is %v %v, want float32 [%d] (or padded longer)", bias.DType, bias.Dims, n)
+		}
+		c.bias = args[4]
+	}
+	return recordQLinear(b, c, x, 5)
+}
+
+func linearQcs4wOp(b Builder, args []int32) error {
+	if len(args) != 4 {
+		return Errorf(-1, "want 4 args [input, weight, scales, out], have %d", len(args))
+	}
+	x, k, m, err := qlinearInput(b, args[0])
+	if err != nil {
+		return err
+	}
+	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
+	if err != nil {
+		return err
+	}
+	if w.Dims[1] != (k+1)/2 {
+		return Errorf(1, "weight dims %v, want [N, %d] for K = %d", w.Dims, (k+1)/2, k)
+	}
+	return qlinearPerChannel(b, args, x, w, m, k, qlinearShader{HighEven: true, Unaligned: w.Dims[1]%4 != 0})
+}
+
+func weightInt8packMMOp(b Builder, args []int32) error {
+	if len(args) != 4 {
+		return Errorf(-1, "want 4 args [input, mat2, scales, out], have %d", len(args))
+	}
+	x, k, m, err := qlinearInput(b, args[0])
+	if err != nil {
+		return err
+	}
+	w, err := qlinearWeight(b, 1, args[1], serialization.Int8)
+	if err != nil {
+		return err
+	}
+	if w.Dims[1] != k {
+		return Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k)
+	}
+	return qlinearPerChannel(b, args, x, w, m, k, qlinearShader{Int8: true})
+}
+
+// qlinearPerChannel records linear_qcs4w / _weight_int8pack_mm, whose
+// args are [x, weight, scales [N], out].
+func qlinearPerChannel(b Builder, args []int32, x, w Tensor, m, k int64, sh qlinearShader) error {
+	n := w.Dims[0]
+	s, err := qlinearScales(b, 2, args[2], 1)
+	if err != nil {
+		return err
+	}
+	if s.Dims[0] != n {
+		return Errorf(2, "scales dims %v, want [%d]", s.Dims, n)
+	}
+	c := qlinearCall{x: args[0], w: args[1], scales: args[2], bias: -1, out: args[3],
+		m: m, n: n, k: k, rowBytes: w.Dims[1], sh: sh}
+	return recordQLinear(b, c, x, 3)
+}
+
+// recordQLinear sets the output's shape and records c's dispatches,
+// choosing the register tile from the live M.
+func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
+	dims, err := qlinearOutDims(b, outArg, c.out, x, c.m, c.n)
+	if err != nil {
+		return err
+	}
+	if _, err := Output(b, outArg, c.out, serialization.Float32, dims); err != nil {
+		return err
+	}
+	if c.m == 0 || c.n == 0 {
+		return nil
+	}
+	if c.m*c.n > matmulMaxElems || c.m*c.k > matmulMaxElems {
+		return Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
+	}
+	sh := c.sh
+	sh.Bias = c.bias >= 0
+	sh.WG = qlinearWG
+	if c.m <= qlinearGEMVRows {
+		sh.Rows, sh.Cols = matmulTile(c.m, qlinearGEMVRows), matmulTile(qlinearGEMVCols, qlinearGEMVCols)
+	} else {
+		sh.Rows, sh.Cols = matmulTile(qlinearTileRows, qlinearTileRows), matmulTile(qlinearTileCols, qlinearTileCols)
+	}
+	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
+	rowBlocks := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
+	groups, err := Grid(uint64(colBlocks*rowBlocks), uint32(sh.WG), b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	inputs := []int32{c.x, c.w, c.scales}
+	if sh.Bias {
+		inputs = append(inputs, c.bias)
+	}
+	kern, err := shaders.Render("qlinear.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	steps, tail := c.k/8, c.k%8/4
+	for begin := int64(0); begin == 0 || begin < steps; begin += qlinearMaxSteps {
+		end := min(begin+qlinearMaxSteps, steps)
+		var accumulate, last uint32
+		if begin > 0 {
+			accumulate = 1
+		}
+		if end == steps {
+			last = 1
+		}
+		var p Params
+		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(c.k / 4)).U32(uint32(steps))
+		p.U32(uint32(tail)).U32(uint32(c.rowBytes)).U32(uint32(c.g)).U32(uint32(c.ldS))
+		p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate).U32(last)
+		p.U32(uint32(colBlocks)).U32(0).U32(0).U32(0)
+		if err := b.Dispatch(kern, inputs, []int32{c.out}, p.Bytes(), groups); err != nil {
+			return fmt.Errorf("ops: quantized linear: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+// qlinear.wgsl: weight-quantized linear, out = x·Wᵀ (+ bias), float32
+// activations and output, the weight dequantized in registers from its
+// exported bytes (never a float weight buffer). Chosen by
+// ops/quant_linear.go for et_vk.linear_q4gsw, et_vk.linear_qcs4w and
+// aten._weight_int8pack_mm.
+//
+// x is [M, K] (vec4s along K, K % 4 == 0). w holds N rows of
+// params.row_bytes bytes each, bound as u32 words:
+{{- if .Int8}}
+// int8 weights, one signed byte per k (k0 in byte 0 of a word).
+{{- else if .HighEven}}
+// int4 codes u (value u − 8), two per byte, the even k in the HIGH nibble.
+{{- else}}
+// int4 codes u (value u − 8), two per byte, the even k in the LOW nibble.
+{{- end}}
+{{- if .Grouped}}
+// Scales are per group of params.g consecutive k: s[(k / g)·ld_s + n].
+{{- else}}
+// Scales are per output channel: s[n], applied once to the dot product.
+{{- end}}
+//
+// The K loop walks steps of 8 k (one int4 word or two int8 words, two x
+// vec4s); a trailing half step (K % 8 == 4) reads only the first vec4.
+// Each invocation computes a tile of {{len .Rows}} rows × {{len .Cols}}
+// output columns: the weight words it loads are decoded and scaled once and
+// applied to all its rows, so with one row block (M ≤ rows) every packed
+// byte is read once per dispatch. Lanes run along columns; rows and columns
+// past M and N read the last valid one and are not written.
+//
+// Steps are split into chunks (s_begin, s_end) so no invocation loops more
+// than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
+// back-edges); later chunks add to out (accumulate != 0).
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- if .Bias}}
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<uniform> params: Params;
+{{- else}}
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+{{- end}}
+
+// Go twin: the Params built in recordQLinear (ops/quant_linear.go).
+struct Params {
+  m: u32,          // rows of x
+  n: u32,          // output columns
+  k4: u32,         // x row length in vec4s (K / 4)
+  steps: u32,      // full steps of 8 k (K / 8)
+  tail: u32,       // 1 when K % 8 == 4
+  row_bytes: u32,  // weight row stride in bytes
+  g: u32,          // group size (grouped scales)
+  ld_s: u32,       // scale row stride (grouped scales)
+  s_begin: u32,    // this chunk, in steps
+  s_end: u32,
+  accumulate: u32,
+  last: u32,       // this chunk runs the tail
+  col_blocks: u32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+// word returns the 4 weight bytes at byte offset a (a multiple of 2).
+fn word(a: u32) -> u32 {
+{{- if .Unaligned}}
+  let i = a >> 2u;
+  let sh = (a & 3u) * 8u;
+  if (sh == 0u) {
+    return w[i];
+  }
+  return (w[i] >> sh) | (w[i + 1u] << (32u - sh));
+{{- else}}
+  return w[a >> 2u];
+{{- end}}
+}
+
+// dec returns the 4 weights of word u (4 consecutive k) starting at
+// code c0 (0 or 4 within an int4 word).
+{{- if .Int8}}
+fn dec(u: u32) -> vec4<f32> {
+  return vec4<f32>((vec4<i32>(bitcast<i32>(u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+{{- else}}
+fn dec(u: u32, half: u32) -> vec4<f32> {
+{{- if .HighEven}}
+  let sh = vec4<u32>(4u, 0u, 12u, 8u) + vec4<u32>(half * 16u);
+{{- else}}
+  let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(half * 16u);
+{{- end}}
+  return vec4<f32>((vec4<u32>(u) >> sh) & vec4<u32>(15u)) - vec4<f32>(8.0);
+}
+{{- end}}
+
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let idx = (wid.x + wid.y * nwg.x) * {{.WG}}u + li;
+  let cb = idx % params.col_blocks;
+  let rb = idx / params.col_blocks;
+  let col0 = cb * {{len .Cols}}u;
+  let row0 = rb * {{len .Rows}}u;
+  if (row0 >= params.m) {
+    return;
+  }
+  let k4 = params.k4;
+{{- range .Cols}}
+  let n{{.}} = min(col0 + {{.}}u, params.n - 1u);
+  let wr{{.}} = n{{.}} * params.row_bytes;
+{{- end}}
+{{- range .Rows}}
+  let x{{.}} = min(row0 + {{.}}u, params.m - 1u) * k4;
+{{- end}}
+{{- range $r := .Rows}}{{range $c := $.Cols}}
+  var acc{{$r}}_{{$c}} = 0.0;
+{{- end}}{{end}}
+  for (var st = params.s_begin; st < params.s_end; st++) {
+{{- range .Cols}}
+{{- if $.Int8}}
+    let a{{.}} = dec(word(wr{{.}} + st * 8u));
+    let b{{.}} = dec(word(wr{{.}} + st * 8u + 4u));
+{{- else}}
+    let u{{.}} = word(wr{{.}} + st * 4u);
+    var a{{.}} = dec(u{{.}}, 0u);
+    var b{{.}} = dec(u{{.}}, 1u);
+{{- end}}
+{{- if $.Grouped}}
+    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- if $.SplitScale}}
+    b{{.}} *= s[((st * 8u + 4u) / params.g) * params.ld_s + n{{.}}];
+{{- else}}
+    b{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+    {
+      let xa = x[x{{$r}} + st * 2u];
+      let xb = x[x{{$r}} + st * 2u + 1u];
+{{- range $c := $.Cols}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}}) + dot(xb, b{{$c}});
+{{- end}}
+    }
+{{- end}}
+  }
+  if (params.last != 0u && params.tail != 0u) {
+    let st = params.steps;
+{{- range .Cols}}
+{{- if $.Int8}}
+    var a{{.}} = dec(word(wr{{.}} + st * 8u));
+{{- else}}
+    var a{{.}} = dec(word(wr{{.}} + st * 4u), 0u);
+{{- end}}
+{{- if $.Grouped}}
+    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+    {
+      let xa = x[x{{$r}} + st * 2u];
+{{- range $c := $.Cols}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}});
+{{- end}}
+    }
+{{- end}}
+  }
+{{- range $r := .Rows}}
+  if (row0 + {{$r}}u < params.m) {
+{{- range $c := $.Cols}}
+    if (col0 + {{$c}}u < params.n) {
+      let o = (row0 + {{$r}}u) * params.n + col0 + {{$c}}u;
+      var v = acc{{$r}}_{{$c}};
+{{- if not $.Grouped}}
+      v *= s[n{{$c}}];
+{{- end}}
+      if (params.accumulate != 0u) {
+        v += out[o];
+      }{{if $.Bias}} else {
+        v += bias[n{{$c}}];
+      }{{end}}
+      out[o] = v;
+    }
+{{- end}}
+  }
+{{- end}}
+}
