@@ -210,3 +210,50 @@ func init() {
 		perChannelCase([]int64{2, 9, 12}, 6, true, false),
 	)
 }
+
+// embeddingQ4gswCase is et_vk.embedding_q4gsw on a [v, d] table with group
+// size g (g == d: 1-D scales [V], as export_llama squeezes one group per
+// row), indices of shape ix, the weight packed the linear way (even d in
+// the low nibble) when linear and the embedding_4bit way otherwise.
+// intFlag passes is_linear_weight as an Int.
+func embeddingQ4gswCase(v, d, g int64, ix []int64, linear, intFlag bool) Case {
+	name := fmt.Sprintf("embedding_q4gsw/V%d_D%d_g%d/%s/linear=%v", v, d, g, shapeName(ix), linear)
+	if intFlag {
+		name += "/int_flag"
+	}
+	return Case{
+		Name: name,
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			packed, rb := packInt4(randQ(r, v, d, -8, 7), v, d, 8, !linear)
+			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(v), uint32(rb)}, packed)
+			groups := d / g
+			sdims := []uint32{uint32(v), uint32(groups)}
+			if groups == 1 {
+				sdims = []uint32{uint32(v)}
+			}
+			s, _ := b.NamedConst(f, sdims, f32Bytes(randScales(r, v*groups)))
+			iv := RandTensor(r, serialization.Int32, ix, 0, float64(v))
+			idx := b.Tensor(serialization.Int32, Dims(ix), -1)
+			b.Inputs(idx)
+			flag := b.Bool(linear)
+			if intFlag {
+				flag = b.Int(map[bool]int64{true: 1, false: 0}[linear])
+			}
+			out := b.Tensor(f, Dims(append(append([]int64(nil), ix...), d)), -1)
+			b.Op("et_vk.embedding_q4gsw.default", w, s, b.Int(g), idx, flag, out)
+			b.Outputs(out)
+			return []*reference.Tensor{iv}
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		embeddingQ4gswCase(50, 64, 32, []int64{7}, true, false),
+		embeddingQ4gswCase(33, 128, 64, []int64{2, 5}, false, false),
+		embeddingQ4gswCase(20, 128, 128, []int64{3}, true, true),
+		embeddingQ4gswCase(17, 96, 96, []int64{4, 3}, false, false),
+		embeddingQ4gswCase(9, 256, 32, []int64{1, 1}, false, true),
+	)
+}
