@@ -43,11 +43,18 @@ const qlinearMaxSteps = 16384
 // qlinearGEMVRows rows, one row block covers every row, so each packed
 // weight word is loaded and decoded once and applied to all M rows (the
 // GEMV-like path); more rows are split into blocks of qlinearTileRows.
+// A tile holds at most qlinearMaxAcc accumulators: measured on lavapipe
+// (K = N = 2048, rate relative to the float32 linear in the same run, very
+// noisy host) M = 1: 1×2 0.8–1.4, 1×4 1.7–1.9, 1×8 2.1–3.9, 1×16 1.3–3.0;
+// M = 16: 16×2 0.5–0.8, 16×4 0.76–0.89, 16×8 0.99–1.04, two 8×8 blocks
+// 0.67–0.73, two 8×4 blocks 0.50–0.76. But the LLVM JIT of the first
+// dispatch grows with the tile, on a cold Mesa shader cache 16×4 took
+// 4.9 s and 16×8 6.3 s (1×8 0.4 s), so tiles stop at 64 accumulators.
 const (
 	qlinearGEMVRows = 16
-	qlinearGEMVCols = 2
+	qlinearMaxCols  = 8
+	qlinearMaxAcc   = 64
 	qlinearTileRows = 8
-	qlinearTileCols = 4
 	qlinearWG       = 64
 )
 
@@ -59,6 +66,7 @@ type qlinearShader struct {
 	SplitScale bool // g % 8 == 4: a step of 8 k spans two groups
 	Unaligned  bool // weight rows do not start on 4-byte boundaries
 	Bias       bool
+	LateScale  bool // grouped: scale each row's dot product, not the weights
 	Rows       []int
 	Cols       []int
 	WG         int
@@ -270,10 +278,15 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	sh.Bias = c.bias >= 0
 	sh.WG = qlinearWG
 	if c.m <= qlinearGEMVRows {
-		sh.Rows, sh.Cols = matmulTile(c.m, qlinearGEMVRows), matmulTile(qlinearGEMVCols, qlinearGEMVCols)
+		sh.Rows = matmulTile(c.m, qlinearGEMVRows)
 	} else {
-		sh.Rows, sh.Cols = matmulTile(qlinearTileRows, qlinearTileRows), matmulTile(qlinearTileCols, qlinearTileCols)
+		sh.Rows = matmulTile(qlinearTileRows, qlinearTileRows)
 	}
+	cols := min(qlinearMaxCols, qlinearMaxAcc/len(sh.Rows))
+	sh.Cols = matmulTile(int64(cols), cols)
+	// Scaling the 8 decoded weights of a step costs 8 multiplies per
+	// column; scaling each row's dot instead costs one per row.
+	sh.LateScale = len(sh.Rows) < 8
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	rowBlocks := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
 	groups, err := Grid(uint64(colBlocks*rowBlocks), uint32(sh.WG), b.MaxWorkgroupsPerDim())

@@ -115,7 +115,40 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- range $r := .Rows}}{{range $c := $.Cols}}
   var acc{{$r}}_{{$c}} = 0.0;
 {{- end}}{{end}}
+{{- if .Grouped}}
+  // The scales of the current group(s), reloaded (with the one division)
+  // only when a step crosses a group boundary: a u32 division per step
+  // costs more than the rest of the step on llvmpipe.
+  var next_a = 0u;
+{{- range .Cols}}
+  var sa{{.}} = 0.0;
+{{- end}}
+{{- if .SplitScale}}
+  var next_b = 0u;
+{{- range .Cols}}
+  var sb{{.}} = 0.0;
+{{- end}}
+{{- end}}
+{{- end}}
   for (var st = params.s_begin; st < params.s_end; st++) {
+{{- if .Grouped}}
+    if (st == params.s_begin || st * 8u >= next_a) {
+      let ga = st * 8u / params.g;
+      next_a = (ga + 1u) * params.g;
+{{- range .Cols}}
+      sa{{.}} = s[ga * params.ld_s + n{{.}}];
+{{- end}}
+    }
+{{- if .SplitScale}}
+    if (st == params.s_begin || st * 8u + 4u >= next_b) {
+      let gb = (st * 8u + 4u) / params.g;
+      next_b = (gb + 1u) * params.g;
+{{- range .Cols}}
+      sb{{.}} = s[gb * params.ld_s + n{{.}}];
+{{- end}}
+    }
+{{- end}}
+{{- end}}
 {{- range .Cols}}
 {{- if $.Int8}}
     let a{{.}} = dec(word(wr{{.}} + st * 8u));
@@ -125,12 +158,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var a{{.}} = dec(u{{.}}, 0u);
     var b{{.}} = dec(u{{.}}, 1u);
 {{- end}}
-{{- if $.Grouped}}
-    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- if and $.Grouped (not $.LateScale)}}
+    a{{.}} *= sa{{.}};
 {{- if $.SplitScale}}
-    b{{.}} *= s[((st * 8u + 4u) / params.g) * params.ld_s + n{{.}}];
+    b{{.}} *= sb{{.}};
 {{- else}}
-    b{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+    b{{.}} *= sa{{.}};
 {{- end}}
 {{- end}}
 {{- end}}
@@ -139,7 +172,15 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let xa = x[x{{$r}} + st * 2u];
       let xb = x[x{{$r}} + st * 2u + 1u];
 {{- range $c := $.Cols}}
+{{- if and $.Grouped $.LateScale}}
+{{- if $.SplitScale}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * dot(xa, a{{$c}}) + sb{{$c}} * dot(xb, b{{$c}});
+{{- else}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * (dot(xa, a{{$c}}) + dot(xb, b{{$c}}));
+{{- end}}
+{{- else}}
       acc{{$r}}_{{$c}} += dot(xa, a{{$c}}) + dot(xb, b{{$c}});
+{{- end}}
 {{- end}}
     }
 {{- end}}

@@ -121,7 +121,7 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 
 func init() {
 	Cases = append(Cases,
-		// GEMV-like path (M ≤ 16), group sizes 32/64/128.
+		// GEMV-like path (M ≤ 16: one row block), group sizes 32/64/128.
 		q4gswCase([]int64{1, 128}, 12, 32, true, false),
 		q4gswCase([]int64{3, 128}, 10, 64, false, false),
 		q4gswCase([]int64{16, 256}, 9, 128, true, false),
@@ -129,9 +129,10 @@ func init() {
 		// groups of 12 (a step of 8 k spans two groups).
 		q4gswCase([]int64{5, 36}, 7, 36, true, false),
 		q4gswCase([]int64{2, 36}, 8, 12, false, false),
+		q4gswCase([]int64{6, 36}, 11, 12, true, false),
 		// Tiled path (M > 16), odd M and N.
 		q4gswCase([]int64{33, 64}, 13, 32, true, false),
-		q4gswCase([]int64{17, 192}, 6, 64, false, false),
+		q4gswCase([]int64{17, 192}, 6, 64, true, false),
 		// 3-D input, 3-D and 2-D outputs.
 		q4gswCase([]int64{2, 3, 64}, 5, 32, true, false),
 		q4gswCase([]int64{1, 20, 128}, 8, 128, false, true),
