@@ -66,7 +66,10 @@ type qlinearShader struct {
 	SplitScale bool // g % 8 == 4: a step of 8 k spans two groups
 	Unaligned  bool // weight rows do not start on 4-byte boundaries
 	Bias       bool
+	DQ8        bool // activations quantized per row to int8 (linear_dq8ca_q4gsw)
 	LateScale  bool // grouped: scale each row's dot product, not the weights
+	// Binding numbers of the optional bindings and what follows them.
+	XSBinding, XZBinding, BiasBinding, OutBinding, ParamsBinding int
 	Rows       []int
 	Cols       []int
 	WG         int
@@ -75,6 +78,7 @@ type qlinearShader struct {
 // qlinearCall is one quantized linear to record.
 type qlinearCall struct {
 	x, w, scales, bias, out int32
+	xs, xz                  int32 // DQ8: per-row activation scale and zero point
 	m, n, k                 int64
 	rowBytes                int64
 	g, ldS                  int64
@@ -163,47 +167,58 @@ func linearQ4gswOp(b Builder, args []int32) error {
 	if len(args) != 6 {
 		return Errorf(-1, "want 6 args [input, weight, scales, group_size, bias, out], have %d", len(args))
 	}
-	x, k, m, err := qlinearInput(b, args[0])
+	x, c, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
 	if err != nil {
 		return err
 	}
-	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
+	c.out = args[5]
+	return recordQLinear(b, c, x, 5)
+}
+
+// q4gswArgs reads the activation, packed weight, scales, group size and
+// bias of linear_q4gsw / linear_dq8ca_q4gsw at the given arg indices.
+func q4gswArgs(b Builder, args []int32, xa, wa, sa, ga, ba int) (Tensor, qlinearCall, error) {
+	x, k, m, err := qlinearInput(b, args[xa])
 	if err != nil {
-		return err
+		return Tensor{}, qlinearCall{}, err
+	}
+	w, err := qlinearWeight(b, wa, args[wa], serialization.Uint8)
+	if err != nil {
+		return Tensor{}, qlinearCall{}, err
 	}
 	n := w.Dims[0]
 	kp := (k + 7) / 8 * 8
 	if w.Dims[1] != kp/2 {
-		return Errorf(1, "weight dims %v, want [N, %d] for K = %d (K padded to a multiple of 8)", w.Dims, kp/2, k)
+		return Tensor{}, qlinearCall{}, Errorf(wa, "weight dims %v, want [N, %d] for K = %d (K padded to a multiple of 8)", w.Dims, kp/2, k)
 	}
-	s, err := qlinearScales(b, 2, args[2], 2)
+	s, err := qlinearScales(b, sa, args[sa], 2)
 	if err != nil {
-		return err
+		return Tensor{}, qlinearCall{}, err
 	}
-	g, err := b.Int(args[3])
+	g, err := b.Int(args[ga])
 	if err != nil {
-		return argErr(3, err)
+		return Tensor{}, qlinearCall{}, argErr(ga, err)
 	}
 	if g <= 0 || g%4 != 0 {
-		return Errorf(3, "group size %d is not a positive multiple of 4", g)
+		return Tensor{}, qlinearCall{}, Errorf(ga, "group size %d is not a positive multiple of 4", g)
 	}
 	if s.Dims[0] < (k+g-1)/g || s.Dims[1] < n {
-		return Errorf(2, "scales dims %v, want at least [%d, %d]", s.Dims, (k+g-1)/g, n)
+		return Tensor{}, qlinearCall{}, Errorf(sa, "scales dims %v, want at least [%d, %d]", s.Dims, (k+g-1)/g, n)
 	}
-	c := qlinearCall{x: args[0], w: args[1], scales: args[2], bias: -1, out: args[5],
+	c := qlinearCall{x: args[xa], w: args[wa], scales: args[sa], bias: -1,
 		m: m, n: n, k: k, rowBytes: w.Dims[1], g: g, ldS: s.Dims[1],
 		sh: qlinearShader{Grouped: true, SplitScale: g%8 != 0}}
-	if !b.IsNull(args[4]) {
-		bias, err := b.Tensor(args[4])
+	if !b.IsNull(args[ba]) {
+		bias, err := b.Tensor(args[ba])
 		if err != nil {
-			return argErr(4, err)
+			return Tensor{}, qlinearCall{}, argErr(ba, err)
 		}
 		if bias.DType != serialization.Float32 || len(bias.Dims) != 1 || bias.Dims[0] < n {
-			return Errorf(4, "bias is %v %v, want float32 [%d] (or padded longer)", bias.DType, bias.Dims, n)
+			return Tensor{}, qlinearCall{}, Errorf(ba, "bias is %v %v, want float32 [%d] (or padded longer)", bias.DType, bias.Dims, n)
 		}
-		c.bias = args[4]
+		c.bias = args[ba]
 	}
-	return recordQLinear(b, c, x, 5)
+	return x, c, nil
 }
 
 func linearQcs4wOp(b Builder, args []int32) error {
@@ -294,9 +309,15 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 		return err
 	}
 	inputs := []int32{c.x, c.w, c.scales}
+	if sh.DQ8 {
+		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, c.xs, c.xz)
+	}
 	if sh.Bias {
+		sh.BiasBinding = len(inputs)
 		inputs = append(inputs, c.bias)
 	}
+	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
 	kern, err := shaders.Render("qlinear.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err

@@ -33,13 +33,26 @@
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- if .DQ8}}
+// Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): per-row scale xs
+// and int8 zero point xz (four per word) from choose_qparams_affine. Each
+// x value is quantized as it is loaded, xq = clamp(round(x / xs) + xz,
+// −128, 127) (round half to even), the kernel multiplies the weights by
+// xq − xz and the row's sum by xs.
+@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
+@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
+{{- end}}
 {{- if .Bias}}
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
+{{- end}}
+@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
+@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- if .DQ8}}
+
+// qx quantizes and re-centres 4 activations of a row.
+fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
+  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+}
 {{- end}}
 
 // Go twin: the Params built in recordQLinear (ops/quant_linear.go).
@@ -110,7 +123,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let wr{{.}} = n{{.}} * params.row_bytes;
 {{- end}}
 {{- range .Rows}}
-  let x{{.}} = min(row0 + {{.}}u, params.m - 1u) * k4;
+  let r{{.}} = min(row0 + {{.}}u, params.m - 1u);
+  let x{{.}} = r{{.}} * k4;
+{{- if $.DQ8}}
+  let xs{{.}} = xs[r{{.}}];
+  let xz{{.}} = f32((bitcast<i32>(xz[r{{.}} / 4u]) << (24u - 8u * (r{{.}} % 4u))) >> 24u);
+{{- end}}
 {{- end}}
 {{- range $r := .Rows}}{{range $c := $.Cols}}
   var acc{{$r}}_{{$c}} = 0.0;
@@ -169,8 +187,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
 {{- range $r := .Rows}}
     {
+{{- if $.DQ8}}
+      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
+      let xb = qx(x[x{{$r}} + st * 2u + 1u], xs{{$r}}, xz{{$r}});
+{{- else}}
       let xa = x[x{{$r}} + st * 2u];
       let xb = x[x{{$r}} + st * 2u + 1u];
+{{- end}}
 {{- range $c := $.Cols}}
 {{- if and $.Grouped $.LateScale}}
 {{- if $.SplitScale}}
@@ -199,7 +222,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
 {{- range $r := .Rows}}
     {
+{{- if $.DQ8}}
+      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
+{{- else}}
       let xa = x[x{{$r}} + st * 2u];
+{{- end}}
 {{- range $c := $.Cols}}
       acc{{$r}}_{{$c}} += dot(xa, a{{$c}});
 {{- end}}
@@ -212,6 +239,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     if (col0 + {{$c}}u < params.n) {
       let o = (row0 + {{$r}}u) * params.n + col0 + {{$c}}u;
       var v = acc{{$r}}_{{$c}};
+{{- if $.DQ8}}
+      v *= xs{{$r}};
+{{- end}}
 {{- if not $.Grouped}}
       v *= s[n{{$c}}];
 {{- end}}

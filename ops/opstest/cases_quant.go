@@ -258,3 +258,78 @@ func init() {
 		embeddingQ4gswCase(9, 256, 32, []int64{1, 1}, false, true),
 	)
 }
+
+// dq8caCase is the 8da4w pair: torchao.choose_qparams_affine (nargs 10, 11
+// or 14, the torchao versions' arg lists) on x, then
+// et_vk.linear_dq8ca_q4gsw of x with those qparams. The qparams are graph
+// outputs too, so the int8 zero points are compared exactly.
+func dq8caCase(in []int64, n, g int64, bias bool, nargs int) Case {
+	k := in[len(in)-1]
+	lead := in[:len(in)-1]
+	name := fmt.Sprintf("linear_dq8ca_q4gsw/%s_N%d_g%d/%s/qparams%d", shapeName(in), n, g, map[bool]string{true: "bias", false: "nobias"}[bias], nargs)
+	return Case{
+		Name: name,
+		Tol:  Tolerance{Abs: quantTol(k).Abs * 4, Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, in, -1, 1)
+			// Rows of one sign and a tiny row exercise the range rules.
+			xv.V[0] = 0.75
+			if len(xv.V) > 2*int(k) {
+				for j := 0; j < int(k); j++ {
+					xv.V[int(k)+j] = -math.Abs(xv.V[int(k)+j])
+				}
+			}
+			x := b.Tensor(f, Dims(in), -1)
+			b.Inputs(x)
+			scale := b.Tensor(f, Dims(lead), -1)
+			zp := b.Tensor(serialization.Int8, Dims(lead), -1)
+			bsz := make([]int64, len(in))
+			for i := range bsz {
+				bsz[i] = 1
+			}
+			bsz[len(in)-1] = k
+			qa := []int32{x, b.String("ASYMMETRIC"), b.IntList(bsz...), b.Null(), b.Int(-128), b.Int(127), b.Null(), b.Null(), b.Null()}
+			switch nargs {
+			case 11:
+				qa = append(qa, b.Bool(false))
+			case 14:
+				qa = append(qa, b.Bool(true), b.Null(), b.Null(), b.Null())
+			}
+			b.Op("torchao.choose_qparams_affine.default", append(qa, b.ValueList(scale, zp))...)
+
+			q := randQ(r, n, k, -8, 7)
+			packed, rb := packInt4(q, n, k, 8, false)
+			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+			groups, np4, np8 := k/g, (n+3)/4*4, (n+7)/8*8
+			sums := &reference.Tensor{DType: serialization.Int32, Shape: []int64{groups, np8}, V: make([]float64, groups*np8)}
+			for j := int64(0); j < n; j++ {
+				for p := int64(0); p < k; p++ {
+					sums.V[(p/g)*np8+j] += float64(q[j*k+p])
+				}
+			}
+			ws, _ := b.NamedConst(serialization.Int32, []uint32{uint32(groups), uint32(np8)}, sums.Encode())
+			sv := randScales(r, groups*np4)
+			s, _ := b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(sv))
+			bv := b.Null()
+			if bias {
+				bb := make([]float64, np4)
+				copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
+				bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
+			}
+			out := b.Tensor(f, Dims(append(append([]int64(nil), lead...), n)), -1)
+			b.Op("et_vk.linear_dq8ca_q4gsw.default", x, scale, zp, w, ws, s, b.Int(g), bv, out)
+			b.Outputs(out, scale, zp)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		dq8caCase([]int64{1, 128}, 12, 32, true, 11),
+		dq8caCase([]int64{3, 64}, 9, 64, false, 10),
+		dq8caCase([]int64{1, 5, 128}, 8, 128, true, 14),
+		dq8caCase([]int64{19, 64}, 7, 32, true, 11),
+	)
+}

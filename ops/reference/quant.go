@@ -1,6 +1,9 @@
 package reference
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // et_vk.linear_q4gsw.default [x (…×K), weight UINT8 [N, roundup(K,8)/2] (even k low nibble), scales [G, Np4], group_size, bias|Null, out]
 // et_vk.linear_qcs4w.default [x, weight UINT8 [N, ceil(K/2)] (even k high nibble), scales [N], out]
@@ -74,15 +77,21 @@ func linearQ4gswRef(e *Env, a []int32) error {
 	if len(a) != 6 {
 		return fmt.Errorf("linear_q4gsw: %d args", len(a))
 	}
-	x, w, err := e.in2(a[0], a[1])
+	x, err := e.In(a[0])
 	if err != nil {
 		return err
 	}
-	s, err := e.In(a[2])
+	return q4gswRef(e, x, a[1:])
+}
+
+// q4gswRef is linear_q4gsw of activation x with a = [weight, scales,
+// group_size, bias, out].
+func q4gswRef(e *Env, x *Tensor, a []int32) error {
+	w, s, err := e.in2(a[0], a[1])
 	if err != nil {
 		return err
 	}
-	g, err := e.Int(a[3])
+	g, err := e.Int(a[2])
 	if err != nil {
 		return err
 	}
@@ -102,8 +111,8 @@ func linearQ4gswRef(e *Env, a []int32) error {
 		}
 	}
 	var bias []float64
-	if !e.IsNull(a[4]) {
-		bt, err := e.In(a[4])
+	if !e.IsNull(a[3]) {
+		bt, err := e.In(a[3])
 		if err != nil {
 			return err
 		}
@@ -112,7 +121,7 @@ func linearQ4gswRef(e *Env, a []int32) error {
 		}
 		bias = bt.V
 	}
-	return quantLinearOut(e, x, wm, n, bias, a[5])
+	return quantLinearOut(e, x, wm, n, bias, a[4])
 }
 
 // perChannelRef reads [x, weight, scales [N], out] and unpacks the weight
@@ -211,4 +220,153 @@ func embeddingQ4gswRef(e *Env, a []int32) error {
 	}
 	e.Set(a[5], out)
 	return nil
+}
+
+// torchao.choose_qparams_affine.default [input, mapping_type, block_size, …, out ValueList [scale, zp]]
+// (ASYMMETRIC, per row: the Vulkan/WebGPU rule, in float32 arithmetic)
+// et_vk.linear_dq8ca_q4gsw.default [x, x_scale, x_zp, weight, weight_sums, weight_scales, group_size, bias|Null, out]
+func init() {
+	Register("torchao.choose_qparams_affine.default", chooseQParamsRef)
+	Register("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gswRef)
+}
+
+// rowQParams returns the scale and zero point of one row by the runtimes'
+// rule: range widened to hold 0, scale = range/(qmax−qmin) (0 or an
+// infinite reciprocal → 0.1, under 6.1e-5 raised to it with the range
+// stretched), zero point from whichever end has the smaller error test,
+// clamped to [qmin, qmax] or rounded half to even.
+func rowQParams(row []float64, qmin, qmax int64) (float32, int64) {
+	var lo, hi float32
+	for _, v := range row {
+		lo = min(lo, float32(v))
+		hi = max(hi, float32(v))
+	}
+	fmin, fmax := float32(qmin), float32(qmax)
+	s := (hi - lo) / (fmax - fmin)
+	if s == 0 || math.IsInf(float64(1/s), 0) {
+		s = 0.1
+	}
+	const small = float32(6.1e-5)
+	if s < small {
+		org := s
+		s = small
+		switch {
+		case lo == 0:
+			hi = small * (fmax - fmin)
+		case hi == 0:
+			lo = -small * (fmax - fmin)
+		default:
+			lo *= small / org
+			hi *= small / org
+		}
+	}
+	fromMin, fromMax := fmin-lo/s, fmax-hi/s
+	errMin := float32(math.Abs(float64(fmin))) - float32(math.Abs(float64(lo/s)))
+	errMax := float32(math.Abs(float64(fmax))) - float32(math.Abs(float64(hi/s)))
+	z0 := fromMax
+	if errMin < errMax {
+		z0 = fromMin
+	}
+	switch {
+	case z0 < fmin:
+		return s, qmin
+	case z0 > fmax:
+		return s, qmax
+	}
+	return s, int64(math.RoundToEven(float64(z0)))
+}
+
+func chooseQParamsRef(e *Env, a []int32) error {
+	if n := len(a); n != 10 && n != 11 && n != 14 {
+		return fmt.Errorf("choose_qparams_affine: %d args", n)
+	}
+	x, err := e.In(a[0])
+	if err != nil {
+		return err
+	}
+	if mt, err := e.String(a[1]); err != nil || mt != "ASYMMETRIC" {
+		return fmt.Errorf("choose_qparams_affine: mapping_type %q (%v)", mt, err)
+	}
+	bs, err := e.IntList(a[2])
+	if err != nil {
+		return err
+	}
+	r := len(x.Shape)
+	k := x.Shape[r-1]
+	if len(bs) != r || bs[r-1] != k {
+		return fmt.Errorf("choose_qparams_affine: block_size %v for %v", bs, x.Shape)
+	}
+	for _, v := range bs[:r-1] {
+		if v != 1 {
+			return fmt.Errorf("choose_qparams_affine: block_size %v is not per row", bs)
+		}
+	}
+	qmin, qmax := int64(-128), int64(127)
+	if !e.IsNull(a[4]) {
+		if qmin, err = e.Int(a[4]); err != nil {
+			return err
+		}
+	}
+	if !e.IsNull(a[5]) {
+		if qmax, err = e.Int(a[5]); err != nil {
+			return err
+		}
+	}
+	outs, err := e.ValueList(a[len(a)-1])
+	if err != nil || len(outs) != 2 {
+		return fmt.Errorf("choose_qparams_affine: outputs %v (%v)", outs, err)
+	}
+	rows := x.Numel() / max(k, 1)
+	var res [2]*Tensor
+	for i, id := range outs {
+		_, decl, err := e.Decl(id)
+		if err != nil {
+			return err
+		}
+		shape := append([]int64(nil), x.Shape[:r-1]...)
+		if len(decl) == r {
+			shape = append(shape, 1)
+		}
+		if res[i], err = e.NewOut(id, shape); err != nil {
+			return err
+		}
+	}
+	for m := int64(0); m < rows; m++ {
+		s, z := rowQParams(x.V[m*k:(m+1)*k], qmin, qmax)
+		res[0].V[m], res[1].V[m] = float64(s), float64(z)
+	}
+	e.Set(outs[0], res[0])
+	e.Set(outs[1], res[1])
+	return nil
+}
+
+func linearDq8caQ4gswRef(e *Env, a []int32) error {
+	if len(a) != 9 {
+		return fmt.Errorf("linear_dq8ca_q4gsw: %d args", len(a))
+	}
+	x, err := e.In(a[0])
+	if err != nil {
+		return err
+	}
+	xs, xz, err := e.in2(a[1], a[2])
+	if err != nil {
+		return err
+	}
+	k := x.Shape[len(x.Shape)-1]
+	rows := x.Numel() / max(k, 1)
+	if xs.Numel() != rows || xz.Numel() != rows {
+		return fmt.Errorf("linear_dq8ca_q4gsw: qparams %v %v for %d rows", xs.Shape, xz.Shape, rows)
+	}
+	// The activation each row's dot product sees: (xq − z)·s, quantized in
+	// float32 as the runtimes do; the linear itself is linear_q4gsw's.
+	xd := &Tensor{DType: x.DType, Shape: x.Shape, V: make([]float64, len(x.V))}
+	for m := int64(0); m < rows; m++ {
+		s, z := float32(xs.V[m]), xz.V[m]
+		for j := m * k; j < (m+1)*k; j++ {
+			q := math.RoundToEven(float64(float32(x.V[j])/s)) + z
+			q = math.Max(-128, math.Min(127, q))
+			xd.V[j] = (q - z) * float64(s)
+		}
+	}
+	return q4gswRef(e, xd, []int32{a[3], a[5], a[6], a[7], a[8]})
 }
