@@ -70,9 +70,9 @@ type qlinearShader struct {
 	LateScale  bool // grouped: scale each row's dot product, not the weights
 	// Binding numbers of the optional bindings and what follows them.
 	XSBinding, XZBinding, BiasBinding, OutBinding, ParamsBinding int
-	Rows       []int
-	Cols       []int
-	WG         int
+	Rows                                                         []int
+	Cols                                                         []int
+	WG                                                           int
 }
 
 // qlinearCall is one quantized linear to record.
