@@ -68,11 +68,12 @@ type qlinearShader struct {
 	Bias       bool
 	DQ8        bool // activations quantized per row to int8 (linear_dq8ca_q4gsw)
 	LateScale  bool // grouped: scale each row's dot product, not the weights
-	// Binding numbers of the optional bindings and what follows them.
+	Rows       []int
+	Cols       []int
+	WG         int
+
+	// Binding numbers of the optional bindings and of those after them.
 	XSBinding, XZBinding, BiasBinding, OutBinding, ParamsBinding int
-	Rows                                                         []int
-	Cols                                                         []int
-	WG                                                           int
 }
 
 // qlinearCall is one quantized linear to record.
