@@ -26,6 +26,13 @@ import (
 //
 //	mat2 INT8 [N, K]; scales float32 [N].
 //
+// et_vk.linear_weight_int4.default args: [x, mat2, group_size, qScaleAndZeros, inner_k_tiles, out]
+//
+//	(exported 2024-10 … 2025-09 by -qmode vulkan_4w) mat2 UINT8 [N, K/2],
+//	even k in the HIGH nibble; qScaleAndZeros float32 [K/g, N, 2], scale
+//	then zero: W[n, k] = (code − 8)·scale + zero (asymmetric); inner_k_tiles
+//	is ignored, as the Vulkan runtime did; g % 8 == 0 and K % g == 0.
+//
 // out[..., n] = Σ_k x[..., k]·W[n, k] (+ bias[n]). K is x's last dim and
 // must be a multiple of 4 (the exporter checks in_channels % 4). The output
 // rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
@@ -33,6 +40,7 @@ func init() {
 	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
 	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)
 	Register("aten._weight_int8pack_mm.default", weightInt8packMMOp)
+	Register("et_vk.linear_weight_int4.default", linearWeightInt4Op)
 }
 
 // qlinearMaxSteps caps the K steps (8 k each) one dispatch walks per
@@ -68,6 +76,7 @@ type qlinearShader struct {
 	Bias       bool
 	DQ8        bool // activations quantized per row to int8 (linear_dq8ca_q4gsw)
 	LateScale  bool // grouped: scale each row's dot product, not the weights
+	Zeros      bool // grouped scales and float zeros interleaved (linear_weight_int4)
 	Rows       []int
 	Cols       []int
 	WG         int
@@ -302,7 +311,7 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	sh.Cols = matmulTile(int64(cols), cols)
 	// Scaling the 8 decoded weights of a step costs 8 multiplies per
 	// column; scaling each row's dot instead costs one per row.
-	sh.LateScale = len(sh.Rows) < 8
+	sh.LateScale = len(sh.Rows) < 8 && !sh.Zeros
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	rowBlocks := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
 	groups, err := Grid(uint64(colBlocks*rowBlocks), uint32(sh.WG), b.MaxWorkgroupsPerDim())
@@ -343,4 +352,40 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 		}
 	}
 	return nil
+}
+
+func linearWeightInt4Op(b Builder, args []int32) error {
+	if len(args) != 6 {
+		return Errorf(-1, "want 6 args [input, mat2, group_size, qScaleAndZeros, inner_k_tiles, out], have %d", len(args))
+	}
+	x, k, m, err := qlinearInput(b, args[0])
+	if err != nil {
+		return err
+	}
+	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
+	if err != nil {
+		return err
+	}
+	n := w.Dims[0]
+	g, err := b.Int(args[2])
+	if err != nil {
+		return argErr(2, err)
+	}
+	if g <= 0 || g%8 != 0 || k%g != 0 {
+		return Errorf(2, "group size %d: want a multiple of 8 dividing K = %d", g, k)
+	}
+	if w.Dims[1] != k/2 {
+		return Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k/2)
+	}
+	s, err := qlinearScales(b, 3, args[3], 3)
+	if err != nil {
+		return err
+	}
+	if s.Dims[0] != k/g || s.Dims[1] != n || s.Dims[2] != 2 {
+		return Errorf(3, "qScaleAndZeros dims %v, want [%d, %d, 2]", s.Dims, k/g, n)
+	}
+	c := qlinearCall{x: args[0], w: args[1], scales: args[3], bias: -1, out: args[5],
+		m: m, n: n, k: k, rowBytes: w.Dims[1], g: g, ldS: n,
+		sh: qlinearShader{HighEven: true, Grouped: true, Zeros: true}}
+	return recordQLinear(b, c, x, 5)
 }

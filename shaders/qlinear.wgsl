@@ -13,7 +13,10 @@
 {{- else}}
 // int4 codes u (value u − 8), two per byte, the even k in the LOW nibble.
 {{- end}}
-{{- if .Grouped}}
+{{- if .Zeros}}
+// Scales and zeros are per group of params.g consecutive k, interleaved:
+// W = q·s[((k / g)·ld_s + n)·2] + s[((k / g)·ld_s + n)·2 + 1].
+{{- else if .Grouped}}
 // Scales are per group of params.g consecutive k: s[(k / g)·ld_s + n].
 {{- else}}
 // Scales are per output channel: s[n], applied once to the dot product.
@@ -140,6 +143,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   var next_a = 0u;
 {{- range .Cols}}
   var sa{{.}} = 0.0;
+{{- if $.Zeros}}
+  var za{{.}} = 0.0;
+{{- end}}
 {{- end}}
 {{- if .SplitScale}}
   var next_b = 0u;
@@ -154,7 +160,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let ga = st * 8u / params.g;
       next_a = (ga + 1u) * params.g;
 {{- range .Cols}}
+{{- if $.Zeros}}
+      sa{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u];
+      za{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u + 1u];
+{{- else}}
       sa{{.}} = s[ga * params.ld_s + n{{.}}];
+{{- end}}
 {{- end}}
     }
 {{- if .SplitScale}}
@@ -177,11 +188,16 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var b{{.}} = dec(u{{.}}, 1u);
 {{- end}}
 {{- if and $.Grouped (not $.LateScale)}}
+{{- if $.Zeros}}
+    a{{.}} = fma(a{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+    b{{.}} = fma(b{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+{{- else}}
     a{{.}} *= sa{{.}};
 {{- if $.SplitScale}}
     b{{.}} *= sb{{.}};
 {{- else}}
     b{{.}} *= sa{{.}};
+{{- end}}
 {{- end}}
 {{- end}}
 {{- end}}
@@ -217,7 +233,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var a{{.}} = dec(word(wr{{.}} + st * 4u), 0u);
 {{- end}}
 {{- if $.Grouped}}
+{{- if $.Zeros}}
+    let ts{{.}} = ((st * 8u / params.g) * params.ld_s + n{{.}}) * 2u;
+    a{{.}} = fma(a{{.}}, vec4<f32>(s[ts{{.}}]), vec4<f32>(s[ts{{.}} + 1u]));
+{{- else}}
     a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- end}}
 {{- end}}
 {{- end}}
 {{- range $r := .Rows}}

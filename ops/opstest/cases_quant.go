@@ -333,3 +333,43 @@ func init() {
 		dq8caCase([]int64{19, 64}, 7, 32, true, 11),
 	)
 }
+
+// weightInt4Case is the historical et_vk.linear_weight_int4 (-qmode
+// vulkan_4w, 2024-10 … 2025-09): torchao uint4 codes with a float zero
+// per group, even k in the high nibble, qScaleAndZeros [K/g, N, 2].
+func weightInt4Case(in []int64, n, g int64) Case {
+	k := in[len(in)-1]
+	return Case{
+		Name: fmt.Sprintf("linear_weight_int4/%s_N%d_g%d", shapeName(in), n, g),
+		Tol:  quantTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, in, -1, 1)
+			x := b.Tensor(f, Dims(in), -1)
+			b.Inputs(x)
+			packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 2, true)
+			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+			sz := make([]float64, (k/g)*n*2)
+			for i := range sz {
+				if i%2 == 0 {
+					sz[i] = float64(float32(0.01 + 0.09*r.Float64()))
+				} else {
+					sz[i] = float64(float32(0.2 * (r.Float64() - 0.5)))
+				}
+			}
+			s, _ := b.NamedConst(f, []uint32{uint32(k / g), uint32(n), 2}, f32Bytes(sz))
+			out := b.Tensor(f, Dims(append(append([]int64(nil), in[:len(in)-1]...), n)), -1)
+			b.Op("et_vk.linear_weight_int4.default", x, w, b.Int(g), s, b.Int(8), out)
+			b.Outputs(out)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	Cases = append(Cases,
+		weightInt4Case([]int64{1, 128}, 12, 32),
+		weightInt4Case([]int64{2, 3, 64}, 7, 64),
+		weightInt4Case([]int64{21, 256}, 9, 256),
+	)
+}

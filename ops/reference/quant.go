@@ -224,10 +224,13 @@ func embeddingQ4gswRef(e *Env, a []int32) error {
 
 // torchao.choose_qparams_affine.default [input, mapping_type, block_size, …, out ValueList [scale, zp]]
 // (ASYMMETRIC, per row: the Vulkan/WebGPU rule, in float32 arithmetic)
+// et_vk.linear_weight_int4.default [x, mat2 UINT8 [N, K/2] (even k high nibble), group_size, qScaleAndZeros [K/g, N, 2], inner_k_tiles, out]
+// (W = (code − 8)·scale + zero)
 // et_vk.linear_dq8ca_q4gsw.default [x, x_scale, x_zp, weight, weight_sums, weight_scales, group_size, bias|Null, out]
 func init() {
 	Register("torchao.choose_qparams_affine.default", chooseQParamsRef)
 	Register("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gswRef)
+	Register("et_vk.linear_weight_int4.default", linearWeightInt4Ref)
 }
 
 // rowQParams returns the scale and zero point of one row by the runtimes'
@@ -369,4 +372,39 @@ func linearDq8caQ4gswRef(e *Env, a []int32) error {
 		}
 	}
 	return q4gswRef(e, xd, []int32{a[3], a[5], a[6], a[7], a[8]})
+}
+
+func linearWeightInt4Ref(e *Env, a []int32) error {
+	if len(a) != 6 {
+		return fmt.Errorf("linear_weight_int4: %d args", len(a))
+	}
+	x, w, err := e.in2(a[0], a[1])
+	if err != nil {
+		return err
+	}
+	g, err := e.Int(a[2])
+	if err != nil {
+		return err
+	}
+	sz, err := e.In(a[3])
+	if err != nil {
+		return err
+	}
+	k := x.Shape[len(x.Shape)-1]
+	if len(w.Shape) != 2 || g <= 0 || k%g != 0 || w.Shape[1]*2 != k {
+		return fmt.Errorf("linear_weight_int4: mat2 %v group %d for K %d", w.Shape, g, k)
+	}
+	n := w.Shape[0]
+	if len(sz.Shape) != 3 || sz.Shape[0] != k/g || sz.Shape[1] != n || sz.Shape[2] != 2 {
+		return fmt.Errorf("linear_weight_int4: qScaleAndZeros %v", sz.Shape)
+	}
+	wm := make([]float64, n*k)
+	for j := int64(0); j < n; j++ {
+		row := w.V[j*k/2 : (j+1)*k/2]
+		for p := int64(0); p < k; p++ {
+			at := ((p/g)*n + j) * 2
+			wm[j*k+p] = nibble(row, p, true)*sz.V[at] + sz.V[at+1]
+		}
+	}
+	return quantLinearOut(e, x, wm, n, nil, a[5])
 }
