@@ -77,6 +77,7 @@ type qlinearShader struct {
 	DQ8        bool // activations quantized per row to int8 (linear_dq8ca_q4gsw)
 	LateScale  bool // grouped: scale each row's dot product, not the weights
 	Zeros      bool // grouped scales and float zeros interleaved (linear_weight_int4)
+	Chunked    bool // K takes several dispatches (more than qlinearMaxSteps steps)
 	Rows       []int
 	Cols       []int
 	WG         int
@@ -318,6 +319,8 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	if err != nil {
 		return err
 	}
+	steps, tail := c.k/8, c.k%8/4
+	sh.Chunked = steps > qlinearMaxSteps
 	inputs := []int32{c.x, c.w, c.scales}
 	if sh.DQ8 {
 		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
@@ -332,7 +335,6 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	if err != nil {
 		return err
 	}
-	steps, tail := c.k/8, c.k%8/4
 	for begin := int64(0); begin == 0 || begin < steps; begin += qlinearMaxSteps {
 		end := min(begin+qlinearMaxSteps, steps)
 		var accumulate, last uint32

@@ -254,6 +254,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
 {{- end}}
   }
+{{- if .Chunked}}
+{{- /* Several K chunks: later ones add to out, so each element is written
+      by exactly one invocation, once. */}}
 {{- range $r := .Rows}}
   if (row0 + {{$r}}u < params.m) {
 {{- range $c := $.Cols}}
@@ -275,5 +278,28 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
 {{- end}}
   }
+{{- end}}
+{{- else}}
+  // Rows and columns past M and N computed the same values as the last
+  // valid ones (their reads were clamped), so every element is stored to
+  // the clamped index unconditionally: duplicates store identical values.
+  // Branch-free stores halve the LLVM JIT time of a big tile.
+{{- range $c := .Cols}}
+  let oc{{$c}} = min(col0 + {{$c}}u, params.n - 1u);
+{{- if not $.Grouped}}
+  let sc{{$c}} = s[n{{$c}}];
+{{- end}}
+{{- if $.Bias}}
+  let bias{{$c}} = bias[n{{$c}}];
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+  {
+    let o = r{{$r}} * params.n;
+{{- range $c := $.Cols}}
+    out[o + oc{{$c}}] = acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}};
+{{- end}}
+  }
+{{- end}}
 {{- end}}
 }

@@ -133,6 +133,8 @@ func init() {
 		// Tiled path (M > 16), odd M and N.
 		q4gswCase([]int64{33, 64}, 13, 32, true, false),
 		q4gswCase([]int64{17, 192}, 6, 64, true, false),
+		// K over one dispatch's 16384 steps of 8: two chunks.
+		q4gswCase([]int64{1, 131104}, 3, 32, true, false),
 		// 3-D input, 3-D and 2-D outputs.
 		q4gswCase([]int64{2, 3, 64}, 5, 32, true, false),
 		q4gswCase([]int64{1, 20, 128}, 8, 128, false, true),
