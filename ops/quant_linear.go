@@ -53,15 +53,16 @@ const qlinearMaxSteps = 16384
 // GEMV-like path); more rows are split into blocks of qlinearTileRows.
 // A tile holds at most qlinearMaxAcc accumulators: measured on lavapipe
 // (K = N = 2048, rate relative to the float32 linear in the same run, very
-// noisy host) M = 1: 1×2 0.8–1.4, 1×4 1.7–1.9, 1×8 2.1–3.9, 1×16 1.3–3.0;
-// M = 16: 16×2 0.5–0.8, 16×4 0.76–0.89, 16×8 0.99–1.04, two 8×8 blocks
-// 0.67–0.73, two 8×4 blocks 0.50–0.76. But the LLVM JIT of the first
-// dispatch grows with the tile, on a cold Mesa shader cache 16×4 took
-// 4.9 s and 16×8 6.3 s (1×8 0.4 s), so tiles stop at 64 accumulators.
+// noisy host) M = 1: 1×2 0.8–1.4, 1×4 1.7–1.9, 1×8 2.0–3.1, 1×16 1.3–3.0;
+// M = 16: 16×2 0.5–0.8, 16×4 0.46–0.77, 16×8 1.05–1.16, two 8×8 blocks
+// 0.67–0.73, two 8×4 blocks 0.50–0.76. The LLVM JIT of the first dispatch
+// grows with the tile: on a cold Mesa shader cache 1×8 takes about 0.4 s,
+// 8×8 and 16×4 1.3 s, 16×8 2.2 s (with the branch-free stores of
+// qlinear.wgsl; twice that with per-element bounds checks).
 const (
 	qlinearGEMVRows = 16
 	qlinearMaxCols  = 8
-	qlinearMaxAcc   = 64
+	qlinearMaxAcc   = 128
 	qlinearTileRows = 8
 	qlinearWG       = 64
 )
