@@ -375,3 +375,37 @@ func init() {
 		weightInt4Case([]int64{21, 256}, 9, 256),
 	)
 }
+
+// A dynamic token dim: x [1, S, 64] serialized with S = 24 and fed with S
+// in 1..24, so re-recordings move between the one-block (S ≤ 16) and the
+// tiled kernels; linear_q4gsw and the choose_qparams → linear_dq8ca_q4gsw
+// pair read the same x. Constants are inline: TestDynamicReexecute loads
+// the graph without named data.
+func init() {
+	Cases = append(Cases, Case{
+		Name: "dynamic/quant_linears",
+		Tol:  Tolerance{Abs: quantTol(64).Abs * 4, Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			const s, k, n, g = 24, 64, 12, 32
+			x := b.Tensor(f, []uint32{1, s, k}, -1)
+			b.Inputs(x)
+			packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 8, false)
+			w := b.InlineConst(serialization.Uint8, []uint32{n, uint32(rb)}, packed)
+			sc := b.InlineConst(f, []uint32{k / g, n}, f32Bytes(randScales(r, k/g*n)))
+			bias := b.InlineConst(f, []uint32{n}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
+			y := b.Tensor(f, []uint32{1, s, n}, -1)
+			b.Op("et_vk.linear_q4gsw.default", x, w, sc, b.Int(g), bias, y)
+			xs := b.Tensor(f, []uint32{1, s}, -1)
+			xz := b.Tensor(serialization.Int8, []uint32{1, s}, -1)
+			b.Op("torchao.choose_qparams_affine.default", x, b.String("ASYMMETRIC"), b.IntList(1, 1, k), b.Null(),
+				b.Int(-128), b.Int(127), b.Null(), b.Null(), b.Null(), b.Bool(false), b.ValueList(xs, xz))
+			ws := b.InlineConst(serialization.Int32, []uint32{k / g, 16}, make([]byte, 4*k/g*16))
+			yq := b.Tensor(f, []uint32{1, s, n}, -1)
+			b.Op("et_vk.linear_dq8ca_q4gsw.default", x, xs, xz, w, ws, sc, b.Int(g), b.Null(), yq)
+			b.Outputs(y, yq)
+			live := 1 + r.Int64N(s)
+			return []*reference.Tensor{RandTensor(r, f, []int64{1, live, k}, -1, 1)}
+		},
+	})
+}
