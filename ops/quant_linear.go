@@ -58,7 +58,10 @@ const qlinearMaxSteps = 16384
 // 0.67–0.73, two 8×4 blocks 0.50–0.76. The LLVM JIT of the first dispatch
 // grows with the tile: on a cold Mesa shader cache 1×8 takes about 0.4 s,
 // 8×8 and 16×4 1.3 s, 16×8 2.2 s (with the branch-free stores of
-// qlinear.wgsl; twice that with per-element bounds checks).
+// qlinear.wgsl; twice that with per-element bounds checks). Splitting a
+// 1×8 tile's K steps over 2, 4 or 8 lanes that meet in workgroup memory
+// (the GEMV kernel's layout) was slower at M = 1: 1.55–1.75× the float32
+// linear against 2.0–2.5× for one invocation per tile, same runs.
 const (
 	qlinearGEMVRows = 16
 	qlinearMaxCols  = 8
