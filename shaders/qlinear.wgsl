@@ -1,8 +1,9 @@
 // qlinear.wgsl: weight-quantized linear, out = x·Wᵀ (+ bias), float32
 // activations and output, the weight dequantized in registers from its
-// exported bytes (never a float weight buffer). Chosen by
-// ops/quant_linear.go for et_vk.linear_q4gsw, et_vk.linear_qcs4w and
-// aten._weight_int8pack_mm.
+// exported bytes (never a float weight buffer). Recorded by
+// ops/quant_linear.go (et_vk.linear_q4gsw, et_vk.linear_qcs4w,
+// aten._weight_int8pack_mm, et_vk.linear_weight_int4) and ops/quant_dq8.go
+// (et_vk.linear_dq8ca_q4gsw).
 //
 // x is [M, K] (vec4s along K, K % 4 == 0). w holds N rows of
 // params.row_bytes bytes each, bound as u32 words:
@@ -27,8 +28,8 @@
 // Each invocation computes a tile of {{len .Rows}} rows × {{len .Cols}}
 // output columns: the weight words it loads are decoded and scaled once and
 // applied to all its rows, so with one row block (M ≤ rows) every packed
-// byte is read once per dispatch. Lanes run along columns; rows and columns
-// past M and N read the last valid one and are not written.
+// byte is read once per dispatch. Lanes run along columns; a tile's rows
+// and columns past M and N read the last valid one (see the stores).
 //
 // Steps are split into chunks (s_begin, s_end) so no invocation loops more
 // than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
