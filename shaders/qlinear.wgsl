@@ -1,0 +1,306 @@
+// qlinear.wgsl: weight-quantized linear, out = x·Wᵀ (+ bias), float32
+// activations and output, the weight dequantized in registers from its
+// exported bytes (never a float weight buffer). Recorded by
+// ops/quant_linear.go (et_vk.linear_q4gsw, et_vk.linear_qcs4w,
+// aten._weight_int8pack_mm, et_vk.linear_weight_int4) and ops/quant_dq8.go
+// (et_vk.linear_dq8ca_q4gsw).
+//
+// x is [M, K] (vec4s along K, K % 4 == 0). w holds N rows of
+// params.row_bytes bytes each, bound as u32 words:
+{{- if .Int8}}
+// int8 weights, one signed byte per k (k0 in byte 0 of a word).
+{{- else if .HighEven}}
+// int4 codes u (value u − 8), two per byte, the even k in the HIGH nibble.
+{{- else}}
+// int4 codes u (value u − 8), two per byte, the even k in the LOW nibble.
+{{- end}}
+{{- if .Zeros}}
+// Scales and zeros are per group of params.g consecutive k, interleaved:
+// W = q·s[((k / g)·ld_s + n)·2] + s[((k / g)·ld_s + n)·2 + 1].
+{{- else if .Grouped}}
+// Scales are per group of params.g consecutive k: s[(k / g)·ld_s + n].
+{{- else}}
+// Scales are per output channel: s[n], applied once to the dot product.
+{{- end}}
+//
+// The K loop walks steps of 8 k (one int4 word or two int8 words, two x
+// vec4s); a trailing half step (K % 8 == 4) reads only the first vec4.
+// Each invocation computes a tile of {{len .Rows}} rows × {{len .Cols}}
+// output columns: the weight words it loads are decoded and scaled once and
+// applied to all its rows, so with one row block (M ≤ rows) every packed
+// byte is read once per dispatch. Lanes run along columns; a tile's rows
+// and columns past M and N read the last valid one (see the stores).
+//
+// Steps are split into chunks (s_begin, s_end) so no invocation loops more
+// than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
+// back-edges); later chunks add to out (accumulate != 0).
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- if .DQ8}}
+// Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): per-row scale xs
+// and int8 zero point xz (four per word) from choose_qparams_affine. Each
+// x value is quantized as it is loaded, xq = clamp(round(x / xs) + xz,
+// −128, 127) (round half to even), the kernel multiplies the weights by
+// xq − xz and the row's sum by xs.
+@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
+@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
+{{- end}}
+{{- if .Bias}}
+@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
+{{- end}}
+@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
+@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- if .DQ8}}
+
+// qx quantizes and re-centres 4 activations of a row.
+fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
+  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+}
+{{- end}}
+
+// Go twin: the Params built in recordQLinear (ops/quant_linear.go).
+struct Params {
+  m: u32,          // rows of x
+  n: u32,          // output columns
+  k4: u32,         // x row length in vec4s (K / 4)
+  steps: u32,      // full steps of 8 k (K / 8)
+  tail: u32,       // 1 when K % 8 == 4
+  row_bytes: u32,  // weight row stride in bytes
+  g: u32,          // group size (grouped scales)
+  ld_s: u32,       // scale row stride (grouped scales)
+  s_begin: u32,    // this chunk, in steps
+  s_end: u32,
+  accumulate: u32,
+  last: u32,       // this chunk runs the tail
+  col_blocks: u32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+// word returns the 4 weight bytes at byte offset a (a multiple of 2).
+fn word(a: u32) -> u32 {
+{{- if .Unaligned}}
+  let i = a >> 2u;
+  let sh = (a & 3u) * 8u;
+  if (sh == 0u) {
+    return w[i];
+  }
+  return (w[i] >> sh) | (w[i + 1u] << (32u - sh));
+{{- else}}
+  return w[a >> 2u];
+{{- end}}
+}
+
+// dec returns the 4 weights of word u (4 consecutive k) starting at
+// code c0 (0 or 4 within an int4 word).
+{{- if .Int8}}
+fn dec(u: u32) -> vec4<f32> {
+  return vec4<f32>((vec4<i32>(bitcast<i32>(u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+{{- else}}
+fn dec(u: u32, half: u32) -> vec4<f32> {
+{{- if .HighEven}}
+  let sh = vec4<u32>(4u, 0u, 12u, 8u) + vec4<u32>(half * 16u);
+{{- else}}
+  let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(half * 16u);
+{{- end}}
+  return vec4<f32>((vec4<u32>(u) >> sh) & vec4<u32>(15u)) - vec4<f32>(8.0);
+}
+{{- end}}
+
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let idx = (wid.x + wid.y * nwg.x) * {{.WG}}u + li;
+  let cb = idx % params.col_blocks;
+  let rb = idx / params.col_blocks;
+  let col0 = cb * {{len .Cols}}u;
+  let row0 = rb * {{len .Rows}}u;
+  if (row0 >= params.m) {
+    return;
+  }
+  let k4 = params.k4;
+{{- range .Cols}}
+  let n{{.}} = min(col0 + {{.}}u, params.n - 1u);
+  let wr{{.}} = n{{.}} * params.row_bytes;
+{{- end}}
+{{- range .Rows}}
+  let r{{.}} = min(row0 + {{.}}u, params.m - 1u);
+  let x{{.}} = r{{.}} * k4;
+{{- if $.DQ8}}
+  let xs{{.}} = xs[r{{.}}];
+  let xz{{.}} = f32((bitcast<i32>(xz[r{{.}} / 4u]) << (24u - 8u * (r{{.}} % 4u))) >> 24u);
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}{{range $c := $.Cols}}
+  var acc{{$r}}_{{$c}} = 0.0;
+{{- end}}{{end}}
+{{- if .Grouped}}
+  // The scales of the current group(s), reloaded (with the one division)
+  // only when a step crosses a group boundary: a u32 division per step
+  // costs more than the rest of the step on llvmpipe.
+  var next_a = 0u;
+{{- range .Cols}}
+  var sa{{.}} = 0.0;
+{{- if $.Zeros}}
+  var za{{.}} = 0.0;
+{{- end}}
+{{- end}}
+{{- if .SplitScale}}
+  var next_b = 0u;
+{{- range .Cols}}
+  var sb{{.}} = 0.0;
+{{- end}}
+{{- end}}
+{{- end}}
+  for (var st = params.s_begin; st < params.s_end; st++) {
+{{- if .Grouped}}
+    if (st == params.s_begin || st * 8u >= next_a) {
+      let ga = st * 8u / params.g;
+      next_a = (ga + 1u) * params.g;
+{{- range .Cols}}
+{{- if $.Zeros}}
+      sa{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u];
+      za{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u + 1u];
+{{- else}}
+      sa{{.}} = s[ga * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+    }
+{{- if .SplitScale}}
+    if (st == params.s_begin || st * 8u + 4u >= next_b) {
+      let gb = (st * 8u + 4u) / params.g;
+      next_b = (gb + 1u) * params.g;
+{{- range .Cols}}
+      sb{{.}} = s[gb * params.ld_s + n{{.}}];
+{{- end}}
+    }
+{{- end}}
+{{- end}}
+{{- range .Cols}}
+{{- if $.Int8}}
+    let a{{.}} = dec(word(wr{{.}} + st * 8u));
+    let b{{.}} = dec(word(wr{{.}} + st * 8u + 4u));
+{{- else}}
+    let u{{.}} = word(wr{{.}} + st * 4u);
+    var a{{.}} = dec(u{{.}}, 0u);
+    var b{{.}} = dec(u{{.}}, 1u);
+{{- end}}
+{{- if and $.Grouped (not $.LateScale)}}
+{{- if $.Zeros}}
+    a{{.}} = fma(a{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+    b{{.}} = fma(b{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+{{- else}}
+    a{{.}} *= sa{{.}};
+{{- if $.SplitScale}}
+    b{{.}} *= sb{{.}};
+{{- else}}
+    b{{.}} *= sa{{.}};
+{{- end}}
+{{- end}}
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+    {
+{{- if $.DQ8}}
+      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
+      let xb = qx(x[x{{$r}} + st * 2u + 1u], xs{{$r}}, xz{{$r}});
+{{- else}}
+      let xa = x[x{{$r}} + st * 2u];
+      let xb = x[x{{$r}} + st * 2u + 1u];
+{{- end}}
+{{- range $c := $.Cols}}
+{{- if and $.Grouped $.LateScale}}
+{{- if $.SplitScale}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * dot(xa, a{{$c}}) + sb{{$c}} * dot(xb, b{{$c}});
+{{- else}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * (dot(xa, a{{$c}}) + dot(xb, b{{$c}}));
+{{- end}}
+{{- else}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}}) + dot(xb, b{{$c}});
+{{- end}}
+{{- end}}
+    }
+{{- end}}
+  }
+  if (params.last != 0u && params.tail != 0u) {
+    let st = params.steps;
+{{- range .Cols}}
+{{- if $.Int8}}
+    var a{{.}} = dec(word(wr{{.}} + st * 8u));
+{{- else}}
+    var a{{.}} = dec(word(wr{{.}} + st * 4u), 0u);
+{{- end}}
+{{- if $.Grouped}}
+{{- if $.Zeros}}
+    let ts{{.}} = ((st * 8u / params.g) * params.ld_s + n{{.}}) * 2u;
+    a{{.}} = fma(a{{.}}, vec4<f32>(s[ts{{.}}]), vec4<f32>(s[ts{{.}} + 1u]));
+{{- else}}
+    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+    {
+{{- if $.DQ8}}
+      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
+{{- else}}
+      let xa = x[x{{$r}} + st * 2u];
+{{- end}}
+{{- range $c := $.Cols}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}});
+{{- end}}
+    }
+{{- end}}
+  }
+{{- if .Chunked}}
+{{- /* Several K chunks: later ones add to out, so each element is written
+      by exactly one invocation, once. */}}
+{{- range $r := .Rows}}
+  if (row0 + {{$r}}u < params.m) {
+{{- range $c := $.Cols}}
+    if (col0 + {{$c}}u < params.n) {
+      let o = (row0 + {{$r}}u) * params.n + col0 + {{$c}}u;
+      var v = acc{{$r}}_{{$c}};
+{{- if $.DQ8}}
+      v *= xs{{$r}};
+{{- end}}
+{{- if not $.Grouped}}
+      v *= s[n{{$c}}];
+{{- end}}
+      if (params.accumulate != 0u) {
+        v += out[o];
+      }{{if $.Bias}} else {
+        v += bias[n{{$c}}];
+      }{{end}}
+      out[o] = v;
+    }
+{{- end}}
+  }
+{{- end}}
+{{- else}}
+  // Rows and columns past M and N computed the same values as the last
+  // valid ones (their reads were clamped), so every element is stored to
+  // the clamped index unconditionally: duplicates store identical values.
+  // Branch-free stores halve the LLVM JIT time of a big tile.
+{{- range $c := .Cols}}
+  let oc{{$c}} = min(col0 + {{$c}}u, params.n - 1u);
+{{- if not $.Grouped}}
+  let sc{{$c}} = s[n{{$c}}];
+{{- end}}
+{{- if $.Bias}}
+  let bias{{$c}} = bias[n{{$c}}];
+{{- end}}
+{{- end}}
+{{- range $r := .Rows}}
+  {
+    let o = r{{$r}} * params.n;
+{{- range $c := $.Cols}}
+    out[o + oc{{$c}}] = acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}};
+{{- end}}
+  }
+{{- end}}
+{{- end}}
+}
