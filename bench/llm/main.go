@@ -66,6 +66,7 @@ func main() {
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
 	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
+	q4 := flag.Int64("q4", 0, "write every linear as et_vk.linear_q4gsw with 4-bit weights in groups of this size (-qmode 4w); run.c then runs the float weights, so only the speeds compare")
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
@@ -75,7 +76,7 @@ func main() {
 		log.Fatalf("llm: unknown -shape %q (260k or 110m)", *shapeName)
 	}
 	cfg := sh.cfg
-	cfg.Seed, cfg.SplitCache = *seed, *split
+	cfg.Seed, cfg.SplitCache, cfg.Q4Group = *seed, *split, *q4
 	if *seq > 0 {
 		cfg.MaxSeq = *seq
 	}
@@ -102,7 +103,7 @@ func main() {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile}
+	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4}
 	switch *cpuThreads {
 	case "inline":
 		o.cpuThreads = wgdelegate.CPUThreadsInline
@@ -131,7 +132,8 @@ type options struct {
 	dir          string
 	runc, cflags string
 	threads      int
-	profile      bool // print where one step's GPU time goes
+	profile      bool  // print where one step's GPU time goes
+	q4           int64 // the graph's linears are 4-bit (LlamaConfig.Q4Group)
 	// cpuThreads is the device's llvmpipe worker setting
 	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
 	cpuThreads int
@@ -304,6 +306,8 @@ func (res *result) print(o options) {
 	fmt.Printf("run.c (%s, OMP_NUM_THREADS %s): %s tok/s over %d runs\n", o.cflags, th, summary(res.cRates), o.runs)
 	fmt.Printf("ratio wgdelegate / run.c: %.3f (medians)\n", median(res.rates)/median(res.cRates))
 	switch {
+	case o.q4 > 0:
+		fmt.Println("greedy tokens: not compared (the graph's weights are 4-bit, run.c's float)")
 	case res.mismatch >= 0:
 		i := res.mismatch
 		theirs := "nothing (it stopped)"

@@ -28,6 +28,12 @@ type LlamaConfig struct {
 	// (ExecuTorch's custom KV-cache module before the Vulkan pass fuses
 	// it) instead of sdpa_with_kv_cache.
 	SplitCache bool
+	// Q4Group, when positive, writes every linear (the layers' and the
+	// output head's) as et_vk.linear_q4gsw.default, as `export_llama
+	// -qmode 4w -G Q4Group` leaves them: each weight row quantized in
+	// groups of Q4Group along K, symmetric 4-bit (QuantizeQ4GSW). Dim and
+	// Hidden must be multiples of it, and it of 8.
+	Q4Group int64
 }
 
 // Stories110M and Stories260K have the shapes of llama2.c's TinyStories
@@ -56,6 +62,8 @@ func (c LlamaConfig) Validate() error {
 	switch {
 	case c.Dim <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.Vocab <= 0 || c.MaxSeq <= 0 || c.MaxTokens <= 0:
 		return fmt.Errorf("models: llama config %+v: sizes must be positive", c)
+	case c.Q4Group < 0 || (c.Q4Group > 0 && (c.Q4Group%8 != 0 || c.Dim%c.Q4Group != 0 || c.Hidden%c.Q4Group != 0)):
+		return fmt.Errorf("models: llama config: Q4Group %d must be a multiple of 8 dividing Dim %d and Hidden %d", c.Q4Group, c.Dim, c.Hidden)
 	case c.Dim%c.Heads != 0 || c.HeadDim()%2 != 0:
 		return fmt.Errorf("models: llama config: Dim %d is not Heads %d × an even head size", c.Dim, c.Heads)
 	case c.Heads%c.KVHeads != 0:
@@ -168,7 +176,7 @@ func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
 	}
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim(),
 		hidden: cfg.Hidden, maxTokens: cfg.MaxTokens, maxSeq: cfg.MaxSeq, eps: cfg.Eps, w: w,
-		splitCache: cfg.SplitCache, exported: true}
+		splitCache: cfg.SplitCache, exported: true, q4Group: cfg.Q4Group}
 	s.cos, s.sin = ropeTables(cfg.MaxSeq, cfg.HeadDim(), cfg.RopeTheta)
 	l := &Llama{Cfg: cfg, W: w, s: s, B: s.build(nil, false)}
 	ApplyPlan(l.B, PlanExporter)

@@ -31,50 +31,117 @@ func TestLlamaDecode(t *testing.T) {
 			t.Run(fmt.Sprintf("split_cache=%v/plan=%s", split, plan), func(t *testing.T) {
 				cfg := testLlama
 				cfg.SplitCache = split
-				l, err := NewLlama(cfg, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ApplyPlan(l.B, plan)
-				f, err := Encode(l.B, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := wgdelegate.Load(context.Background(), f.PTE, wgdelegate.WithData(f.PTD))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer m.Close()
-				ref := l.NewReference()
-				tokens, pos := []int32{1, 7, 23}, int64(0)
-				for step := range 6 {
-					got, err := m.Execute(context.Background(), l.Inputs(tokens, pos)...)
-					if err != nil {
-						t.Fatalf("step %d: %v", step, err)
-					}
-					want, err := ref.Step(tokens, pos)
-					if err != nil {
-						t.Fatalf("step %d: reference: %v", step, err)
-					}
-					if _, err := Compare(got[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
-						t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
-					}
-					logits, err := got[0].Float32s()
-					if err != nil {
-						t.Fatal(err)
-					}
-					wantLogits := make([]float32, len(want.V))
-					for i, v := range want.V {
-						wantLogits[i] = float32(v)
-					}
-					next := Argmax(logits, int(cfg.Vocab))
-					if w := Argmax(wantLogits, int(cfg.Vocab)); next != w {
-						t.Fatalf("step %d: greedy token %d, reference %d", step, next, w)
-					}
-					pos += int64(len(tokens))
-					tokens = []int32{next}
-				}
+				decodeAgainstReference(t, cfg, plan)
 			})
+		}
+	}
+}
+
+// TestLlamaQ4GSWDecode is TestLlamaDecode with every linear written as
+// et_vk.linear_q4gsw (4-bit weights in groups of 16), as a `-qmode 4w`
+// export has them, under both memory plans.
+func TestLlamaQ4GSWDecode(t *testing.T) {
+	for _, plan := range Plans {
+		t.Run(fmt.Sprintf("plan=%s", plan), func(t *testing.T) {
+			cfg := testLlama
+			cfg.Q4Group = 16
+			decodeAgainstReference(t, cfg, plan)
+		})
+	}
+}
+
+// decodeAgainstReference loads the llama cfg describes under plan, runs a
+// 3-token prefill and then greedy one-token steps, and checks every step's
+// logits and greedy token against the reference replay.
+func decodeAgainstReference(t *testing.T, cfg LlamaConfig, plan Plan) {
+	t.Helper()
+	l, err := NewLlama(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ApplyPlan(l.B, plan)
+	linears, q4 := 0, 0
+	for _, op := range l.B.Graph().Chain {
+		switch op.Name {
+		case "aten.linear.default":
+			linears++
+		case "et_vk.linear_q4gsw.default":
+			q4++
+		}
+	}
+	if want := 7*cfg.Layers + 1; (cfg.Q4Group > 0 && (q4 != int(want) || linears != 0)) || (cfg.Q4Group == 0 && (linears != int(want) || q4 != 0)) {
+		t.Fatalf("Q4Group %d: %d aten.linear and %d linear_q4gsw ops, want %d of one kind", cfg.Q4Group, linears, q4, want)
+	}
+	f, err := Encode(l.B, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := wgdelegate.Load(context.Background(), f.PTE, wgdelegate.WithData(f.PTD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ref := l.NewReference()
+	tokens, pos := []int32{1, 7, 23}, int64(0)
+	for step := range 6 {
+		got, err := m.Execute(context.Background(), l.Inputs(tokens, pos)...)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		want, err := ref.Step(tokens, pos)
+		if err != nil {
+			t.Fatalf("step %d: reference: %v", step, err)
+		}
+		if _, err := Compare(got[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
+			t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
+		}
+		logits, err := got[0].Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLogits := make([]float32, len(want.V))
+		for i, v := range want.V {
+			wantLogits[i] = float32(v)
+		}
+		next := Argmax(logits, int(cfg.Vocab))
+		if w := Argmax(wantLogits, int(cfg.Vocab)); next != w {
+			t.Fatalf("step %d: greedy token %d, reference %d", step, next, w)
+		}
+		pos += int64(len(tokens))
+		tokens = []int32{next}
+	}
+}
+
+// TestQuantizeQ4GSW: the packed bytes put even k in the low nibble as
+// q+8, the scales are transposed and padded, and dequantizing gives every
+// weight back within half a step (exactly for the group's extreme).
+func TestQuantizeQ4GSW(t *testing.T) {
+	const n, k, g = 5, 24, 8
+	w := make([]float32, n*k)
+	for i := range w {
+		w[i] = float32(math.Sin(float64(i)*0.37)) * float32(1+i%3)
+	}
+	packed, scales := QuantizeQ4GSW(w, n, k, g)
+	if len(packed) != n*k/2 || len(scales) != (k/g)*8 {
+		t.Fatalf("%d packed bytes and %d scales, want %d and %d", len(packed), len(scales), n*k/2, (k/g)*8)
+	}
+	for r := range n {
+		for j := range k {
+			b := packed[r*k/2+j/2]
+			code := b & 15
+			if j%2 == 1 {
+				code = b >> 4
+			}
+			s := scales[(j/g)*8+r]
+			got := float64(int(code)-8) * float64(s)
+			if d := math.Abs(got - float64(w[r*k+j])); d > float64(s)/2+1e-6 {
+				t.Fatalf("w[%d,%d] = %v dequantizes to %v (scale %v)", r, j, w[r*k+j], got, s)
+			}
+		}
+	}
+	for i := n; i < 8; i++ {
+		if scales[i] != 0 {
+			t.Errorf("padding scale %d = %v, want 0", i, scales[i])
 		}
 	}
 }
@@ -344,5 +411,17 @@ func TestWriteLlama2CTokenizer(t *testing.T) {
 	}
 	if got := ParseLlama2CPieces(string(text)); !slices.Equal(got, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
 		t.Errorf("pieces read back as %v", got)
+	}
+}
+
+// TestLlamaQ4GroupRejected: a group size that is not a multiple of 8 or
+// does not divide Dim and Hidden is refused before any graph is written.
+func TestLlamaQ4GroupRejected(t *testing.T) {
+	for _, g := range []int64{-8, 12, 64} { // 64 does not divide Dim 32
+		cfg := testLlama
+		cfg.Q4Group = g
+		if _, err := NewLlama(cfg, nil); err == nil {
+			t.Errorf("Q4Group %d: no error", g)
+		}
 	}
 }

@@ -52,6 +52,9 @@ type stack struct {
 	// sliced as constants and the outputs are h (the last layer's output,
 	// all tokens) and logits (all tokens).
 	exported bool
+	// q4Group > 0 writes the linears as et_vk.linear_q4gsw.default with
+	// weights quantized in groups of q4Group.
+	q4Group int64
 }
 
 // ropeTables returns llama's rope tables for maxSeq positions: position p
@@ -89,7 +92,18 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 	T, D, hd := s.maxTokens, s.dim, s.headDim
 	qd, kvd := s.heads*hd, s.kvHeads*hd
 	act := func(sz ...int64) int32 { return b.Tensor(f, dims(sz...), -1) }
-	linear := func(x, wt int32, out int32) { b.Op("aten.linear.default", x, wt, b.Null(), out) }
+	// linear writes out = x·wᵀ for a float weight w [n, k], as
+	// aten.linear or, quantized, et_vk.linear_q4gsw.
+	linear := func(x int32, w []float32, n, k int64, out int32) {
+		if s.q4Group <= 0 {
+			b.Op("aten.linear.default", x, weight(b, w, n, k), b.Null(), out)
+			return
+		}
+		packed, scales := QuantizeQ4GSW(w, n, k, s.q4Group)
+		pw, _ := b.NamedConst(serialization.Uint8, dims(n, (k+7)/8*4), packed)
+		ps := weight(b, scales, k/s.q4Group, (n+3)/4*4)
+		b.Op("et_vk.linear_q4gsw.default", x, pw, ps, b.Int(s.q4Group), b.Null(), out)
+	}
 
 	tokens := b.Tensor(serialization.Int32, dims(1, T), -1)
 	var posT int32
@@ -167,9 +181,9 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 		x1 := act(1, T, D)
 		b.Op("et_vk.rms_norm.default", h, weight(b, lw.AttnNorm, D), b.Double(s.eps), x1)
 		q, k, v := act(1, T, qd), act(1, T, kvd), act(1, T, kvd)
-		linear(x1, weight(b, lw.Wq, qd, D), q)
-		linear(x1, weight(b, lw.Wk, kvd, D), k)
-		linear(x1, weight(b, lw.Wv, kvd, D), v)
+		linear(x1, lw.Wq, qd, D, q)
+		linear(x1, lw.Wk, kvd, D, k)
+		linear(x1, lw.Wv, kvd, D, v)
 		qv, kv, vv := act(1, T, s.heads, hd), act(1, T, s.kvHeads, hd), act(1, T, s.kvHeads, hd)
 		view(q, qv, s.heads, hd)
 		view(k, kv, s.kvHeads, hd)
@@ -192,20 +206,20 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 		}
 		a2, o, h1 := act(1, T, qd), act(1, T, D), act(1, T, D)
 		view(attn, a2, qd)
-		linear(a2, weight(b, lw.Wo, D, qd), o)
+		linear(a2, lw.Wo, D, qd, o)
 		b.Op("aten.add.Tensor", h, o, b.Int(1), h1)
 
 		// Feed-forward block: SwiGLU, silu(g) written as g·sigmoid(g).
 		x2 := act(1, T, D)
 		b.Op("et_vk.rms_norm.default", h1, weight(b, lw.FFNNorm, D), b.Double(s.eps), x2)
 		g, sg, silu, u, gu := act(1, T, s.hidden), act(1, T, s.hidden), act(1, T, s.hidden), act(1, T, s.hidden), act(1, T, s.hidden)
-		linear(x2, weight(b, lw.W1, s.hidden, D), g)
+		linear(x2, lw.W1, s.hidden, D, g)
 		b.Op("aten.sigmoid.default", g, sg)
 		b.Op("aten.mul.Tensor", g, sg, silu)
-		linear(x2, weight(b, lw.W3, s.hidden, D), u)
+		linear(x2, lw.W3, s.hidden, D, u)
 		b.Op("aten.mul.Tensor", silu, u, gu)
 		dn, h2 := act(1, T, D), act(1, T, D)
-		linear(gu, weight(b, lw.W2, D, s.hidden), dn)
+		linear(gu, lw.W2, D, s.hidden, dn)
 		b.Op("aten.add.Tensor", h1, dn, b.Int(1), h2)
 		h = h2
 	}
@@ -216,12 +230,12 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 		last, xf, logits := act(1, D), act(1, D), act(1, s.vocab)
 		b.Op("aten.select_copy.int", h, b.Int(1), b.Int(-1), last)
 		b.Op("et_vk.rms_norm.default", last, weight(b, s.w.Norm, D), b.Double(s.eps), xf)
-		linear(xf, weight(b, s.w.Output, s.vocab, D), logits)
+		linear(xf, s.w.Output, s.vocab, D, logits)
 		b.Outputs(logits)
 	} else {
 		xf, logits := act(1, T, D), act(1, T, s.vocab)
 		b.Op("et_vk.rms_norm.default", h, weight(b, s.w.Norm, D), b.Double(s.eps), xf)
-		linear(xf, weight(b, s.w.Output, s.vocab, D), logits)
+		linear(xf, s.w.Output, s.vocab, D, logits)
 		b.Outputs(h, logits)
 	}
 	if exposeCaches {
@@ -275,4 +289,41 @@ func (r *stackReference) step(tokens []int32, pos int64) ([]*reference.Tensor, e
 		}
 	}
 	return outs[:n], nil
+}
+
+// QuantizeQ4GSW quantizes a float weight w [n, k] (row-major) the way
+// torchao's symmetric int4 per-group scheme does for `-qmode 4w`: per row
+// and group of g along k, scale = max|w| / 7.5 and q = clamp(round(w /
+// scale), -8, 7). It returns the bytes et_vk.linear_q4gsw reads: packed
+// [n, roundup(k, 8)/2] with even k in the low nibble as q+8, and the
+// scales transposed to [k/g, roundup(n, 4)] (zero-padded).
+func QuantizeQ4GSW(w []float32, n, k, g int64) (packed []byte, scales []float32) {
+	kp := (k + 7) / 8 * 8
+	np4 := (n + 3) / 4 * 4
+	packed = make([]byte, n*kp/2)
+	scales = make([]float32, k/g*np4)
+	for r := range n {
+		row := w[r*k : (r+1)*k]
+		for gi := range k / g {
+			var amax float64
+			for _, v := range row[gi*g : (gi+1)*g] {
+				amax = math.Max(amax, math.Abs(float64(v)))
+			}
+			scale := float32(amax / 7.5)
+			scales[gi*np4+r] = scale
+			for j := gi * g; j < (gi+1)*g; j++ {
+				q := 0.0
+				if scale != 0 {
+					q = math.Max(-8, math.Min(7, math.RoundToEven(float64(row[j]/scale))))
+				}
+				code := byte(int(q) + 8)
+				if j%2 == 0 {
+					packed[r*kp/2+j/2] |= code
+				} else {
+					packed[r*kp/2+j/2] |= code << 4
+				}
+			}
+		}
+	}
+	return packed, scales
 }
