@@ -70,17 +70,7 @@ func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
 	in := 1 / math.Sqrt(float64(cfg.Dim))
 	w := &LlamaWeights{Embedding: r.normal(cfg.Vocab*cfg.Dim, 1)}
-	w.Layers = []LayerWeights{{
-		AttnNorm: r.uniform(cfg.Dim, 0.8, 1.2),
-		Wq:       r.normal(qd*cfg.Dim, in),
-		Wk:       r.normal(kvd*cfg.Dim, in),
-		Wv:       r.normal(kvd*cfg.Dim, in),
-		Wo:       r.normal(cfg.Dim*qd, 1/math.Sqrt(float64(qd))),
-		FFNNorm:  r.uniform(cfg.Dim, 0.8, 1.2),
-		W1:       r.normal(cfg.Hidden*cfg.Dim, in),
-		W3:       r.normal(cfg.Hidden*cfg.Dim, in),
-		W2:       r.normal(cfg.Dim*cfg.Hidden, 1/math.Sqrt(float64(cfg.Hidden))),
-	}}
+	w.Layers = []LayerWeights{randomLayer(r, cfg.Dim, qd, kvd, cfg.Hidden)}
 	w.Norm = r.uniform(cfg.Dim, 0.8, 1.2)
 	w.Output = r.normal(cfg.Vocab*cfg.Dim, in)
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim,

@@ -84,17 +84,7 @@ func RandomLlamaWeights(cfg LlamaConfig) *LlamaWeights {
 	in := 1 / math.Sqrt(float64(cfg.Dim))
 	w := &LlamaWeights{Embedding: r.normal(cfg.Vocab*cfg.Dim, 1)}
 	for range cfg.Layers {
-		w.Layers = append(w.Layers, LayerWeights{
-			AttnNorm: r.uniform(cfg.Dim, 0.8, 1.2),
-			Wq:       r.normal(qd*cfg.Dim, in),
-			Wk:       r.normal(kvd*cfg.Dim, in),
-			Wv:       r.normal(kvd*cfg.Dim, in),
-			Wo:       r.normal(cfg.Dim*qd, 1/math.Sqrt(float64(qd))),
-			FFNNorm:  r.uniform(cfg.Dim, 0.8, 1.2),
-			W1:       r.normal(cfg.Hidden*cfg.Dim, in),
-			W3:       r.normal(cfg.Hidden*cfg.Dim, in),
-			W2:       r.normal(cfg.Dim*cfg.Hidden, 1/math.Sqrt(float64(cfg.Hidden))),
-		})
+		w.Layers = append(w.Layers, randomLayer(r, cfg.Dim, qd, kvd, cfg.Hidden))
 	}
 	w.Norm = r.uniform(cfg.Dim, 0.8, 1.2)
 	w.Output = r.normal(cfg.Vocab*cfg.Dim, in)
@@ -387,4 +377,22 @@ func ParseLlama2CPieces(text string) []int32 {
 		}
 	}
 	return ids
+}
+
+// randomLayer draws one decoder layer's weights: norms near 1, projections
+// normal with variance 1/fan-in (dim features in, qd query and kvd
+// key/value features, hidden feed-forward units).
+func randomLayer(r *rng, dim, qd, kvd, hidden int64) LayerWeights {
+	in := 1 / math.Sqrt(float64(dim))
+	return LayerWeights{
+		AttnNorm: r.uniform(dim, 0.8, 1.2),
+		Wq:       r.normal(qd*dim, in),
+		Wk:       r.normal(kvd*dim, in),
+		Wv:       r.normal(kvd*dim, in),
+		Wo:       r.normal(dim*qd, 1/math.Sqrt(float64(qd))),
+		FFNNorm:  r.uniform(dim, 0.8, 1.2),
+		W1:       r.normal(hidden*dim, in),
+		W3:       r.normal(hidden*dim, in),
+		W2:       r.normal(dim*hidden, 1/math.Sqrt(float64(hidden))),
+	}
 }
