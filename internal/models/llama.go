@@ -34,6 +34,20 @@ type LlamaConfig struct {
 	// groups of Q4Group along K, symmetric 4-bit (QuantizeQ4GSW). Dim and
 	// Hidden must be multiples of it, and it of 8.
 	Q4Group int64
+	// Dynamic8, with Q4Group, writes every linear the way `export_llama
+	// -qmode 8da4w -G Q4Group` leaves it: torchao.choose_qparams_affine
+	// (per-row asymmetric int8 qparams of the activation) feeding
+	// et_vk.linear_dq8ca_q4gsw.default, which quantizes the activation
+	// with them and multiplies it by the same 4-bit weights, with the
+	// per-group weight sums the exporter adds.
+	Dynamic8 bool
+	// EmbeddingQ4Group, when positive, writes the token embedding as
+	// et_vk.embedding_q4gsw.default, as `export_llama -E 4,G` leaves it:
+	// 4-bit rows in groups of EmbeddingQ4Group, packed the linear way
+	// (is_linear_weight true), scales [Vocab, Dim/G] ([Vocab] for one
+	// group per row). It must be a multiple of 8 dividing Dim, and Dim a
+	// multiple of 32 (the runtimes' condition).
+	EmbeddingQ4Group int64
 }
 
 // Stories110M and Stories260K have the shapes of llama2.c's TinyStories
@@ -64,6 +78,10 @@ func (c LlamaConfig) Validate() error {
 		return fmt.Errorf("models: llama config %+v: sizes must be positive", c)
 	case c.Q4Group < 0 || (c.Q4Group > 0 && (c.Q4Group%8 != 0 || c.Dim%c.Q4Group != 0 || c.Hidden%c.Q4Group != 0)):
 		return fmt.Errorf("models: llama config: Q4Group %d must be a multiple of 8 dividing Dim %d and Hidden %d", c.Q4Group, c.Dim, c.Hidden)
+	case c.Dynamic8 && c.Q4Group == 0:
+		return fmt.Errorf("models: llama config: Dynamic8 needs Q4Group (8da4w has 4-bit weights)")
+	case c.EmbeddingQ4Group < 0 || (c.EmbeddingQ4Group > 0 && (c.EmbeddingQ4Group%8 != 0 || c.Dim%c.EmbeddingQ4Group != 0 || c.Dim%32 != 0)):
+		return fmt.Errorf("models: llama config: EmbeddingQ4Group %d must be a multiple of 8 dividing Dim %d, a multiple of 32", c.EmbeddingQ4Group, c.Dim)
 	case c.Dim%c.Heads != 0 || c.HeadDim()%2 != 0:
 		return fmt.Errorf("models: llama config: Dim %d is not Heads %d × an even head size", c.Dim, c.Heads)
 	case c.Heads%c.KVHeads != 0:
@@ -166,7 +184,8 @@ func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
 	}
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim(),
 		hidden: cfg.Hidden, maxTokens: cfg.MaxTokens, maxSeq: cfg.MaxSeq, eps: cfg.Eps, w: w,
-		splitCache: cfg.SplitCache, exported: true, q4Group: cfg.Q4Group}
+		splitCache: cfg.SplitCache, exported: true, q4Group: cfg.Q4Group, dyn8: cfg.Dynamic8,
+		embedQ4Group: cfg.EmbeddingQ4Group}
 	s.cos, s.sin = ropeTables(cfg.MaxSeq, cfg.HeadDim(), cfg.RopeTheta)
 	l := &Llama{Cfg: cfg, W: w, s: s, B: s.build(nil, false)}
 	ApplyPlan(l.B, PlanExporter)

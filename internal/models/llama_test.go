@@ -50,6 +50,28 @@ func TestLlamaQ4GSWDecode(t *testing.T) {
 	}
 }
 
+// TestLlama8da4wDecode is TestLlamaDecode for the other two forms an
+// export_llama 4-bit model takes: every linear as 8da4w
+// (choose_qparams_affine + linear_dq8ca_q4gsw, group 16) with the
+// embedding as embedding_q4gsw (-E 4,16, and -E 4,32: one group per row,
+// 1-D scales), and 4w linears with a 4-bit embedding, under both memory
+// plans.
+func TestLlama8da4wDecode(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		dyn8       bool
+		embedGroup int64
+	}{{"8da4w/E16", true, 16}, {"8da4w/E32", true, 32}, {"4w/E16", false, 16}} {
+		for _, plan := range Plans {
+			t.Run(fmt.Sprintf("%s/plan=%s", c.name, plan), func(t *testing.T) {
+				cfg := testLlama
+				cfg.Q4Group, cfg.Dynamic8, cfg.EmbeddingQ4Group = 16, c.dyn8, c.embedGroup
+				decodeAgainstReference(t, cfg, plan)
+			})
+		}
+	}
+}
+
 // decodeAgainstReference loads the llama cfg describes under plan, runs a
 // 3-token prefill and then greedy one-token steps, and checks every step's
 // logits and greedy token against the reference replay.
@@ -60,17 +82,28 @@ func decodeAgainstReference(t *testing.T, cfg LlamaConfig, plan Plan) {
 		t.Fatal(err)
 	}
 	ApplyPlan(l.B, plan)
-	linears, q4 := 0, 0
+	count := map[string]int{}
 	for _, op := range l.B.Graph().Chain {
-		switch op.Name {
-		case "aten.linear.default":
-			linears++
-		case "et_vk.linear_q4gsw.default":
-			q4++
-		}
+		count[op.Name]++
 	}
-	if want := 7*cfg.Layers + 1; (cfg.Q4Group > 0 && (q4 != int(want) || linears != 0)) || (cfg.Q4Group == 0 && (linears != int(want) || q4 != 0)) {
-		t.Fatalf("Q4Group %d: %d aten.linear and %d linear_q4gsw ops, want %d of one kind", cfg.Q4Group, linears, q4, want)
+	kind := "aten.linear.default"
+	switch {
+	case cfg.Dynamic8:
+		kind = "et_vk.linear_dq8ca_q4gsw.default"
+	case cfg.Q4Group > 0:
+		kind = "et_vk.linear_q4gsw.default"
+	}
+	want := int(7*cfg.Layers + 1)
+	qparams := 0
+	if cfg.Dynamic8 {
+		qparams = want
+	}
+	linears := count["aten.linear.default"] + count["et_vk.linear_q4gsw.default"] + count["et_vk.linear_dq8ca_q4gsw.default"]
+	if count[kind] != want || linears != want || count["torchao.choose_qparams_affine.default"] != qparams {
+		t.Fatalf("config %+v: ops %v, want %d %s and %d choose_qparams_affine", cfg, count, want, kind, qparams)
+	}
+	if emb := "et_vk.embedding_q4gsw.default"; (cfg.EmbeddingQ4Group > 0) != (count[emb] == 1) || count[emb]+count["aten.embedding.default"] != 1 {
+		t.Fatalf("EmbeddingQ4Group %d: ops %v", cfg.EmbeddingQ4Group, count)
 	}
 	f, err := Encode(l.B, true)
 	if err != nil {
@@ -423,5 +456,47 @@ func TestLlamaQ4GroupRejected(t *testing.T) {
 		if _, err := NewLlama(cfg, nil); err == nil {
 			t.Errorf("Q4Group %d: no error", g)
 		}
+	}
+	for _, g := range []int64{-8, 12, 64} {
+		cfg := testLlama
+		cfg.EmbeddingQ4Group = g
+		if _, err := NewLlama(cfg, nil); err == nil {
+			t.Errorf("EmbeddingQ4Group %d: no error", g)
+		}
+	}
+	cfg := testLlama
+	cfg.Dynamic8 = true
+	if _, err := NewLlama(cfg, nil); err == nil {
+		t.Error("Dynamic8 without Q4Group: no error")
+	}
+	cfg = testLlama
+	cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.EmbeddingQ4Group = 48, 4, 2, 16 // Dim not a multiple of 32
+	if _, err := NewLlama(cfg, nil); err == nil {
+		t.Error("EmbeddingQ4Group with Dim 48: no error")
+	}
+}
+
+// TestQ4GroupSums: the sums are of the signed 4-bit values per group and
+// row, transposed to [groups, roundup(n, 8)] with zero padding.
+func TestQ4GroupSums(t *testing.T) {
+	// Two rows of k = 16 in groups of 8. Row 0's first group has max 7.5
+	// (scale 1): 7.5 → 7 (clamped from 8), -7.5 → -8, 3.75 → 4, the rest
+	// 0: sum 3. Its second group is all 0.3 (scale 0.04): 7 each, sum 56.
+	// Row 1 is row 0 negated: -7.5 → -8, 7.5 → 7, -3.75 → -4: -5; and
+	// -7.5 → -8 each (no clamp on that side): -64.
+	w := make([]float32, 32)
+	copy(w, []float32{7.5, -7.5, 3.75})
+	for j := 8; j < 16; j++ {
+		w[j] = 0.3
+	}
+	for j := range 16 {
+		w[16+j] = -w[j]
+	}
+	packed, _ := QuantizeQ4GSW(w, 2, 16, 8)
+	got := Q4GroupSums(packed, 2, 16, 8)
+	want := make([]int32, 16)
+	want[0], want[1], want[8], want[9] = 3, -5, 56, -64
+	if !slices.Equal(got, want) {
+		t.Fatalf("sums %v, want %v", got, want)
 	}
 }

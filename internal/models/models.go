@@ -229,3 +229,8 @@ func ApplyPlan(b *serialization.Builder, p Plan) {
 		memplan.PlanLikeExporter(b.Graph())
 	}
 }
+
+// i32bytes returns v's little-endian bytes.
+func i32bytes(v []int32) []byte {
+	return wgdelegate.FromInt32([]int64{int64(len(v))}, v).Data
+}

@@ -55,6 +55,11 @@ type stack struct {
 	// q4Group > 0 writes the linears as et_vk.linear_q4gsw.default with
 	// weights quantized in groups of q4Group.
 	q4Group int64
+	// dyn8 writes those linears as choose_qparams_affine +
+	// et_vk.linear_dq8ca_q4gsw (8da4w) instead.
+	dyn8 bool
+	// embedQ4Group > 0 writes the embedding as et_vk.embedding_q4gsw.
+	embedQ4Group int64
 }
 
 // ropeTables returns llama's rope tables for maxSeq positions: position p
@@ -93,16 +98,41 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 	qd, kvd := s.heads*hd, s.kvHeads*hd
 	act := func(sz ...int64) int32 { return b.Tensor(f, dims(sz...), -1) }
 	// linear writes out = x·wᵀ for a float weight w [n, k], as
-	// aten.linear or, quantized, et_vk.linear_q4gsw.
+	// aten.linear or, quantized, et_vk.linear_q4gsw or (8da4w)
+	// choose_qparams_affine + et_vk.linear_dq8ca_q4gsw. x is [1, T, k] or
+	// [1, k].
 	linear := func(x int32, w []float32, n, k int64, out int32) {
 		if s.q4Group <= 0 {
 			b.Op("aten.linear.default", x, weight(b, w, n, k), b.Null(), out)
 			return
 		}
-		packed, scales := QuantizeQ4GSW(w, n, k, s.q4Group)
+		g := s.q4Group
+		packed, scales := QuantizeQ4GSW(w, n, k, g)
 		pw, _ := b.NamedConst(serialization.Uint8, dims(n, (k+7)/8*4), packed)
-		ps := weight(b, scales, k/s.q4Group, (n+3)/4*4)
-		b.Op("et_vk.linear_q4gsw.default", x, pw, ps, b.Int(s.q4Group), b.Null(), out)
+		ps := weight(b, scales, k/g, (n+3)/4*4)
+		if !s.dyn8 {
+			b.Op("et_vk.linear_q4gsw.default", x, pw, ps, b.Int(g), b.Null(), out)
+			return
+		}
+		// The activation's qparams, one per row: [x, mapping_type,
+		// block_size, target_dtype, quant_min, quant_max, eps,
+		// scale_dtype, zero_point_dtype, keepdim, ValueList[scale, zp]]
+		// as torchao's per-token int8 path calls it.
+		xd := b.Graph().Values[x].Tensor.Dims
+		lead := make([]int64, 0, len(xd))
+		block := make([]int64, len(xd))
+		for i, d := range xd {
+			block[i] = 1
+			if i < len(xd)-1 {
+				lead = append(lead, int64(d))
+			}
+		}
+		block[len(xd)-1] = k
+		xs, xz := act(lead...), b.Tensor(serialization.Int8, dims(lead...), -1)
+		b.Op("torchao.choose_qparams_affine.default", x, b.String("ASYMMETRIC"), b.IntList(block...), b.Null(),
+			b.Int(-128), b.Int(127), b.Null(), b.Null(), b.Null(), b.Bool(false), b.ValueList(xs, xz))
+		sums, _ := b.NamedConst(serialization.Int32, dims(k/g, (n+7)/8*8), i32bytes(Q4GroupSums(packed, n, k, g)))
+		b.Op("et_vk.linear_dq8ca_q4gsw.default", x, xs, xz, pw, sums, ps, b.Int(g), b.Null(), out)
 	}
 
 	tokens := b.Tensor(serialization.Int32, dims(1, T), -1)
@@ -167,7 +197,28 @@ func (s *stack) build(caches [][]float32, exposeCaches bool) *serialization.Buil
 
 	// Embedding: [weight, indices, padding_idx, scale_grad_by_freq, sparse, out].
 	h := act(1, T, D)
-	b.Op("aten.embedding.default", weight(b, s.w.Embedding, s.vocab, D), tokens, b.Int(-1), b.Bool(false), b.Bool(false), h)
+	if g := s.embedQ4Group; g > 0 {
+		// [weight, weight_scales, group_size, indices, is_linear_weight,
+		//  out]: the rows packed like a linear weight, scales [V, D/g]
+		// (not transposed), or [V] for one group per row.
+		packed, tscales := QuantizeQ4GSW(s.w.Embedding, s.vocab, D, g)
+		groups, vp4 := D/g, (s.vocab+3)/4*4
+		scales := make([]float32, s.vocab*groups)
+		for v := range s.vocab {
+			for gi := range groups {
+				scales[v*groups+gi] = tscales[gi*vp4+v]
+			}
+		}
+		sd := dims(s.vocab, groups)
+		if groups == 1 {
+			sd = dims(s.vocab)
+		}
+		pw, _ := b.NamedConst(serialization.Uint8, dims(s.vocab, D/2), packed)
+		ps, _ := b.NamedConst(f, sd, f32bytes(scales))
+		b.Op("et_vk.embedding_q4gsw.default", pw, ps, b.Int(g), tokens, b.Bool(true), h)
+	} else {
+		b.Op("aten.embedding.default", weight(b, s.w.Embedding, s.vocab, D), tokens, b.Int(-1), b.Bool(false), b.Bool(false), h)
+	}
 
 	// The rope table rows of positions input_pos .. input_pos+S-1, shared
 	// by every layer: [self, dim, start, end, step, out] with SymInt
@@ -326,4 +377,24 @@ func QuantizeQ4GSW(w []float32, n, k, g int64) (packed []byte, scales []float32)
 		}
 	}
 	return packed, scales
+}
+
+// Q4GroupSums returns the weight sums et_vk.linear_dq8ca_q4gsw takes with
+// a weight QuantizeQ4GSW packed: per group of g along k and row n, the sum
+// of the signed 4-bit values, transposed to [k/g, roundup(n, 8)] and
+// zero-padded, as the exporter computes them before packing.
+func Q4GroupSums(packed []byte, n, k, g int64) []int32 {
+	kp := (k + 7) / 8 * 8
+	np8 := (n + 7) / 8 * 8
+	sums := make([]int32, k/g*np8)
+	for r := range n {
+		for j := range k {
+			c := packed[r*kp/2+j/2]
+			if j%2 == 1 {
+				c >>= 4
+			}
+			sums[(j/g)*np8+r] += int32(c&15) - 8
+		}
+	}
+	return sums
 }
