@@ -356,6 +356,9 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.MovedTensors += gs.MovedTensors
 		s.AddedSharedObjects += gs.AddedSharedObjects
 		s.AddedSharedBytes += gs.AddedSharedBytes
+		s.NumQuantizedWeights += gs.NumQuantizedWeights
+		s.QuantizedParams += gs.QuantizedParams
+		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

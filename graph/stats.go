@@ -35,6 +35,16 @@ type MemoryStats struct {
 	MovedTensors       int
 	AddedSharedObjects int
 	AddedSharedBytes   int64
+	// NumQuantizedWeights counts the weights of weight-quantized ops
+	// (QuantizedWeights), QuantizedParams the weights they hold, and
+	// QuantizedWeightBytes what they take on the device as exported:
+	// packed bytes, scales and sums (a 4-bit weight costs half a byte plus
+	// its share of the scales). These are a breakdown: the bytes are
+	// already counted in TensorBufferBytes or, for a weight that only
+	// feeds et_vk.prepack, in DeferredConstantBytes.
+	NumQuantizedWeights  int
+	QuantizedParams      int64
+	QuantizedWeightBytes int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
@@ -59,6 +69,14 @@ func (g *WebGPUGraph) computeStats() {
 		}
 	}
 	g.stats.NumDispatches = len(g.records)
+	g.stats.NumQuantizedWeights, g.stats.QuantizedParams, g.stats.QuantizedWeightBytes = 0, 0, 0
+	if g.an != nil {
+		for _, q := range QuantizedWeights(g.an.Graph) {
+			g.stats.NumQuantizedWeights++
+			g.stats.QuantizedParams += q.Params
+			g.stats.QuantizedWeightBytes += q.Bytes()
+		}
+	}
 }
 
 // MemoryStats reports what the graph allocated.

@@ -139,6 +139,7 @@ func inspectModel(w io.Writer, path string, data []byte, limits wgdelegate.Limit
 		in.printValues(w)
 		in.printOps(w)
 		in.printConstants(w, m.named)
+		in.printQuantized(w)
 		in.printIO(w)
 		if err := in.printPlan(w); err != nil {
 			return err
@@ -397,6 +398,40 @@ func (in *graphInfo) printConstants(w io.Writer, named *serialization.NamedDataM
 		t.row(fmt.Sprintf("  %d", i), c.source, loc, sizeStr, list(c.users), deferred)
 	}
 	t.flush()
+}
+
+// printQuantized lists the weights of weight-quantized ops: format, group
+// size, shape, bytes on the device (packed weight, scales, sums) and bytes
+// per weight. Nothing is printed for a graph without any.
+func (in *graphInfo) printQuantized(w io.Writer) {
+	qs := graph.QuantizedWeights(in.g)
+	if len(qs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nquantized weights")
+	t := newTable(w)
+	t.row("  OP", "VALUE", "FORMAT", "GROUP", "DIMS", "WEIGHT", "SCALES", "SUMS", "BYTES/WEIGHT")
+	var params, bytes int64
+	for _, q := range qs {
+		group := "channel"
+		if q.Group > 0 {
+			group = fmt.Sprint(q.Group)
+		}
+		t.row(fmt.Sprintf("  %d %s", q.OpIndex, q.Op), q.Weight, q.Format, group, list(in.g.Values[q.Weight].Tensor.Dims),
+			q.WeightBytes, q.ScaleBytes, q.SumBytes, fmt.Sprintf("%.3f", bytesPerWeight(q.Bytes(), q.Params)))
+		params += q.Params
+		bytes += q.Bytes()
+	}
+	t.flush()
+	fmt.Fprintf(w, "  %d weights, %d parameters, %d bytes: %.3f bytes per weight (float32: 4)\n", len(qs), params, bytes, bytesPerWeight(bytes, params))
+}
+
+// bytesPerWeight is bytes / params, 0 for no params.
+func bytesPerWeight(bytes, params int64) float64 {
+	if params == 0 {
+		return 0
+	}
+	return float64(bytes) / float64(params)
 }
 
 func (in *graphInfo) printIO(w io.Writer) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -54,6 +55,7 @@ type (
 		Ops           []opDoc       `json:"ops"`
 		Unsupported   []string      `json:"unsupported_ops"`
 		Constants     []constantDoc `json:"constants"`
+		Quantized     []quantDoc    `json:"quantized_weights"`
 		MemoryPlan    memoryPlanDoc `json:"memory_plan"`
 		ExceedsLimits []limitDoc    `json:"exceeds_limits"`
 	}
@@ -78,6 +80,20 @@ type (
 		Bytes    int64   `json:"bytes"` // -1 when unknown
 		Values   []int32 `json:"values"`
 		Deferred bool    `json:"deferred"`
+	}
+	quantDoc struct {
+		Op          string   `json:"op"`
+		OpIndex     int      `json:"op_index"`
+		Value       int32    `json:"value"` // the packed weight's value id
+		Format      string   `json:"format"`
+		Bits        int      `json:"bits"`
+		Group       int64    `json:"group_size"` // 0: per channel
+		Layout      string   `json:"layout"`
+		Dims        []uint32 `json:"dims"`
+		Params      int64    `json:"params"`
+		WeightBytes int64    `json:"weight_bytes"`
+		ScaleBytes  int64    `json:"scale_bytes"`
+		SumBytes    int64    `json:"sum_bytes"`
 	}
 	memoryPlanDoc struct {
 		SharedObjects     []sharedObjectDoc `json:"shared_objects"`
@@ -147,7 +163,12 @@ func (in *graphInfo) doc(named *serialization.NamedDataMap, limits wgdelegate.Li
 	g := in.g
 	d := graphDoc{Version: g.Version, NumValues: len(g.Values), NumOps: len(g.Chain),
 		Inputs: in.ioDocs(g.InputIDs), Outputs: in.ioDocs(g.OutputIDs), Ops: []opDoc{}, Unsupported: []string{},
-		Constants: []constantDoc{}, ExceedsLimits: []limitDoc{}}
+		Constants: []constantDoc{}, Quantized: []quantDoc{}, ExceedsLimits: []limitDoc{}}
+	for _, q := range graph.QuantizedWeights(g) {
+		d.Quantized = append(d.Quantized, quantDoc{Op: q.Op, OpIndex: q.OpIndex, Value: q.Weight, Format: q.Format, Bits: q.Bits,
+			Group: q.Group, Layout: q.Layout, Dims: append([]uint32{}, g.Values[q.Weight].Tensor.Dims...), Params: q.Params,
+			WeightBytes: q.WeightBytes, ScaleBytes: q.ScaleBytes, SumBytes: q.SumBytes})
+	}
 	counts := map[string]int{}
 	var names []string
 	for _, op := range g.Chain {

@@ -90,7 +90,8 @@ const inspectUsage = `Usage:
 Decodes MODEL (a .pte program or a raw VH00 blob) and prints, as aligned
 text: the program and its delegates (for a .pte), then for every
 VulkanBackend delegate the VH00 header, every value, op and constant, the
-graph inputs and outputs, the memory plan and any buffer over the device
+weights of quantized ops (format, group size, bytes per weight), the graph
+inputs and outputs, the memory plan and any buffer over the device
 limits. A constant is deferred when its only uses are as the source of
 et_vk.prepack.default: it then gets no buffer of its own. No GPU is used
 unless --device is given.
@@ -98,8 +99,10 @@ unless --device is given.
 Flags:
   --json        print JSON instead: inputs and outputs (dtype, shape), ops
                 (name, count, supported), constants (source inline/pte/ptd,
-                bytes, deferred), the memory plan (shared objects, their
-                size and users) and exceeds_limits; one object per delegate
+                bytes, deferred), quantized_weights (op, format, bits,
+                group_size, layout, dims, params, weight/scale/sum bytes),
+                the memory plan (shared objects, their size and users) and
+                exceeds_limits; one object per delegate
                 under "graphs"
   --device      check buffers against the default adapter's limits instead
                 of WebGPU's default limits (opens the GPU)

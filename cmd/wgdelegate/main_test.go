@@ -638,7 +638,9 @@ func TestPrintMemoryStatsRebinding(t *testing.T) {
 		s         wgdelegate.MemoryStats
 		want, not []string
 	}{
-		{wgdelegate.MemoryStats{NumSharedObjects: 2}, nil, []string{"re-bound", "added shared"}},
+		{wgdelegate.MemoryStats{NumSharedObjects: 2}, nil, []string{"re-bound", "added shared", "quantized"}},
+		{wgdelegate.MemoryStats{NumQuantizedWeights: 3, QuantizedParams: 1000, QuantizedWeightBytes: 625},
+			[]string{"quantized weights", "3 (1000 parameters in 625 bytes, 0.625 bytes each)"}, []string{"re-bound"}},
 		{wgdelegate.MemoryStats{NumSharedObjects: 2, MovedTensors: 3}, []string{"re-bound tensors", "3"}, []string{"added shared"}},
 		{wgdelegate.MemoryStats{NumSharedObjects: 3, AddedSharedObjects: 1, AddedSharedBytes: 64},
 			[]string{"added shared buffers", "1 (64 bytes beyond the exporter's plan)"}, []string{"re-bound"}},

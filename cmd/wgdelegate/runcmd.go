@@ -251,6 +251,11 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	if s.PersistentCopyBytes > 0 {
 		tw.row("  persistent copy bytes", s.PersistentCopyBytes)
 	}
+	if s.NumQuantizedWeights > 0 {
+		// A breakdown of the bytes above, not an addition.
+		tw.row("  quantized weights", fmt.Sprintf("%d (%d parameters in %d bytes, %.3f bytes each)",
+			s.NumQuantizedWeights, s.QuantizedParams, s.QuantizedWeightBytes, bytesPerWeight(s.QuantizedWeightBytes, s.QuantizedParams)))
+	}
 	tw.row("  dispatches", s.NumDispatches)
 	tw.row("  cached pipelines", s.NumCachedPipelines)
 	tw.row("  cached shaders", s.NumCachedShaders)

@@ -114,6 +114,7 @@ func decodeAgainstReference(t *testing.T, cfg LlamaConfig, plan Plan) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	checkQuantizedStats(t, cfg, m.MemoryStats())
 	ref := l.NewReference()
 	tokens, pos := []int32{1, 7, 23}, int64(0)
 	for step := range 6 {
@@ -142,6 +143,51 @@ func decodeAgainstReference(t *testing.T, cfg LlamaConfig, plan Plan) {
 		}
 		pos += int64(len(tokens))
 		tokens = []int32{next}
+	}
+}
+
+// checkQuantizedStats checks MemoryStats' quantized-weight breakdown
+// against the sizes the config implies: each linear's n·k/2 packed bytes,
+// its [k/g, roundup(n, 4)] float scales and, with 8da4w, its
+// [k/g, roundup(n, 8)] int32 sums; the 4-bit embedding's V·D/2 bytes and
+// [V, D/g] scales.
+func checkQuantizedStats(t *testing.T, cfg LlamaConfig, st wgdelegate.MemoryStats) {
+	t.Helper()
+	var n int
+	var params, bytes int64
+	linear := func(rows, k int64) {
+		if cfg.Q4Group == 0 {
+			return
+		}
+		n++
+		params += rows * k
+		bytes += rows*k/2 + k/cfg.Q4Group*((rows+3)/4*4)*4
+		if cfg.Dynamic8 {
+			bytes += k / cfg.Q4Group * ((rows + 7) / 8 * 8) * 4
+		}
+	}
+	qd, kvd := cfg.Heads*cfg.HeadDim(), cfg.KVHeads*cfg.HeadDim()
+	for range cfg.Layers {
+		linear(qd, cfg.Dim)
+		linear(kvd, cfg.Dim)
+		linear(kvd, cfg.Dim)
+		linear(cfg.Dim, qd)
+		linear(cfg.Hidden, cfg.Dim)
+		linear(cfg.Hidden, cfg.Dim)
+		linear(cfg.Dim, cfg.Hidden)
+	}
+	linear(cfg.Vocab, cfg.Dim)
+	if g := cfg.EmbeddingQ4Group; g > 0 {
+		n++
+		params += cfg.Vocab * cfg.Dim
+		bytes += cfg.Vocab*cfg.Dim/2 + cfg.Vocab*(cfg.Dim/g)*4
+	}
+	if st.NumQuantizedWeights != n || st.QuantizedParams != params || st.QuantizedWeightBytes != bytes {
+		t.Fatalf("MemoryStats: %d quantized weights, %d params, %d bytes; want %d, %d, %d",
+			st.NumQuantizedWeights, st.QuantizedParams, st.QuantizedWeightBytes, n, params, bytes)
+	}
+	if bytes > 0 && st.QuantizedWeightBytes > st.TotalBytes() {
+		t.Fatalf("quantized weights %d bytes exceed the total %d", st.QuantizedWeightBytes, st.TotalBytes())
 	}
 }
 
