@@ -332,7 +332,10 @@ func TestErrors(t *testing.T) {
 		}, llm.ErrPositionPastEnd},
 		{"token-range", func() error { _, err := r.Forward(ctx, []int32{1, int32(testCfg.Vocab)}); return err }, llm.ErrTokenRange},
 		{"negative-token", func() error { _, err := r.Forward(ctx, []int32{-1}); return err }, llm.ErrTokenRange},
-		{"temperature", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{Temperature: -0.5}); return err }, llm.ErrOption},
+		{"temperature", func() error {
+			_, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{Temperature: -0.5})
+			return err
+		}, llm.ErrOption},
 		{"top-p", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{TopP: 1.5}); return err }, llm.ErrOption},
 		{"empty-prompt", func() error { _, err := r.Generate(ctx, nil, llm.GenerateOptions{}); return err }, llm.ErrOption},
 		{"negative-max", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: -1}); return err }, llm.ErrOption},
