@@ -288,3 +288,31 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchLLM: bench measures prefill and decode tok/s for a decoder
+// (and TestBenchJSON checks that other models get no "llm" field).
+func TestBenchLLM(t *testing.T) {
+	dir := t.TempDir()
+	pte, _, _ := writeGenModel(t, dir, "m", 16)
+	ptd := strings.TrimSuffix(pte, ".pte") + ".ptd"
+	out := mustRun(t, "bench", "--json", "--iterations", "2", "--data", ptd, pte)
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	l := r.LLM
+	if l == nil || l.PromptTokens != 8 || l.DecodeSteps != 32 || l.MaxSeqLen != genCfg.MaxSeq {
+		t.Fatalf("llm: %+v", l)
+	}
+	for _, s := range []execStats{l.PrefillTokPS, l.DecodeTokPS, l.TimeToFirstMS} {
+		if s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
+			t.Fatalf("llm: %+v", l)
+		}
+	}
+	text := mustRun(t, "bench", "--iterations", "2", "--data", ptd, pte)
+	for _, w := range []string{"prefill", "8 tokens: median", "decode", "32 steps: median", "time to first token"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("bench output lacks %q:\n%s", w, text)
+		}
+	}
+}
