@@ -166,6 +166,21 @@ func TestPrefillEqualsOneByOne(t *testing.T) {
 	if r.Pos() != int64(len(prompt)+10-1) {
 		t.Fatalf("Pos %d after %d prompt and 10 new tokens", r.Pos(), len(prompt))
 	}
+	// Forward feeds the last generated token first, as Generate would.
+	r.Reset()
+	if _, err := r.Generate(ctx, prompt, llm.GenerateOptions{MaxNewTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	logits, err := r.Forward(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := models.Argmax(logits, int(testCfg.Vocab)); got != all.Tokens[4] || r.Pos() != int64(len(prompt)+4) {
+		t.Fatalf("Forward after Generate: token %d at Pos %d, want %d at %d", got, r.Pos(), all.Tokens[4], len(prompt)+4)
+	}
+	if _, err := r.Forward(ctx, nil); !errors.Is(err, llm.ErrOption) {
+		t.Fatalf("Forward with nothing to feed: %v", err)
+	}
 }
 
 // TestGenerateControls: stop tokens, streaming (callback and iterator,

@@ -114,11 +114,20 @@ func (r *Runner) Close() error {
 // Forward feeds tokens at the current position, in one Execute or in
 // chunks of up to Convention().MaxTokens, advances the position past them
 // and returns the logits of the last one ([Vocab], valid until the next
-// call). Tokens that do not fit in the cache are a *CacheError
-// (ErrPromptTooLong when there are several, else ErrPositionPastEnd), an
-// id outside the vocabulary a *TokenError; neither runs anything.
+// call). Like Generate, it first feeds the last token a previous Generate
+// returned, which is not in the cache yet. Tokens that do not fit in the
+// cache are a *CacheError (ErrPromptTooLong when there are several, else
+// ErrPositionPastEnd), an id outside the vocabulary a *TokenError; neither
+// runs anything.
 func (r *Runner) Forward(ctx context.Context, tokens []int32) ([]float32, error) {
-	return r.forward(ctx, tokens, 0)
+	if r.pending >= 0 {
+		tokens = append([]int32{r.pending}, tokens...)
+	}
+	logits, err := r.forward(ctx, tokens, 0)
+	if err == nil {
+		r.pending = -1
+	}
+	return logits, err
 }
 
 func (r *Runner) forward(ctx context.Context, tokens []int32, chunk int64) ([]float32, error) {
@@ -266,7 +275,9 @@ func rate(n int, d time.Duration) float64 {
 // Generate feeds prompt from the current position (after the last
 // generated token of a previous Generate, if any: a sequence continues
 // until Reset), then samples and feeds tokens one at a time. ctx cancels
-// between and during Executes.
+// between and during Executes. After an error other than a rejected
+// request (a *CacheError, *TokenError or ErrOption, which run nothing),
+// the sequence is in an unknown state: Reset before the next one.
 func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Result, error) {
 	res := Result{Stop: -1}
 	start := time.Now()
