@@ -37,7 +37,8 @@ type Convention struct {
 type ProgramInfo struct {
 	// MaxSeqLen is the KV cache length, from the caches of the graph's
 	// sdpa_with_kv_cache, update_cache and custom_sdpa ops (the smallest,
-	// if they differ); 0 when the graph has none.
+	// if they differ), or the get_max_seq_len metadata method's value when
+	// that is smaller; 0 when neither is there.
 	MaxSeqLen int64
 	// TokenType is the tokens' ScalarType as the program's delegate call
 	// declares it (Int64 for export_llama), or 0 (Bool, unset) when the
@@ -46,6 +47,10 @@ type ProgramInfo struct {
 	// Methods are the program's execution plans (forward, and metadata
 	// methods such as get_max_seq_len when the exporter wrote them).
 	Methods []string
+	// Metadata holds the value of every method that returns a constant
+	// Int or Bool (export_llama's get_max_seq_len, get_vocab_size,
+	// get_bos_id, use_kv_cache, ...), by method name.
+	Metadata map[string]int64
 }
 
 // InspectProgram reads a .pte program (or a raw VH00 delegate blob) for
@@ -63,6 +68,15 @@ func InspectProgram(data []byte) (ProgramInfo, error) {
 			return info, err
 		}
 		info.Methods = p.Plans
+		for i := range p.ExecutionPlans {
+			ep := &p.ExecutionPlans[i]
+			if v, ok := ep.Int(); ok && len(ep.Inputs) == 0 {
+				if info.Metadata == nil {
+					info.Metadata = map[string]int64{}
+				}
+				info.Metadata[ep.Name] = v
+			}
+		}
 		for i := range p.Delegates {
 			if p.Delegates[i].ID == serialization.VulkanBackendID {
 				blobs = append(blobs, p.Delegates[i].Data)
@@ -88,7 +102,17 @@ func InspectProgram(data []byte) (ProgramInfo, error) {
 			info.MaxSeqLen = n
 		}
 	}
+	info.MaxSeqLen = seqLen(info.MaxSeqLen, info.Metadata["get_max_seq_len"])
 	return info, nil
+}
+
+// seqLen is the positions a sequence may use: the cache length, or the
+// program's get_max_seq_len when that is smaller (or the only one known).
+func seqLen(cache, meta int64) int64 {
+	if meta > 0 && (cache == 0 || meta < cache) {
+		return meta
+	}
+	return cache
 }
 
 // cacheLen returns the smallest KV cache length (dim 1 of a [1, S, H, D]

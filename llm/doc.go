@@ -24,9 +24,9 @@
 //     [1, T, V] for every position (the runner uses the last);
 //   - the KV cache length (the most positions a sequence may use): dim 1
 //     of the caches of the graph's sdpa_with_kv_cache, update_cache or
-//     custom_sdpa ops (InspectProgram). Metadata methods such as
-//     get_max_seq_len are listed in ProgramInfo.Methods but their values
-//     are not read.
+//     custom_sdpa ops, or the program's get_max_seq_len metadata method
+//     when it is smaller (InspectProgram; ProgramInfo.Metadata has every
+//     constant metadata method's value).
 //
 // A model that does not fit is a *NotDecoderError (ErrNotDecoder).
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -418,5 +420,34 @@ func TestDeclaredInt64Tokens(t *testing.T) {
 	}
 	if _, err := models.Compare(wgdelegate.FromFloat32([]int64{1, testCfg.Vocab}, logits), want, models.Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInspectRealProgram reads the metadata methods of a real exported
+// llama (stories260K for Qualcomm's QNN backend, so not one this runner
+// can run): their values come back with ErrNotDecoder.
+func TestInspectRealProgram(t *testing.T) {
+	var data []byte
+	for _, up := range []string{"../..", "../../.."} {
+		b, err := os.ReadFile(filepath.Join(up, "shared", "testdata", "executorch", "stories260k_qnn.pte"))
+		if err == nil {
+			data = b
+			break
+		}
+	}
+	if data == nil {
+		t.Skip("stories260k_qnn.pte not found beside the repository")
+	}
+	info, err := llm.InspectProgram(data)
+	if !errors.Is(err, llm.ErrNotDecoder) {
+		t.Fatalf("a QNN program: %v, want ErrNotDecoder", err)
+	}
+	for name, want := range map[string]int64{"get_max_seq_len": 128, "get_vocab_size": 512, "get_n_layers": 5, "get_bos_id": 1, "get_eos_id": 2} {
+		if got, ok := info.Metadata[name]; !ok || got != want {
+			t.Errorf("%s = %d (present %v), want %d", name, got, ok, want)
+		}
+	}
+	if !slices.Contains(info.Methods, "kv_forward") {
+		t.Errorf("methods %v", info.Methods)
 	}
 }
