@@ -51,13 +51,18 @@ type ProgramInfo struct {
 	// Int or Bool (export_llama's get_max_seq_len, get_vocab_size,
 	// get_bos_id, use_kv_cache, ...), by method name.
 	Metadata map[string]int64
+	// BOS is get_bos_id's value, -1 without it; EOS the values of
+	// get_eos_ids (export_llama writes the list as one Int output each)
+	// or get_eos_id.
+	BOS int32
+	EOS []int32
 }
 
 // InspectProgram reads a .pte program (or a raw VH00 delegate blob) for
 // what a runner needs and the model's I/O does not say: the KV cache
 // length and the declared token dtype.
 func InspectProgram(data []byte) (ProgramInfo, error) {
-	var info ProgramInfo
+	info := ProgramInfo{BOS: -1}
 	var blobs [][]byte
 	switch wgdelegate.Detect(data) {
 	case wgdelegate.FormatBlob:
@@ -75,6 +80,18 @@ func InspectProgram(data []byte) (ProgramInfo, error) {
 					info.Metadata = map[string]int64{}
 				}
 				info.Metadata[ep.Name] = v
+			}
+			switch ep.Name {
+			case "get_bos_id":
+				if v, ok := ep.Int(); ok {
+					info.BOS = int32(v)
+				}
+			case "get_eos_ids", "get_eos_id":
+				for _, sc := range ep.Scalars {
+					if sc.Kind == "Int" {
+						info.EOS = append(info.EOS, int32(sc.Int))
+					}
+				}
 			}
 		}
 		for i := range p.Delegates {

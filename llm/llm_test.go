@@ -447,6 +447,9 @@ func TestInspectRealProgram(t *testing.T) {
 			t.Errorf("%s = %d (present %v), want %d", name, got, ok, want)
 		}
 	}
+	if info.BOS != 1 || !slices.Equal(info.EOS, []int32{2}) {
+		t.Errorf("BOS %d, EOS %v; want 1, [2]", info.BOS, info.EOS)
+	}
 	if !slices.Contains(info.Methods, "kv_forward") {
 		t.Errorf("methods %v", info.Methods)
 	}

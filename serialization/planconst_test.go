@@ -2,6 +2,7 @@ package serialization
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -53,6 +54,14 @@ func TestPlanScalarMethod(t *testing.T) {
 	}
 	if _, ok := p.ExecutionPlans[1].Int(); ok {
 		t.Fatal("a plan without outputs has an Int")
+	}
+	// A list (get_eos_ids) is one Int output per element.
+	p, err = ParseProgram(planPTE(handPlan{name: "get_eos_ids", values: 2, outputs: []int32{1, 0}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []PlanScalar{{Output: 0, Kind: "Int", Int: 3}, {Output: 1, Kind: "Int", Int: 3}}; !reflect.DeepEqual(p.ExecutionPlans[0].Scalars, want) {
+		t.Fatalf("two Int outputs: %+v", p.ExecutionPlans[0].Scalars)
 	}
 	_, err = ParseProgram(planPTE(handPlan{name: "m", values: 1, outputs: []int32{0}, bareValues: true}))
 	var fe *FormatError

@@ -37,7 +37,7 @@ Flags:
                        one, prompts and output are token ids
   --prompt TEXT        the prompt, encoded with --tokenizer after BOS
   --ids 1,2,3          the prompt as token ids (the default is BOS alone:
-                       the tokenizer's, or 1)
+                       the tokenizer's, the program's get_bos_id, or 1)
   -n N                 tokens to generate (default 64; 0 fills the cache)
   --temperature T      0 is greedy; above 0 samples from softmax(logits/T)
                        (default 0.8)
@@ -47,7 +47,7 @@ Flags:
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
-                       EOS; none without a tokenizer)
+                       EOS, else the program's get_eos_ids, else none)
   --json               print one JSON object on stdout at the end instead
                        (tokens, text, prompt/decode tok/s, TTFT, memory)
   --cpu-threads N      compute threads of a CPU adapter (llvmpipe/lavapipe):
@@ -247,11 +247,17 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		}
 	case prompt == nil && tok != nil && tok.BOS() >= 0:
 		prompt = []int32{tok.BOS()}
+	case prompt == nil && info.BOS >= 0:
+		prompt = []int32{info.BOS}
 	case prompt == nil:
 		prompt = []int32{1}
 	}
-	if !o.stopSet && tok != nil && tok.EOS() >= 0 {
+	switch {
+	case o.stopSet:
+	case tok != nil && tok.EOS() >= 0:
 		o.stop = []int32{tok.EOS()}
+	default:
+		o.stop = info.EOS
 	}
 	gen := o.gen
 	gen.StopTokens = o.stop
