@@ -245,7 +245,8 @@ func finishTestProgram(b *flatbuffers.Builder, plans flatbuffers.UOffsetT) []byt
 	return b.FinishedBytes()
 }
 
-// handValue is an EValue of the given kind; a Tensor gets a table unless bare.
+// handValue is an EValue of the given kind; a Tensor or an Int gets a table
+// unless bare.
 func handValue(b *flatbuffers.Builder, kind executorch.KernelTypes, bare bool) flatbuffers.UOffsetT {
 	var val flatbuffers.UOffsetT
 	switch {
@@ -255,7 +256,7 @@ func handValue(b *flatbuffers.Builder, kind executorch.KernelTypes, bare bool) f
 		executorch.TensorAddScalarType(b, ScalarTypeLong)
 		executorch.TensorAddSizes(b, sizes)
 		val = executorch.TensorEnd(b)
-	case kind == executorch.KernelTypesInt:
+	case kind == executorch.KernelTypesInt && !bare:
 		executorch.IntStart(b)
 		executorch.IntAddIntVal(b, 3)
 		val = executorch.IntEnd(b)

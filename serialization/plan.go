@@ -38,6 +38,9 @@ type ExecutionPlan struct {
 	// "name" when the overload is empty; KernelCall.op_index indexes it.
 	Operators []string
 	Chains    []Chain
+	// Scalars are the outputs that are Int, Bool or Double values (see
+	// PlanScalar), in output order.
+	Scalars []PlanScalar
 }
 
 // Chain is one chain of an execution plan (upstream writes one per plan).

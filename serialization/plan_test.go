@@ -14,7 +14,8 @@ import (
 // handPlan describes one execution plan for planPTE.
 type handPlan struct {
 	name            string
-	values          int // Int EValues
+	values          int  // Int EValues
+	bareValues      bool // the Int EValues lack their Int tables
 	inputs, outputs []int32
 	operators       [][2]string // name, overload
 	// sharedOperator > 0 makes ExecutionPlan.operators that many
@@ -42,7 +43,7 @@ func planPTE(plans ...handPlan) []byte {
 	for _, hp := range plans {
 		vals := make([]flatbuffers.UOffsetT, hp.values)
 		for i := range vals {
-			vals[i] = handValue(b, executorch.KernelTypesInt, false)
+			vals[i] = handValue(b, executorch.KernelTypesInt, hp.bareValues)
 		}
 		valVec := offsetVector(b, vals)
 		chains := make([]flatbuffers.UOffsetT, len(hp.chains))
@@ -217,6 +218,8 @@ func TestExecutionPlans(t *testing.T) {
 				{Kind: 200},
 			}},
 		},
+		// The hand-built values are Ints; output 3 is one.
+		Scalars: []PlanScalar{{Output: 0, Kind: "Int", Int: 3}},
 	}, {
 		Name:      "empty",
 		Inputs:    []int32{},

@@ -391,6 +391,9 @@ func (pd *programDecoder) plan(start uint32, pi int) error {
 	if err := pd.planInterface(t, ep, nv); err != nil {
 		return err
 	}
+	if err := pd.planScalars(vstart, ep, pi); err != nil {
+		return err
+	}
 	return pd.chains(t, pi, ep, vstart, nv, nd)
 }
 

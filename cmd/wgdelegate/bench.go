@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/llm"
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 const benchUsage = `Usage:
@@ -38,6 +40,11 @@ reports what loading and executing cost:
   packed_cache            packed-weight cache hits, misses and bytes
   cpu_threads             llvmpipe's thread setting when not the default
                           (-1 inline, N workers; see --cpu-threads)
+  llm                     for a Llama-style decoder (see 'wgdelegate help
+                          generate'): prefill and decode tokens/s and time
+                          to first token (min, median, max over 3 runs of a
+                          prompt of up to max_tokens_per_execute ids, then
+                          up to 32 greedy decode steps)
 
 Without --input, inputs are generated: small random values of each input's
 dtype and shape (integers 1..3, floats in [-1, 1)). Runs longer than a
@@ -127,6 +134,17 @@ type benchResult struct {
 	Pipelines            pipeStats    `json:"pipelines"`
 	PackedCache          packedCStats `json:"packed_cache"`
 	CPUThreads           int          `json:"cpu_threads,omitempty"`
+	LLM                  *llmBench    `json:"llm,omitempty"`
+}
+
+// llmBench is bench's generation measurement for a decoder model.
+type llmBench struct {
+	PromptTokens  int       `json:"prompt_tokens"`
+	DecodeSteps   int       `json:"decode_steps"`
+	MaxSeqLen     int64     `json:"max_seq_len"`
+	PrefillTokPS  execStats `json:"prefill_tokens_per_s"`
+	DecodeTokPS   execStats `json:"decode_tokens_per_s"`
+	TimeToFirstMS execStats `json:"time_to_first_token_ms"`
 }
 
 type execStats struct {
@@ -235,6 +253,9 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	res.GPUBytes = st.TotalBytes()
 	pc := m.PackedCacheStats()
 	res.PackedCache = packedCStats{Hits: int64(pc.Hits), Misses: int64(pc.Misses), Bytes: pc.Bytes}
+	if res.LLM, err = benchLLM(ctx, o.model, m); err != nil {
+		return err
+	}
 
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -271,6 +292,11 @@ func printBench(w io.Writer, r benchResult) {
 		tab.row("cpu threads", "inline")
 	case r.CPUThreads > 0:
 		tab.row("cpu threads", r.CPUThreads)
+	}
+	if l := r.LLM; l != nil {
+		tab.row("prefill", fmt.Sprintf("%d tokens: median %.1f tok/s (%.1f-%.1f)", l.PromptTokens, l.PrefillTokPS.Median, l.PrefillTokPS.Min, l.PrefillTokPS.Max))
+		tab.row("decode", fmt.Sprintf("%d steps: median %.1f tok/s (%.1f-%.1f)", l.DecodeSteps, l.DecodeTokPS.Median, l.DecodeTokPS.Min, l.DecodeTokPS.Max))
+		tab.row("time to first token", fmt.Sprintf("median %.2f ms (%.2f-%.2f)", l.TimeToFirstMS.Median, l.TimeToFirstMS.Min, l.TimeToFirstMS.Max))
 	}
 	tab.flush()
 }
@@ -328,4 +354,48 @@ func (p *iterProgress) finish() {
 	if p.shown && p.tty {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// benchLLM measures generation when the model at path is a Llama-style
+// decoder (nil, nil when it is not): 3 runs of a prompt of up to
+// MaxTokens ids (at most half the cache) and up to 32 greedy decode steps.
+func benchLLM(ctx context.Context, path string, m *wgdelegate.Model) (*llmBench, error) {
+	mf, err := serialization.MapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := llm.InspectProgram(mf.Bytes())
+	mf.Close()
+	if err != nil {
+		return nil, nil
+	}
+	r, err := llm.New(m, info)
+	if err != nil {
+		return nil, nil
+	}
+	c := r.Convention()
+	p := int(min(c.MaxTokens, max(c.MaxSeqLen/2, 1)))
+	steps := int(min(32, c.MaxSeqLen-int64(p)))
+	prompt := make([]int32, p)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%int(max(c.Vocab-1, 1)))
+	}
+	const runs = 3
+	var pre, dec, ttft []float64
+	for range runs {
+		r.Reset()
+		res, err := r.Generate(ctx, prompt, llm.GenerateOptions{MaxNewTokens: steps + 1})
+		if err != nil {
+			return nil, fmt.Errorf("generation: %w", err)
+		}
+		s := res.Stats
+		pre = append(pre, s.PromptTokensPerSecond())
+		dec = append(dec, s.DecodeTokensPerSecond())
+		ttft = append(ttft, ms(s.TimeToFirstToken))
+	}
+	stat := func(v []float64) execStats {
+		slices.Sort(v)
+		return execStats{Min: v[0], Median: v[len(v)/2], Max: v[len(v)-1]}
+	}
+	return &llmBench{PromptTokens: p, DecodeSteps: steps, MaxSeqLen: c.MaxSeqLen, PrefillTokPS: stat(pre), DecodeTokPS: stat(dec), TimeToFirstMS: stat(ttft)}, nil
 }

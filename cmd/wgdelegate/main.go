@@ -21,6 +21,7 @@ const usage = `Usage:
   wgdelegate graph [-o FILE] MODEL   draw a model's op graph (Graphviz DOT or SVG)
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
+  wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -35,6 +36,7 @@ Examples:
   wgdelegate graph -o model.svg model.pte
   wgdelegate profile --trace trace.json model.pte
   wgdelegate bench --json model.pte
+  wgdelegate generate --tokenizer tokenizer.bin --prompt "Once upon a time" llama.pte
 
 Every error exits with status 1 and one line on stderr.
 `
@@ -185,6 +187,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, benchUsage)
 			return 0
 		}
+	case "generate":
+		err = generateCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, generateUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if len(rest) > 0 {
 			return fail(stderr, fmt.Errorf("version takes no arguments"))
@@ -225,6 +233,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, profileUsage)
 	case args[0] == "bench":
 		io.WriteString(stdout, benchUsage)
+	case args[0] == "generate":
+		io.WriteString(stdout, generateUsage)
 	case args[0] == "version" || args[0] == "help":
 		io.WriteString(stdout, usage)
 	default:

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/llm"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+const generateUsage = `Usage:
+  wgdelegate generate [flags] MODEL
+
+Generates tokens with MODEL, a Llama-style decoder export (tokens [1, T]
+and input_pos in, logits out, KV caches in the graph), through the llm
+package: the prompt is prefilled in as few Executes as the model allows,
+then one token is decoded per Execute. The generated text (with
+--tokenizer) or token ids are printed on stdout as they are produced; then
+stderr gets the prompt tokens/s, decode tokens/s, time to first token and
+memory. Ctrl-C stops the generation.
+
+Flags:
+  --data FILE          a .ptd file holding named constants (repeatable)
+  --tokenizer FILE     llama2.c's tokenizer.bin or a SentencePiece
+                       tokenizer.model (told apart by their bytes); without
+                       one, prompts and output are token ids
+  --prompt TEXT        the prompt, encoded with --tokenizer after BOS
+  --ids 1,2,3          the prompt as token ids (the default is BOS alone:
+                       the tokenizer's, the program's get_bos_id, or 1)
+  -n N                 tokens to generate (default 64; 0 fills the cache)
+  --temperature T      0 is greedy; above 0 samples from softmax(logits/T)
+                       (default 0.8)
+  --top-p P            sample from the most likely tokens whose
+                       probabilities sum past P; 0 or 1 turns it off
+                       (default 0.9)
+  --seed S             sampler seed: the same seed gives the same tokens
+                       (default 1)
+  --stop 2,5           stop at any of these ids (default: the tokenizer's
+                       EOS, else the program's get_eos_ids, else none)
+  --json               print one JSON object on stdout at the end instead
+                       (tokens, text, prompt/decode tok/s, TTFT, memory)
+  --cpu-threads N      compute threads of a CPU adapter (llvmpipe/lavapipe):
+                       "inline" runs every dispatch on the driver's thread,
+                       which suits decoding small models (see 'wgdelegate
+                       help run'); N (1..64) workers; "default"
+  -v, --verbose        debug logs on stderr
+  -h, --help           print this help
+
+Decode tokens/s counts the decode steps (every token after the first)
+over their time; prompt tokens/s the prompt over its prefill.
+
+Examples:
+  wgdelegate generate --ids 1 -n 64 --temperature 0 llama.pte
+  wgdelegate generate --data llama.ptd --tokenizer tokenizer.model --prompt "Once upon a time" llama.pte
+  wgdelegate generate --tokenizer tokenizer.bin --prompt "Hello" --seed 7 --top-p 0.95 stories.pte
+  wgdelegate generate --json --ids 1,450,2 -n 32 llama.pte | jq .decode_tokens_per_s
+`
+
+// generateOptions are the parsed arguments of "wgdelegate generate".
+type generateOptions struct {
+	model, tokenizer string
+	data             []string
+	prompt           *string
+	ids, stop        []int32
+	stopSet          bool
+	gen              llm.GenerateOptions
+	json, verbose    bool
+	cpuThreads       int
+}
+
+func parseGenerateArgs(args []string) (generateOptions, error) {
+	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1}}
+	specs := []flagSpec{
+		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
+		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
+		{names: []string{"prompt"}, value: true, set: func(v string) error { o.prompt = &v; return nil }},
+		{names: []string{"ids"}, value: true, set: idsFlag(&o.ids)},
+		{names: []string{"n"}, value: true, set: func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%q is not a token count (0 or more)", v)
+			}
+			o.gen.MaxNewTokens = n
+			return nil
+		}},
+		{names: []string{"temperature"}, value: true, set: floatFlag(&o.gen.Temperature)},
+		{names: []string{"top-p"}, value: true, set: floatFlag(&o.gen.TopP)},
+		{names: []string{"seed"}, value: true, set: func(v string) error {
+			s, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a seed (an unsigned integer)", v)
+			}
+			o.gen.Seed = s
+			return nil
+		}},
+		{names: []string{"stop"}, value: true, set: func(v string) error { o.stopSet = true; return idsFlag(&o.stop)(v) }},
+		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
+	}
+	pos, err := parseArgs("generate", args, specs)
+	if err != nil {
+		return o, err
+	}
+	if o.prompt != nil && o.ids != nil {
+		return o, errors.New("generate: give --prompt or --ids, not both")
+	}
+	if o.prompt != nil && o.tokenizer == "" {
+		return o, errors.New("generate: --prompt needs --tokenizer (or give the prompt as --ids)")
+	}
+	o.model, err = oneModel("generate", pos)
+	return o, err
+}
+
+// idsFlag parses a comma-separated list of token ids.
+func idsFlag(dst *[]int32) func(string) error {
+	return func(v string) error {
+		*dst = (*dst)[:0]
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%q is not a list of token ids like 1,2,3", v)
+			}
+			*dst = append(*dst, int32(n))
+		}
+		return nil
+	}
+}
+
+func floatFlag(dst *float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		*dst = f
+		return nil
+	}
+}
+
+// loadTokenizer reads a SentencePiece model (a protobuf, whose first byte
+// is the tag of its pieces, 0x0a) or a llama2.c tokenizer.bin.
+func loadTokenizer(path string) (llm.Tokenizer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var t llm.Tokenizer
+	if len(b) > 0 && b[0] == 0x0a {
+		t, err = llm.ParseSentencePiece(b)
+	} else {
+		t, err = llm.ParseLlama2CTokenizer(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+func generateCommand(args []string, stdout, stderr io.Writer) error {
+	o, err := parseGenerateArgs(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return generate(ctx, o, stdout, stderr)
+}
+
+// generateResult is what --json prints; the names are a stable interface.
+type generateResult struct {
+	Tokens          []int32 `json:"tokens"`
+	Text            *string `json:"text,omitempty"`
+	Stop            int32   `json:"stop"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	PrefillMS       float64 `json:"prefill_ms"`
+	PromptTokPerS   float64 `json:"prompt_tokens_per_s"`
+	DecodeSteps     int     `json:"decode_steps"`
+	DecodeMS        float64 `json:"decode_ms"`
+	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
+	TTFTMS          float64 `json:"time_to_first_token_ms"`
+	LoadMS          float64 `json:"load_ms"`
+	GPUBytes        int64   `json:"gpu_bytes"`
+	GoHeapBytes     uint64  `json:"go_heap_bytes"`
+	MaxSeqLen       int64   `json:"max_seq_len"`
+	MaxTokens       int64   `json:"max_tokens_per_execute"`
+}
+
+func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) error {
+	if err := checkModelFile(o.model); err != nil {
+		return err
+	}
+	var tok llm.Tokenizer
+	if o.tokenizer != "" {
+		var err error
+		if tok, err = loadTokenizer(o.tokenizer); err != nil {
+			return err
+		}
+	}
+	mf, err := serialization.MapFile(o.model)
+	if err != nil {
+		return err
+	}
+	info, err := llm.InspectProgram(mf.Bytes())
+	mf.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.model, err)
+	}
+	log := newLogger(stderr, o.verbose)
+	dev, release, err := openDevice(ctx, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads})
+	if err != nil {
+		return err
+	}
+	defer release()
+	pr := newProgress(stderr, filepath.Base(o.model))
+	start := time.Now()
+	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
+		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
+	pr.finish(err == nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	load := time.Since(start)
+	r, err := llm.New(m, info)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.model, err)
+	}
+
+	prompt := o.ids
+	switch {
+	case o.prompt != nil:
+		if prompt, err = tok.Encode(*o.prompt, true); err != nil {
+			return err
+		}
+	case prompt == nil && tok != nil && tok.BOS() >= 0:
+		prompt = []int32{tok.BOS()}
+	case prompt == nil && info.BOS >= 0:
+		prompt = []int32{info.BOS}
+	case prompt == nil:
+		prompt = []int32{1}
+	}
+	switch {
+	case o.stopSet:
+	case tok != nil && tok.EOS() >= 0:
+		o.stop = []int32{tok.EOS()}
+	default:
+		o.stop = info.EOS
+	}
+	gen := o.gen
+	gen.StopTokens = o.stop
+	var text strings.Builder
+	prev := prompt[len(prompt)-1]
+	gen.OnToken = func(t int32) error {
+		var s string
+		if tok != nil {
+			s = tok.Decode(prev, t)
+			text.WriteString(s)
+		} else {
+			s = strconv.Itoa(int(t))
+			if prev >= 0 && text.Len() > 0 {
+				s = " " + s
+			}
+			text.WriteString(s)
+		}
+		prev = t
+		if o.json {
+			return nil
+		}
+		_, err := io.WriteString(stdout, s)
+		return err
+	}
+	res, err := r.Generate(ctx, prompt, gen)
+	if err != nil {
+		if !o.json && text.Len() > 0 {
+			fmt.Fprintln(stdout)
+		}
+		return err
+	}
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	st := res.Stats
+	out := generateResult{Tokens: res.Tokens, Stop: res.Stop, PromptTokens: st.PromptTokens, GeneratedTokens: st.GeneratedTokens,
+		PrefillMS: ms(st.Prefill), PromptTokPerS: st.PromptTokensPerSecond(), DecodeSteps: st.DecodeSteps,
+		DecodeMS: ms(st.Decode), DecodeTokPerS: st.DecodeTokensPerSecond(), TTFTMS: ms(st.TimeToFirstToken),
+		LoadMS: ms(load), GPUBytes: m.MemoryStats().TotalBytes(), GoHeapBytes: mem.HeapAlloc,
+		MaxSeqLen: r.Convention().MaxSeqLen, MaxTokens: r.Convention().MaxTokens}
+	if out.Tokens == nil {
+		out.Tokens = []int32{}
+	}
+	if o.json {
+		if tok != nil {
+			s := text.String()
+			out.Text = &s
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s)\n", out.PromptTokens, out.PrefillMS, out.PromptTokPerS)
+	fmt.Fprintf(stderr, "decode: %d tokens, %d steps in %.1f ms (%.1f tok/s)\n", out.GeneratedTokens, out.DecodeSteps, out.DecodeMS, out.DecodeTokPerS)
+	fmt.Fprintf(stderr, "time to first token: %.1f ms (load %.1f ms)\n", out.TTFTMS, out.LoadMS)
+	fmt.Fprintf(stderr, "memory: GPU %s, Go heap %s\n", mib(out.GPUBytes), mib(int64(out.GoHeapBytes)))
+	return nil
+}

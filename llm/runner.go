@@ -1,0 +1,381 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// Runner generates tokens with a Llama-style decoder: it holds the model,
+// its calling convention and the position the KV cache is filled up to.
+// A Runner is one sequence: it is not safe for concurrent use.
+type Runner struct {
+	m    *wgdelegate.Model
+	own  bool
+	conv Convention
+	pos  int64
+	// pending is the last generated token, not yet fed to the model; the
+	// next Generate feeds it before its prompt. -1 when none.
+	pending int32
+	logits  []float32
+	tok32   []int32
+	tok64   []int64
+	last    Stats
+}
+
+// Open loads the decoder at path (a .pte program, or a raw VH00 blob) with
+// opts (WithDataFiles for a .ptd, WithDevice, ...) and detects its calling
+// convention; the runner closes the model on Close.
+func Open(ctx context.Context, path string, opts ...wgdelegate.Option) (*Runner, error) {
+	mf, err := serialization.MapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := InspectProgram(mf.Bytes())
+	mf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m, err := wgdelegate.Open(ctx, path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r, err := New(m, info)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.own = true
+	return r, nil
+}
+
+// Load is Open for a program already in memory.
+func Load(ctx context.Context, program []byte, opts ...wgdelegate.Option) (*Runner, error) {
+	info, err := InspectProgram(program)
+	if err != nil {
+		return nil, err
+	}
+	m, err := wgdelegate.Load(ctx, program, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r, err := New(m, info)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	r.own = true
+	return r, nil
+}
+
+// New makes a runner for an already loaded model, with what InspectProgram
+// read from its file (or a ProgramInfo filled in by hand: MaxSeqLen is
+// required, since the model's I/O does not say it). The caller keeps
+// ownership of m: Close does not close it. The KV cache is assumed empty
+// (a freshly loaded model).
+func New(m *wgdelegate.Model, info ProgramInfo) (*Runner, error) {
+	c, err := Detect(m, info.MaxSeqLen, info.TokenType)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{m: m, conv: c, pending: -1}, nil
+}
+
+// Convention returns the calling convention the runner detected.
+func (r *Runner) Convention() Convention { return r.conv }
+
+// Model returns the underlying model.
+func (r *Runner) Model() *wgdelegate.Model { return r.m }
+
+// Pos returns the position the next token goes to: how many the KV cache
+// holds.
+func (r *Runner) Pos() int64 { return r.pos }
+
+// Reset starts a new sequence at position 0. The cache is not cleared:
+// positions are overwritten before attention reads them.
+func (r *Runner) Reset() {
+	r.pos, r.pending = 0, -1
+}
+
+// Close closes the model if the runner opened it (Open, Load).
+func (r *Runner) Close() error {
+	if r.own {
+		return r.m.Close()
+	}
+	return nil
+}
+
+// Forward feeds tokens at the current position, in one Execute or in
+// chunks of up to Convention().MaxTokens, advances the position past them
+// and returns the logits of the last one ([Vocab], valid until the next
+// call). Like Generate, it first feeds the last token a previous Generate
+// returned, which is not in the cache yet. Tokens that do not fit in the
+// cache are a *CacheError (ErrPromptTooLong when there are several, else
+// ErrPositionPastEnd), an id outside the vocabulary a *TokenError; neither
+// runs anything.
+func (r *Runner) Forward(ctx context.Context, tokens []int32) ([]float32, error) {
+	if r.pending >= 0 {
+		tokens = append([]int32{r.pending}, tokens...)
+	}
+	logits, err := r.forward(ctx, tokens, 0)
+	if err == nil {
+		r.pending = -1
+	}
+	return logits, err
+}
+
+func (r *Runner) forward(ctx context.Context, tokens []int32, chunk int64) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens to feed", ErrOption)
+	}
+	if err := r.fits(int64(len(tokens))); err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= r.conv.Vocab {
+			return nil, &TokenError{Token: t, Vocab: r.conv.Vocab}
+		}
+	}
+	if chunk <= 0 || chunk > r.conv.MaxTokens {
+		chunk = r.conv.MaxTokens
+	}
+	for len(tokens) > 0 {
+		n := min(int64(len(tokens)), chunk)
+		if err := r.execute(ctx, tokens[:n]); err != nil {
+			return nil, err
+		}
+		tokens = tokens[n:]
+	}
+	return r.logits, nil
+}
+
+// fits checks that n more tokens fit in the cache.
+func (r *Runner) fits(n int64) error {
+	if r.pos+n <= r.conv.MaxSeqLen {
+		return nil
+	}
+	if n > 1 {
+		return &CacheError{Pos: r.pos, Tokens: n, MaxSeqLen: r.conv.MaxSeqLen, Err: ErrPromptTooLong}
+	}
+	return &CacheError{Pos: r.pos, Tokens: n, MaxSeqLen: r.conv.MaxSeqLen, Err: ErrPositionPastEnd}
+}
+
+// execute runs one Execute of tokens at r.pos and keeps the last logits.
+func (r *Runner) execute(ctx context.Context, tokens []int32) error {
+	n := int64(len(tokens))
+	var tok wgdelegate.Tensor
+	if r.conv.TokenType == wgdelegate.Int64 {
+		r.tok64 = r.tok64[:0]
+		for _, t := range tokens {
+			r.tok64 = append(r.tok64, int64(t))
+		}
+		tok = wgdelegate.FromInt64([]int64{1, n}, r.tok64)
+	} else {
+		r.tok32 = append(r.tok32[:0], tokens...)
+		tok = wgdelegate.FromInt32([]int64{1, n}, r.tok32)
+	}
+	posShape := []int64{1}
+	if r.conv.PosSymInt {
+		posShape = []int64{}
+	}
+	var pos wgdelegate.Tensor
+	if r.conv.PosType == wgdelegate.Int32 {
+		pos = wgdelegate.FromInt32(posShape, []int32{int32(r.pos)})
+	} else {
+		pos = wgdelegate.FromInt64(posShape, []int64{r.pos})
+	}
+	outs, err := r.m.Execute(ctx, tok, pos)
+	if err != nil {
+		return err
+	}
+	if len(outs) == 0 {
+		return &NotDecoderError{Reason: "Execute returned no outputs"}
+	}
+	v, err := outs[0].Float32s()
+	if err != nil {
+		return err
+	}
+	if int64(len(v)) < r.conv.Vocab || int64(len(v))%r.conv.Vocab != 0 {
+		return &NotDecoderError{Reason: fmt.Sprintf("logits of shape %v for a vocabulary of %d", outs[0].Shape, r.conv.Vocab)}
+	}
+	r.logits = append(r.logits[:0], v[int64(len(v))-r.conv.Vocab:]...)
+	r.pos += n
+	return nil
+}
+
+// GenerateOptions configure Generate and Stream.
+type GenerateOptions struct {
+	// MaxNewTokens is how many tokens to generate; 0 generates until the
+	// cache is full (or a stop token). More than fit is a *CacheError
+	// (ErrPositionPastEnd).
+	MaxNewTokens int
+	// Temperature 0 samples greedily (the most likely token, the first of
+	// equals); above 0 it divides the logits before the softmax.
+	Temperature float64
+	// TopP, in (0, 1), samples from the smallest set of most likely
+	// tokens whose probabilities sum past it (nucleus sampling); 0 or 1
+	// samples from all.
+	TopP float64
+	// Seed seeds the sampler: the same seed, model and prompt give the
+	// same tokens.
+	Seed uint64
+	// StopTokens end the generation when sampled; the stop token is not
+	// returned or streamed.
+	StopTokens []int32
+	// PrefillChunk caps the tokens per Execute while prefilling; 0 uses
+	// Convention().MaxTokens (all at once when the prompt fits).
+	PrefillChunk int
+	// OnToken, when set, receives each generated token as soon as it is
+	// sampled; an error it returns ends the generation and is returned.
+	OnToken func(token int32) error
+}
+
+// Result is what Generate produced.
+type Result struct {
+	Tokens []int32
+	// Stop is the stop token that ended the generation, -1 when none did.
+	Stop  int32
+	Stats Stats
+}
+
+// Stats are the timings of one generation. Prompt tokens are fed in the
+// prefill; the first generated token comes from the prefill's logits and
+// every further one from one decode step.
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	DecodeSteps     int
+	// Prefill is the time the prompt took (its Executes).
+	Prefill time.Duration
+	// TimeToFirstToken runs from the call to the first generated token.
+	TimeToFirstToken time.Duration
+	// Decode is the time of the decode steps.
+	Decode time.Duration
+}
+
+// PromptTokensPerSecond is the prefill rate.
+func (s Stats) PromptTokensPerSecond() float64 { return rate(s.PromptTokens, s.Prefill) }
+
+// DecodeTokensPerSecond is the decode rate: steps over their time.
+func (s Stats) DecodeTokensPerSecond() float64 { return rate(s.DecodeSteps, s.Decode) }
+
+func rate(n int, d time.Duration) float64 {
+	if n == 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Generate feeds prompt from the current position (after the last
+// generated token of a previous Generate, if any: a sequence continues
+// until Reset), then samples and feeds tokens one at a time. ctx cancels
+// between and during Executes. After an error other than a rejected
+// request (a *CacheError, *TokenError or ErrOption, which run nothing),
+// the sequence is in an unknown state: Reset before the next one.
+func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Result, error) {
+	res := Result{Stop: -1}
+	start := time.Now()
+	s, err := newSampler(opts)
+	if err != nil {
+		return res, err
+	}
+	feed := prompt
+	if r.pending >= 0 {
+		feed = append([]int32{r.pending}, prompt...)
+	}
+	if len(feed) == 0 {
+		return res, fmt.Errorf("%w: an empty prompt with nothing generated before", ErrOption)
+	}
+	if opts.MaxNewTokens < 0 || opts.PrefillChunk < 0 {
+		return res, fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, opts.MaxNewTokens, opts.PrefillChunk)
+	}
+	if err := r.fits(int64(len(feed))); err != nil {
+		return res, err
+	}
+	n := int64(opts.MaxNewTokens)
+	room := r.conv.MaxSeqLen - r.pos - int64(len(feed)) + 1 // the last token is not fed
+	if n == 0 {
+		n = room
+	} else if n > room {
+		return res, &CacheError{Pos: r.pos + int64(len(feed)) + n - 1, Tokens: 1, MaxSeqLen: r.conv.MaxSeqLen, Err: ErrPositionPastEnd}
+	}
+	stats := &res.Stats
+	stats.PromptTokens = len(feed)
+	logits, err := r.forward(ctx, feed, int64(opts.PrefillChunk))
+	if err != nil {
+		return res, err
+	}
+	r.pending = -1
+	stats.Prefill = time.Since(start)
+	var decodeStart time.Time
+	for i := int64(0); i < n; i++ {
+		if i > 0 {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if logits, err = r.forward(ctx, []int32{r.pending}, 1); err != nil {
+				r.last = *stats
+				return res, err
+			}
+			r.pending = -1
+			stats.DecodeSteps++
+			stats.Decode = time.Since(decodeStart)
+		}
+		tok := s.sample(logits)
+		if i == 0 {
+			stats.TimeToFirstToken = time.Since(start)
+			decodeStart = time.Now()
+		}
+		if slices.Contains(opts.StopTokens, tok) {
+			res.Stop = tok
+			break
+		}
+		r.pending = tok
+		res.Tokens = append(res.Tokens, tok)
+		stats.GeneratedTokens++
+		if opts.OnToken != nil {
+			if err := opts.OnToken(tok); err != nil {
+				r.last = *stats
+				return res, err
+			}
+		}
+	}
+	r.last = *stats
+	return res, nil
+}
+
+// LastStats returns the Stats of the last Generate or Stream.
+func (r *Runner) LastStats() Stats { return r.last }
+
+// errStopped ends a Stream whose consumer stopped early.
+var errStopped = errors.New("llm: stream stopped")
+
+// Stream is Generate as an iterator: it yields each token as it is
+// sampled, and a final (-1, err) if generation fails. Breaking out of the
+// loop stops the generation. LastStats has its timings afterwards.
+func (r *Runner) Stream(ctx context.Context, prompt []int32, opts GenerateOptions) iter.Seq2[int32, error] {
+	return func(yield func(int32, error) bool) {
+		o := opts
+		user := opts.OnToken
+		o.OnToken = func(tok int32) error {
+			if user != nil {
+				if err := user(tok); err != nil {
+					return err
+				}
+			}
+			if !yield(tok, nil) {
+				return errStopped
+			}
+			return nil
+		}
+		if _, err := r.Generate(ctx, prompt, o); err != nil && !errors.Is(err, errStopped) {
+			yield(-1, err)
+		}
+	}
+}
