@@ -107,3 +107,51 @@ func TestQ8taElementwiseRejects(t *testing.T) {
 }
 
 func nanF() float64 { return math.NaN() }
+
+// TestQ8taLinearRejects checks one rejection path per bad argument of the
+// int8 linears.
+func TestQ8taLinearRejects(t *testing.T) {
+	f, i8, i32, u8 := serialization.Float32, serialization.Int8, serialization.Int32, serialization.Uint8
+	// lin builds q8ta_linear of x [2, k] (dtype xdt) with weights wdt [n, wk],
+	// sums sdt [ns], scales [ns], the activation act.
+	lin := func(xdt serialization.DataType, k, n, wk, ns uint32, wdt, sdt serialization.DataType, act string) func(b *serialization.Builder) {
+		return func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_linear.default", q.in(xdt, 2, k), b.Double(0.1), b.Int(0), q.cst(wdt, n, wk), q.cst(sdt, ns), q.cst(f, ns),
+				b.Double(0.1), b.Int(0), b.Null(), b.String(act), q.ten(i8, 2, n))
+		}
+	}
+	csw := func(xdt serialization.DataType, bias int32Fn, odt serialization.DataType) func(b *serialization.Builder) {
+		return func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.linear_q8ta_q8csw.default", q.in(xdt, 3, 16), b.Double(0.1), b.Int(0), q.cst(i8, 8, 16), q.cst(i32, 8), q.cst(f, 8), bias(b), q.ten(odt, 3, 8))
+		}
+	}
+	null := func(b *serialization.Builder) int32 { return b.Null() }
+	wantArgError(t, openTestDevice(t), map[string]func(b *serialization.Builder){
+		"q8ta_linear/float input":           lin(f, 16, 8, 16, 8, i8, i32, "none"),
+		"q8ta_linear/K not a multiple of 4": lin(i8, 18, 8, 18, 8, i8, i32, "none"),
+		"q8ta_linear/K too long":            lin(i8, 240004, 1, 240004, 4, i8, i32, "none"),
+		"q8ta_linear/uint8 weights":         lin(i8, 16, 8, 16, 8, u8, i32, "none"),
+		"q8ta_linear/weights padded K":      lin(i8, 16, 8, 20, 8, i8, i32, "none"),
+		"q8ta_linear/sums too short":        lin(i8, 16, 8, 16, 4, i8, i32, "none"),
+		"q8ta_linear/float sums":            lin(i8, 16, 8, 16, 8, i8, f, "none"),
+		"q8ta_linear/activation gelu":       lin(i8, 16, 8, 16, 8, i8, i32, "gelu"),
+		"q8ta_linear/10 args": func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_linear.default", q.in(i8, 2, 16), b.Double(0.1), b.Int(0), q.cst(i8, 8, 16), q.cst(i32, 8), q.cst(f, 8), b.Double(0.1), b.Int(0), b.Null(), q.ten(i8, 2, 8))
+		},
+		"q8ta_linear/output zero point 300": func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_linear.default", q.in(i8, 2, 16), b.Double(0.1), b.Int(0), q.cst(i8, 8, 16), q.cst(i32, 8), q.cst(f, 8), b.Double(0.1), b.Int(300), b.Null(), b.String("none"), q.ten(i8, 2, 8))
+		},
+		"q8ta_linear_gemv/float32 out": func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_linear_gemv.default", q.in(i8, 1, 16), b.Double(0.1), b.Int(0), q.cst(i8, 8, 16), q.cst(i32, 8), q.cst(f, 8), b.Double(0.1), b.Int(0), b.Null(), b.String("none"), q.ten(f, 1, 8))
+		},
+		"linear_q8ta_q8csw/int32 input": csw(i32, null, f),
+		"linear_q8ta_q8csw/int8 output": csw(i8, null, i8),
+		"linear_q8ta_q8csw/short bias":  csw(i8, func(b *serialization.Builder) int32 { return q8{b}.cst(f, 4) }, f),
+		"linear_q8ta_q8csw/int8 bias":   csw(i8, func(b *serialization.Builder) int32 { return q8{b}.cst(i8, 8) }, f),
+	})
+}
