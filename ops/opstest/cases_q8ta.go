@@ -263,3 +263,146 @@ func init() {
 		q8LinearCase("linear_q8ta_q8csw", []int64{3, 32}, 6, -4, 0, true, false, true, false),
 	)
 }
+
+// q8Conv describes one int8 convolution case.
+type q8Conv struct {
+	op               string // q8ta_conv2d, q8ta_conv2d_pw, q8ta_conv2d_dw, q8ta_conv2d_transposed
+	n, ic, h, w, oc  int64
+	kh, kw           int64
+	stride, pad, dil [2]int64
+	opad             [2]int64
+	groups           int64
+	zpIn, zpOut      int64
+	bias, relu       bool
+}
+
+// packQ8ConvWeight lays out torch's weight codes the way the exporter does
+// (quantized-format.md §12.3). wt is [OC, IC_pg, KH, KW] for a forward
+// convolution (dw: IC_pg = 1) and ConvTranspose2d's [IC, OC_pg, KH, KW]
+// for a transposed one. It returns the bytes and dims.
+func packQ8ConvWeight(c q8Conv, wt []int) ([]byte, []uint32) {
+	icPG, ocPG := c.ic/c.groups, c.oc/c.groups
+	taps := c.kh * c.kw
+	if c.op == "q8ta_conv2d_dw" {
+		// permute(2, 3, 1, 0) of [C, 1, KH, KW] → [KH, KW, C].
+		out := make([]byte, taps*c.oc)
+		for o := int64(0); o < c.oc; o++ {
+			for t := int64(0); t < taps; t++ {
+				out[t*c.oc+o] = byte(int8(wt[o*taps+t]))
+			}
+		}
+		return out, []uint32{uint32(c.kh), uint32(c.kw), uint32(c.oc)}
+	}
+	cols := taps * icPG
+	ld := (cols + 3) / 4 * 4
+	out := make([]byte, c.oc*ld)
+	for o := int64(0); o < c.oc; o++ {
+		for i := int64(0); i < icPG; i++ {
+			for t := int64(0); t < taps; t++ {
+				var v int
+				if c.op == "q8ta_conv2d_transposed" {
+					// reshape(groups, IC_pg, OC_pg, KH, KW).permute(0, 2, 3, 4, 1)
+					g, j := o/ocPG, o%ocPG
+					v = wt[((g*icPG+i)*ocPG+j)*taps+t]
+				} else {
+					// permute(0, 2, 3, 1)
+					v = wt[(o*icPG+i)*taps+t]
+				}
+				out[o*ld+t*icPG+i] = byte(int8(v))
+			}
+		}
+	}
+	return out, []uint32{uint32(c.oc), uint32(ld)}
+}
+
+func (c q8Conv) outHW() (int64, int64) {
+	if c.op == "q8ta_conv2d_transposed" {
+		return (c.h-1)*c.stride[0] - 2*c.pad[0] + c.dil[0]*(c.kh-1) + c.opad[0] + 1,
+			(c.w-1)*c.stride[1] - 2*c.pad[1] + c.dil[1]*(c.kw-1) + c.opad[1] + 1
+	}
+	return (c.h+2*c.pad[0]-c.dil[0]*(c.kh-1)-1)/c.stride[0] + 1,
+		(c.w+2*c.pad[1]-c.dil[1]*(c.kw-1)-1)/c.stride[1] + 1
+}
+
+// q8ConvCase is the case of c, with the exporter's constants.
+func q8ConvCase(c q8Conv) Case {
+	name := fmt.Sprintf("%s/%dx%dx%dx%d_oc%d_k%dx%d_s%v_p%v_d%v_g%d/zp%d_%d/bias=%v/relu=%v",
+		c.op, c.n, c.ic, c.h, c.w, c.oc, c.kh, c.kw, c.stride, c.pad, c.dil, c.groups, c.zpIn, c.zpOut, c.bias, c.relu)
+	if c.op == "q8ta_conv2d_transposed" {
+		name += fmt.Sprintf("/op%v", c.opad)
+	}
+	return Case{
+		Name: name,
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			const sIn, sw = 0.03, 0.002
+			in := []int64{c.n, c.ic, c.h, c.w}
+			xv := randInt8(r, in)
+			x := b.Tensor(serialization.Int8, Dims(in), -1)
+			b.Inputs(x)
+			icPG := c.ic / c.groups
+			var wt []int
+			if c.op == "q8ta_conv2d_transposed" {
+				wt = randQ(r, c.ic, c.oc/c.groups*c.kh*c.kw, -127, 127)
+			} else {
+				wt = randQ(r, c.oc, icPG*c.kh*c.kw, -127, 127)
+			}
+			data, dims := packQ8ConvWeight(c, wt)
+			w, _ := b.NamedConst(serialization.Int8, dims, data)
+			// Sums per output channel over its taps (unused by the GPU
+			// form, written as the exporter does).
+			sums := make([]int, c.oc)
+			taps := c.kh * c.kw
+			for o := int64(0); o < c.oc; o++ {
+				for i := int64(0); i < icPG; i++ {
+					for t := int64(0); t < taps; t++ {
+						if c.op == "q8ta_conv2d_transposed" {
+							g, j := o/(c.oc/c.groups), o%(c.oc/c.groups)
+							sums[o] += wt[((g*icPG+i)*(c.oc/c.groups)+j)*taps+t]
+						} else {
+							sums[o] += wt[(o*icPG+i)*taps+t]
+						}
+					}
+				}
+			}
+			ws := q8Sums(b, sums, c.oc, 1)
+			scales := q8Scales(b, r, c.oc, sw)
+			bv := q8Bias(b, r, c.oc, c.bias)
+			oh, ow := c.outHW()
+			out := b.Tensor(serialization.Int8, []uint32{uint32(c.n), uint32(c.oc), uint32(oh), uint32(ow)}, -1)
+			act := "none"
+			if c.relu {
+				act = "relu"
+			}
+			args := []int32{x, b.Double(sIn), b.Int(c.zpIn), w, ws, scales,
+				b.Double(q8OutScale(taps*icPG, sIn, sw)), b.Int(c.zpOut), bv,
+				b.IntList(c.kh, c.kw), b.IntList(c.stride[:]...), b.IntList(c.pad[:]...)}
+			if c.op == "q8ta_conv2d_transposed" {
+				args = append(args, b.IntList(c.opad[:]...))
+			}
+			args = append(args, b.IntList(c.dil[:]...), b.Int(c.groups), b.String(act), out)
+			b.Op("et_vk."+c.op+".default", args...)
+			b.Outputs(out)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
+func init() {
+	one, two := [2]int64{1, 1}, [2]int64{2, 2}
+	Cases = append(Cases,
+		// Odd channels and widths (OW % 4 != 0: words cross rows).
+		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 3, h: 9, w: 9, oc: 5, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 1, zpIn: 7, zpOut: -3, bias: true, relu: true}),
+		// Stride 2, groups 2, aligned output.
+		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 2, ic: 8, h: 16, w: 16, oc: 8, kh: 3, kw: 3, stride: two, pad: one, dil: one, groups: 2, zpIn: -128, zpOut: 5, bias: false}),
+		// Rectangular kernel, mixed stride/padding, dilation 2.
+		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 4, h: 11, w: 8, oc: 7, kh: 5, kw: 3, stride: [2]int64{2, 1}, pad: [2]int64{2, 1}, dil: two, groups: 1, zpIn: 0, zpOut: 0, bias: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 6, h: 7, w: 12, oc: 12, kh: 3, kw: 3, stride: one, pad: [2]int64{0, 2}, dil: one, groups: 3, zpIn: 12, zpOut: -128, bias: true, relu: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_pw", n: 1, ic: 12, h: 7, w: 7, oc: 9, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: -5, zpOut: 9, bias: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_pw", n: 2, ic: 16, h: 4, w: 8, oc: 8, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: 3, zpOut: -128, relu: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_dw", n: 1, ic: 8, h: 8, w: 8, oc: 8, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 8, zpIn: -9, zpOut: 2, bias: true, relu: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_dw", n: 2, ic: 12, h: 11, w: 11, oc: 12, kh: 5, kw: 5, stride: two, pad: two, dil: one, groups: 12, zpIn: 4, zpOut: -7, bias: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 1, ic: 4, h: 5, w: 5, oc: 6, kh: 3, kw: 3, stride: two, pad: one, opad: one, dil: one, groups: 1, zpIn: 6, zpOut: -1, bias: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 2, ic: 4, h: 4, w: 6, oc: 8, kh: 2, kw: 2, stride: two, dil: one, groups: 2, zpIn: -20, zpOut: 3, relu: true}),
+		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 1, ic: 3, h: 6, w: 5, oc: 5, kh: 3, kw: 3, stride: [2]int64{1, 2}, pad: [2]int64{2, 1}, dil: [2]int64{2, 1}, groups: 1, zpIn: 1, zpOut: 0, bias: true}),
+	)
+}
