@@ -155,3 +155,79 @@ func TestQ8taLinearRejects(t *testing.T) {
 		"linear_q8ta_q8csw/int8 bias":   csw(i8, func(b *serialization.Builder) int32 { return q8{b}.cst(i8, 8) }, f),
 	})
 }
+
+// TestQ8taConvRejects checks one rejection path per bad argument of the
+// int8 convolutions.
+func TestQ8taConvRejects(t *testing.T) {
+	f, i8, i32 := serialization.Float32, serialization.Int8, serialization.Int32
+	type conv struct {
+		op      string
+		xdims   []uint32
+		wdims   []uint32
+		wdt     serialization.DataType
+		oc      uint32
+		ks      []int64
+		stride  []int64
+		pad     []int64
+		groups  int64
+		act     string
+		outDims []uint32
+	}
+	build := func(c conv) func(b *serialization.Builder) {
+		return func(b *serialization.Builder) {
+			q := q8{b}
+			args := []int32{q.in(i8, c.xdims...), b.Double(0.1), b.Int(0), q.cst(c.wdt, c.wdims...), q.cst(i32, c.oc), q.cst(f, c.oc),
+				b.Double(0.1), b.Int(0), b.Null(), b.IntList(c.ks...), b.IntList(c.stride...), b.IntList(c.pad...)}
+			if c.op == "et_vk.q8ta_conv2d_transposed.default" {
+				args = append(args, b.IntList(0, 0))
+			}
+			args = append(args, b.IntList(1, 1), b.Int(c.groups), b.String(c.act), q.ten(i8, c.outDims...))
+			b.Op(c.op, args...)
+		}
+	}
+	ok := conv{op: "et_vk.q8ta_conv2d.default", xdims: []uint32{1, 4, 8, 8}, wdims: []uint32{8, 36}, wdt: i8, oc: 8,
+		ks: []int64{3, 3}, stride: []int64{1, 1}, pad: []int64{1, 1}, groups: 1, act: "none", outDims: []uint32{1, 8, 8, 8}}
+	with := func(edit func(c *conv)) func(b *serialization.Builder) {
+		c := ok
+		edit(&c)
+		return build(c)
+	}
+	// The unedited case builds: the rejections below are about their edit.
+	base := serialization.NewBuilder()
+	build(ok)(base)
+	g, err := buildGraph(t, openTestDevice(t), base)
+	if err != nil {
+		t.Fatalf("the base case fails: %v", err)
+	}
+	g.Close()
+	wantArgError(t, openTestDevice(t), map[string]func(b *serialization.Builder){
+		"conv/3-D input":            with(func(c *conv) { c.xdims = []uint32{4, 8, 8} }),
+		"conv/uint8 weights":        with(func(c *conv) { c.wdt = serialization.Uint8 }),
+		"conv/weights too narrow":   with(func(c *conv) { c.wdims = []uint32{8, 32} }),
+		"conv/groups 3":             with(func(c *conv) { c.groups = 3 }),
+		"conv/OC not divisible":     with(func(c *conv) { c.groups = 4; c.wdims = []uint32{6, 12}; c.oc = 6; c.outDims = []uint32{1, 6, 8, 8} }),
+		"conv/stride 0":             with(func(c *conv) { c.stride = []int64{0, 1} }),
+		"conv/negative padding":     with(func(c *conv) { c.pad = []int64{-1, 1} }),
+		"conv/kernel of 3 dims":     with(func(c *conv) { c.ks = []int64{3, 3, 3} }),
+		"conv/kernel larger than x": with(func(c *conv) { c.pad = []int64{0, 0}; c.xdims = []uint32{1, 4, 2, 8} }),
+		"conv/scales too short":     with(func(c *conv) { c.oc = 4 }),
+		"conv/activation hardtanh":  with(func(c *conv) { c.act = "hardtanh" }),
+		"conv/too many trips":       with(func(c *conv) { c.xdims = []uint32{1, 8000, 8, 8}; c.wdims = []uint32{8, 72000} }),
+		"dw/2-D weights": with(func(c *conv) {
+			c.op = "et_vk.q8ta_conv2d_dw.default"
+			c.groups = 4
+			c.wdims = []uint32{4, 12}
+			c.oc = 4
+		}),
+		"dw/channels differ": with(func(c *conv) { c.op = "et_vk.q8ta_conv2d_dw.default"; c.groups = 4; c.wdims = []uint32{3, 3, 8} }),
+		"transposed/output_padding": func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_conv2d_transposed.default", q.in(i8, 1, 4, 4, 4), b.Double(0.1), b.Int(0), q.cst(i8, 4, 36), q.cst(i32, 4), q.cst(f, 4), b.Double(0.1), b.Int(0), b.Null(), b.IntList(3, 3), b.IntList(1, 1), b.IntList(1, 1), b.IntList(2, 2), b.IntList(1, 1), b.Int(1), b.String("none"), q.ten(i8, 1, 4, 6, 6))
+		},
+		"transposed/empty kernel_size": with(func(c *conv) { c.op = "et_vk.q8ta_conv2d_transposed.default"; c.ks = nil }),
+		"pw/15 args": func(b *serialization.Builder) {
+			q := q8{b}
+			b.Op("et_vk.q8ta_conv2d_pw.default", q.in(i8, 1, 4, 4, 4), b.Double(0.1), b.Int(0), q.cst(i8, 4, 4), q.cst(i32, 4), q.cst(f, 4), b.Double(0.1), b.Int(0), b.Null(), b.IntList(1, 1), b.IntList(1, 1), b.IntList(0, 0), b.IntList(1, 1), b.Int(1), q.ten(i8, 1, 4, 4, 4))
+		},
+	})
+}

@@ -144,14 +144,17 @@ func init() {
 // in [-127, 127]) with the exporter's companions: int32 row sums and
 // float32 scales in [sw, 2·sw), both zero-padded to roundup4(rows), and
 // (bias) a float32 bias padded the same way, else Null.
-func q8Weights(b *serialization.Builder, r *rand.Rand, rows, cols int64, sw float64, bias bool) (w, sums, scales, bv int32, q []int) {
+func q8Weights(b *serialization.Builder, r *rand.Rand, rows, cols int64, sw float64, bias bool) (w, sums, scales, bv int32, q []int, sv, bvals []float64) {
 	q = randQ(r, rows, cols, -127, 127)
 	data := make([]byte, len(q))
 	for i, v := range q {
 		data[i] = byte(int8(v))
 	}
 	w, _ = b.NamedConst(serialization.Int8, []uint32{uint32(rows), uint32(cols)}, data)
-	return w, q8Sums(b, q, rows, cols), q8Scales(b, r, rows, sw), q8Bias(b, r, rows, bias), q
+	sums = q8Sums(b, q, rows, cols)
+	scales, sv = q8Scales(b, r, rows, sw)
+	bv, bvals = q8Bias(b, r, rows, bias)
+	return w, sums, scales, bv, q, sv, bvals
 }
 
 // q8Sums adds the int32 row sums of q [rows, cols], padded to roundup4(rows).
@@ -167,27 +170,29 @@ func q8Sums(b *serialization.Builder, q []int, rows, cols int64) int32 {
 	return id
 }
 
-// q8Scales adds rows float32 scales in [sw, 2·sw), padded to roundup4(rows).
-func q8Scales(b *serialization.Builder, r *rand.Rand, rows int64, sw float64) int32 {
+// q8Scales adds rows float32 scales in [sw, 2·sw), padded to roundup4(rows),
+// and returns them too.
+func q8Scales(b *serialization.Builder, r *rand.Rand, rows int64, sw float64) (int32, []float64) {
 	rp := (rows + 3) / 4 * 4
 	sv := make([]float64, rp)
 	for i := int64(0); i < rows; i++ {
 		sv[i] = float64(float32(sw * (1 + r.Float64())))
 	}
 	id, _ := b.NamedConst(serialization.Float32, []uint32{uint32(rp)}, f32Bytes(sv))
-	return id
+	return id, sv
 }
 
-// q8Bias adds a float32 bias in [-1, 1) padded to roundup4(rows), or Null.
-func q8Bias(b *serialization.Builder, r *rand.Rand, rows int64, bias bool) int32 {
+// q8Bias adds a float32 bias in [-1, 1) padded to roundup4(rows) and
+// returns it too, or Null.
+func q8Bias(b *serialization.Builder, r *rand.Rand, rows int64, bias bool) (int32, []float64) {
 	if !bias {
-		return b.Null()
+		return b.Null(), nil
 	}
 	rp := (rows + 3) / 4 * 4
 	bb := make([]float64, rp)
 	copy(bb, RandTensor(r, serialization.Float32, []int64{rows}, -1, 1).V)
 	id, _ := b.NamedConst(serialization.Float32, []uint32{uint32(rp)}, f32Bytes(bb))
-	return id
+	return id, bb
 }
 
 // q8OutScale picks an output scale that maps a K-term dot of int8 codes
@@ -225,7 +230,7 @@ func q8LinearCase(op string, in []int64, n int64, zpIn, zpOut int64, bias, relu,
 				x = b.Tensor(serialization.Int8, Dims(in), -1)
 			}
 			b.Inputs(x)
-			w, sums, scales, bv, _ := q8Weights(b, r, n, k, sw, bias)
+			w, sums, scales, bv, _, _, _ := q8Weights(b, r, n, k, sw, bias)
 			outShape := append(append([]int64(nil), in[:len(in)-1]...), n)
 			if out2D {
 				outShape = []int64{m, n}
@@ -331,78 +336,129 @@ func q8ConvCase(c q8Conv) Case {
 	if c.op == "q8ta_conv2d_transposed" {
 		name += fmt.Sprintf("/op%v", c.opad)
 	}
-	return Case{
-		Name: name,
-		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
-			const sIn, sw = 0.03, 0.002
-			in := []int64{c.n, c.ic, c.h, c.w}
-			xv := randInt8(r, in)
-			x := b.Tensor(serialization.Int8, Dims(in), -1)
-			b.Inputs(x)
-			icPG := c.ic / c.groups
-			var wt []int
-			if c.op == "q8ta_conv2d_transposed" {
-				wt = randQ(r, c.ic, c.oc/c.groups*c.kh*c.kw, -127, 127)
-			} else {
-				wt = randQ(r, c.oc, icPG*c.kh*c.kw, -127, 127)
-			}
-			data, dims := packQ8ConvWeight(c, wt)
-			w, _ := b.NamedConst(serialization.Int8, dims, data)
-			// Sums per output channel over its taps (unused by the GPU
-			// form, written as the exporter does).
-			sums := make([]int, c.oc)
-			taps := c.kh * c.kw
-			for o := int64(0); o < c.oc; o++ {
-				for i := int64(0); i < icPG; i++ {
-					for t := int64(0); t < taps; t++ {
-						if c.op == "q8ta_conv2d_transposed" {
-							g, j := o/(c.oc/c.groups), o%(c.oc/c.groups)
-							sums[o] += wt[((g*icPG+i)*(c.oc/c.groups)+j)*taps+t]
-						} else {
-							sums[o] += wt[(o*icPG+i)*taps+t]
-						}
-					}
-				}
-			}
-			ws := q8Sums(b, sums, c.oc, 1)
-			scales := q8Scales(b, r, c.oc, sw)
-			bv := q8Bias(b, r, c.oc, c.bias)
-			oh, ow := c.outHW()
-			out := b.Tensor(serialization.Int8, []uint32{uint32(c.n), uint32(c.oc), uint32(oh), uint32(ow)}, -1)
-			act := "none"
-			if c.relu {
-				act = "relu"
-			}
-			args := []int32{x, b.Double(sIn), b.Int(c.zpIn), w, ws, scales,
-				b.Double(q8OutScale(taps*icPG, sIn, sw)), b.Int(c.zpOut), bv,
-				b.IntList(c.kh, c.kw), b.IntList(c.stride[:]...), b.IntList(c.pad[:]...)}
-			if c.op == "q8ta_conv2d_transposed" {
-				args = append(args, b.IntList(c.opad[:]...))
-			}
-			args = append(args, b.IntList(c.dil[:]...), b.Int(c.groups), b.String(act), out)
-			b.Op("et_vk."+c.op+".default", args...)
-			b.Outputs(out)
-			return []*reference.Tensor{xv}
-		},
-	}
+	return Case{Name: name, Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor { return q8ConvBuild(c, b, r, false) }}
 }
 
-func init() {
+// q8ConvBuild builds c's graph. With float it also computes the same
+// convolution the way the graph looked before the exporter fused it
+// (dequantize_per_tensor → aten.convolution on float weights q·s_w[oc] →
+// [relu] → quantize_per_tensor), as a second output.
+func q8ConvBuild(c q8Conv, b *serialization.Builder, r *rand.Rand, float bool) []*reference.Tensor {
+	const sIn, sw = 0.03, 0.002
+	in := []int64{c.n, c.ic, c.h, c.w}
+	xv := randInt8(r, in)
+	x := b.Tensor(serialization.Int8, Dims(in), -1)
+	b.Inputs(x)
+	icPG := c.ic / c.groups
+	var wt []int
+	if c.op == "q8ta_conv2d_transposed" {
+		wt = randQ(r, c.ic, c.oc/c.groups*c.kh*c.kw, -127, 127)
+	} else {
+		wt = randQ(r, c.oc, icPG*c.kh*c.kw, -127, 127)
+	}
+	data, dims := packQ8ConvWeight(c, wt)
+	w, _ := b.NamedConst(serialization.Int8, dims, data)
+	// Sums per output channel over its taps (unused by the GPU
+	// form, written as the exporter does).
+	sums := make([]int, c.oc)
+	taps := c.kh * c.kw
+	for o := int64(0); o < c.oc; o++ {
+		for i := int64(0); i < icPG; i++ {
+			for t := int64(0); t < taps; t++ {
+				if c.op == "q8ta_conv2d_transposed" {
+					g, j := o/(c.oc/c.groups), o%(c.oc/c.groups)
+					sums[o] += wt[((g*icPG+i)*(c.oc/c.groups)+j)*taps+t]
+				} else {
+					sums[o] += wt[(o*icPG+i)*taps+t]
+				}
+			}
+		}
+	}
+	ws := q8Sums(b, sums, c.oc, 1)
+	scales, sv := q8Scales(b, r, c.oc, sw)
+	bv, bvals := q8Bias(b, r, c.oc, c.bias)
+	oh, ow := c.outHW()
+	out := b.Tensor(serialization.Int8, []uint32{uint32(c.n), uint32(c.oc), uint32(oh), uint32(ow)}, -1)
+	act := "none"
+	if c.relu {
+		act = "relu"
+	}
+	args := []int32{x, b.Double(sIn), b.Int(c.zpIn), w, ws, scales,
+		b.Double(q8OutScale(taps*icPG, sIn, sw)), b.Int(c.zpOut), bv,
+		b.IntList(c.kh, c.kw), b.IntList(c.stride[:]...), b.IntList(c.pad[:]...)}
+	if c.op == "q8ta_conv2d_transposed" {
+		args = append(args, b.IntList(c.opad[:]...))
+	}
+	args = append(args, b.IntList(c.dil[:]...), b.Int(c.groups), b.String(act), out)
+	b.Op("et_vk."+c.op+".default", args...)
+	if !float {
+		b.Outputs(out)
+		return []*reference.Tensor{xv}
+	}
+	f := serialization.Float32
+	xf := b.Tensor(f, Dims(in), -1)
+	b.Op("quantized_decomposed.dequantize_per_tensor.default", x, b.Double(sIn), b.Int(c.zpIn), b.Int(-128), b.Int(127), b.Null(), b.Null(), xf)
+	// torch's float weight: wt[·, ·, kh, kw]·s_w[oc].
+	wf := make([]float64, len(wt))
+	ocPG := c.oc / c.groups
+	for i := range wt {
+		var o int64
+		if c.op == "q8ta_conv2d_transposed" {
+			row := int64(i) / (ocPG * taps) // input channel
+			o = row/icPG*ocPG + int64(i)/taps%ocPG
+		} else {
+			o = int64(i) / (icPG * taps)
+		}
+		wf[i] = float64(wt[i]) * sv[o]
+	}
+	wdims := []uint32{uint32(c.oc), uint32(icPG), uint32(c.kh), uint32(c.kw)}
+	if c.op == "q8ta_conv2d_transposed" {
+		wdims = []uint32{uint32(c.ic), uint32(ocPG), uint32(c.kh), uint32(c.kw)}
+	}
+	wc, _ := b.NamedConst(f, wdims, f32Bytes(wf))
+	fb := b.Null()
+	if c.bias {
+		fb, _ = b.NamedConst(f, []uint32{uint32(c.oc)}, f32Bytes(bvals[:c.oc]))
+	}
+	yf := b.Tensor(f, out4(c.n, c.oc, oh, ow), -1)
+	b.Op("aten.convolution.default", xf, wc, fb, b.IntList(c.stride[:]...), b.IntList(c.pad[:]...), b.IntList(c.dil[:]...),
+		b.Bool(c.op == "q8ta_conv2d_transposed"), b.IntList(c.opad[:]...), b.Int(c.groups), yf)
+	if c.relu {
+		yr := b.Tensor(f, out4(c.n, c.oc, oh, ow), -1)
+		b.Op("aten.relu.default", yf, yr)
+		yf = yr
+	}
+	yq := b.Tensor(serialization.Int8, out4(c.n, c.oc, oh, ow), -1)
+	b.Op("quantized_decomposed.quantize_per_tensor.default", yf, b.Double(q8OutScale(taps*icPG, sIn, sw)), b.Int(c.zpOut), b.Int(-128), b.Int(127), b.Null(), yq)
+	b.Outputs(out, yq)
+	return []*reference.Tensor{xv}
+}
+
+func out4(n, c, h, w int64) []uint32 { return []uint32{uint32(n), uint32(c), uint32(h), uint32(w)} }
+
+// q8ConvConfigs are the int8 convolution cases.
+var q8ConvConfigs = func() []q8Conv {
 	one, two := [2]int64{1, 1}, [2]int64{2, 2}
-	Cases = append(Cases,
+	return []q8Conv{
 		// Odd channels and widths (OW % 4 != 0: words cross rows).
-		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 3, h: 9, w: 9, oc: 5, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 1, zpIn: 7, zpOut: -3, bias: true, relu: true}),
+		{op: "q8ta_conv2d", n: 1, ic: 3, h: 9, w: 9, oc: 5, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 1, zpIn: 7, zpOut: -3, bias: true, relu: true},
 		// Stride 2, groups 2, aligned output.
-		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 2, ic: 8, h: 16, w: 16, oc: 8, kh: 3, kw: 3, stride: two, pad: one, dil: one, groups: 2, zpIn: -128, zpOut: 5, bias: false}),
+		{op: "q8ta_conv2d", n: 2, ic: 8, h: 16, w: 16, oc: 8, kh: 3, kw: 3, stride: two, pad: one, dil: one, groups: 2, zpIn: -128, zpOut: 5, bias: false},
 		// Rectangular kernel, mixed stride/padding, dilation 2.
-		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 4, h: 11, w: 8, oc: 7, kh: 5, kw: 3, stride: [2]int64{2, 1}, pad: [2]int64{2, 1}, dil: two, groups: 1, zpIn: 0, zpOut: 0, bias: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d", n: 1, ic: 6, h: 7, w: 12, oc: 12, kh: 3, kw: 3, stride: one, pad: [2]int64{0, 2}, dil: one, groups: 3, zpIn: 12, zpOut: -128, bias: true, relu: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_pw", n: 1, ic: 12, h: 7, w: 7, oc: 9, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: -5, zpOut: 9, bias: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_pw", n: 2, ic: 16, h: 4, w: 8, oc: 8, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: 3, zpOut: -128, relu: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_dw", n: 1, ic: 8, h: 8, w: 8, oc: 8, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 8, zpIn: -9, zpOut: 2, bias: true, relu: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_dw", n: 2, ic: 12, h: 11, w: 11, oc: 12, kh: 5, kw: 5, stride: two, pad: two, dil: one, groups: 12, zpIn: 4, zpOut: -7, bias: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 1, ic: 4, h: 5, w: 5, oc: 6, kh: 3, kw: 3, stride: two, pad: one, opad: one, dil: one, groups: 1, zpIn: 6, zpOut: -1, bias: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 2, ic: 4, h: 4, w: 6, oc: 8, kh: 2, kw: 2, stride: two, dil: one, groups: 2, zpIn: -20, zpOut: 3, relu: true}),
-		q8ConvCase(q8Conv{op: "q8ta_conv2d_transposed", n: 1, ic: 3, h: 6, w: 5, oc: 5, kh: 3, kw: 3, stride: [2]int64{1, 2}, pad: [2]int64{2, 1}, dil: [2]int64{2, 1}, groups: 1, zpIn: 1, zpOut: 0, bias: true}),
-	)
+		{op: "q8ta_conv2d", n: 1, ic: 4, h: 11, w: 8, oc: 7, kh: 5, kw: 3, stride: [2]int64{2, 1}, pad: [2]int64{2, 1}, dil: two, groups: 1, zpIn: 0, zpOut: 0, bias: true},
+		{op: "q8ta_conv2d", n: 1, ic: 6, h: 7, w: 12, oc: 12, kh: 3, kw: 3, stride: one, pad: [2]int64{0, 2}, dil: one, groups: 3, zpIn: 12, zpOut: -128, bias: true, relu: true},
+		{op: "q8ta_conv2d_pw", n: 1, ic: 12, h: 7, w: 7, oc: 9, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: -5, zpOut: 9, bias: true},
+		{op: "q8ta_conv2d_pw", n: 2, ic: 16, h: 4, w: 8, oc: 8, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: 3, zpOut: -128, relu: true},
+		{op: "q8ta_conv2d_dw", n: 1, ic: 8, h: 8, w: 8, oc: 8, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 8, zpIn: -9, zpOut: 2, bias: true, relu: true},
+		{op: "q8ta_conv2d_dw", n: 2, ic: 12, h: 11, w: 11, oc: 12, kh: 5, kw: 5, stride: two, pad: two, dil: one, groups: 12, zpIn: 4, zpOut: -7, bias: true},
+		{op: "q8ta_conv2d_transposed", n: 1, ic: 4, h: 5, w: 5, oc: 6, kh: 3, kw: 3, stride: two, pad: one, opad: one, dil: one, groups: 1, zpIn: 6, zpOut: -1, bias: true},
+		{op: "q8ta_conv2d_transposed", n: 2, ic: 4, h: 4, w: 6, oc: 8, kh: 2, kw: 2, stride: two, dil: one, groups: 2, zpIn: -20, zpOut: 3, relu: true},
+		{op: "q8ta_conv2d_transposed", n: 1, ic: 3, h: 6, w: 5, oc: 5, kh: 3, kw: 3, stride: [2]int64{1, 2}, pad: [2]int64{2, 1}, dil: [2]int64{2, 1}, groups: 1, zpIn: 1, zpOut: 0, bias: true},
+	}
+}()
+
+func init() {
+	for _, c := range q8ConvConfigs {
+		Cases = append(Cases, q8ConvCase(c))
+	}
 }
