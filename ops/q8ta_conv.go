@@ -38,7 +38,9 @@ import (
 // (H + 2p − d(K−1) − 1)/s + 1, transposed (H − 1)s − 2p + d(K−1) + op + 1.
 // The pw and conv2d names run the same kernel (pw is conv2d with a 1×1
 // kernel, stride 1, no padding). Each invocation walks every tap of its
-// output (four outputs at once when OW % 4 == 0), so KH·KW·IC_pg is capped
+// output (four outputs at once when OW % 4 == 0; 4 channels × 4 columns
+// with 4 input channels per weight word when also OC_pg, IC_pg and the
+// weight rows are multiples of 4), so KH·KW·IC_pg is capped
 // (q8ConvMaxTrips) below llvmpipe's loop limit; the int32 accumulator is
 // exact well past that cap.
 func init() {
@@ -54,7 +56,10 @@ const q8ConvMaxTrips = 60000
 // q8ConvShader is the template data of shaders/q8ta_conv.wgsl.
 type q8ConvShader struct {
 	DW, Transposed, Aligned, Bias bool
-	WG                            int
+	// Tiled: 4 output channels × 4 columns per invocation, weights read
+	// a word (4 input channels) at a time.
+	Tiled bool
+	WG    int
 }
 
 // q8Pair reads an IntList of two positive (nonneg) values at arg.
@@ -189,8 +194,14 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 		return Errorf(want-1, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
 	}
 	sh := q8ConvShader{DW: dw, Transposed: transposed, Aligned: ow%4 == 0, Bias: bias >= 0, WG: q8taWG}
+	sh.Tiled = sh.Aligned && !dw && !transposed && icPG%4 == 0 && (oc/groups)%4 == 0 && ld%4 == 0
 	trips := ks[0] * (1 + ks[1]*(1+icPG))
-	if !sh.Aligned {
+	invocations := (out.Numel + 3) / 4
+	switch {
+	case sh.Tiled:
+		trips = ks[0] * (1 + ks[1]*(1+icPG/4*5))
+		invocations = out.Numel / 16
+	case !sh.Aligned:
 		trips = 4 * (trips + 1)
 	}
 	if trips > q8ConvMaxTrips {
@@ -204,7 +215,7 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 	if err != nil {
 		return err
 	}
-	groupsGrid, err := Grid(uint64((out.Numel+3)/4), q8taWG, b.MaxWorkgroupsPerDim())
+	groupsGrid, err := Grid(uint64(invocations), q8taWG, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
 	}

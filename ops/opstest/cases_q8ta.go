@@ -447,6 +447,9 @@ var q8ConvConfigs = func() []q8Conv {
 		// Rectangular kernel, mixed stride/padding, dilation 2.
 		{op: "q8ta_conv2d", n: 1, ic: 4, h: 11, w: 8, oc: 7, kh: 5, kw: 3, stride: [2]int64{2, 1}, pad: [2]int64{2, 1}, dil: two, groups: 1, zpIn: 0, zpOut: 0, bias: true},
 		{op: "q8ta_conv2d", n: 1, ic: 6, h: 7, w: 12, oc: 12, kh: 3, kw: 3, stride: one, pad: [2]int64{0, 2}, dil: one, groups: 3, zpIn: 12, zpOut: -128, bias: true, relu: true},
+		// The tiled kernel (OW, OC_pg, IC_pg multiples of 4), with padding, bias, relu; a 5×5 stride 2.
+		{op: "q8ta_conv2d", n: 1, ic: 8, h: 9, w: 12, oc: 12, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 1, zpIn: -11, zpOut: -128, bias: true, relu: true},
+		{op: "q8ta_conv2d", n: 2, ic: 16, h: 13, w: 15, oc: 8, kh: 5, kw: 5, stride: two, pad: two, dil: one, groups: 1, zpIn: 21, zpOut: 6, bias: true},
 		{op: "q8ta_conv2d_pw", n: 1, ic: 12, h: 7, w: 7, oc: 9, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: -5, zpOut: 9, bias: true},
 		{op: "q8ta_conv2d_pw", n: 2, ic: 16, h: 4, w: 8, oc: 8, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: 3, zpOut: -128, relu: true},
 		{op: "q8ta_conv2d_dw", n: 1, ic: 8, h: 8, w: 8, oc: 8, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 8, zpIn: -9, zpOut: 2, bias: true, relu: true},
