@@ -138,4 +138,3 @@ func BenchmarkQ8taLinear(b *testing.B) {
 		})
 	}
 }
-
