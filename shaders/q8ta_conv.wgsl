@@ -134,31 +134,29 @@ fn requant(acc: i32, oc: u32) -> u32 {
 
 {{- if .Tiled}}
 
-// Tiled (OW % 4 == 0, OC_pg % 4 == 0, IC_pg % 4 == 0, not depthwise, not
-// transposed): an invocation owns 4 output channels × 4 columns of one
-// (n, oh), and reads each weight word as 4 input channels of one tap, so
-// every x byte it loads serves 4 channels and every weight word 4 columns.
+// Tiled (OW % 4 == 0, OC_pg % {{len .OCs}} == 0, IC_pg % 4 == 0, not depthwise,
+// not transposed): an invocation owns {{len .OCs}} output channels × 4 columns
+// of one (n, oh), and reads each weight word as 4 input channels of one
+// tap, so every x byte it loads serves {{len .OCs}} channels and every weight
+// word 4 columns.
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * (nwg.x * {{.WG}}u);
   let owq = params.ow / 4u;
-  if (i >= params.total / 16u) { return; }
+  if (i >= params.total / {{.TileElems}}u) { return; }
   let owb = i % owq;
   var r = i / owq;
   let oh = r % params.oh;
   r = r / params.oh;
-  let ocq = params.oc / 4u;
-  let oc0 = (r % ocq) * 4u;
+  let ocq = params.oc / {{len .OCs}}u;
+  let oc0 = (r % ocq) * {{len .OCs}}u;
   let n = r / ocq;
   let g = oc0 / params.oc_pg;
   let xc0 = n * params.ic + g * params.ic_pg;
   let hw = params.h * params.w;
   let ow = vec4<i32>(i32(owb * 4u)) + vec4<i32>(0, 1, 2, 3);
   let zp = vec4<i32>(params.zp_in);
-  var acc0 = vec4<i32>(0);
-  var acc1 = vec4<i32>(0);
-  var acc2 = vec4<i32>(0);
-  var acc3 = vec4<i32>(0);
+  var acc: array<vec4<i32>, {{len .OCs}}>;
   let ld4 = params.w_ld / 4u;
   let ic4 = params.ic_pg / 4u;
   for (var kh = 0u; kh < params.kh; kh++) {
@@ -170,9 +168,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       if (!any(ok)) { continue; }
       let off = vec4<u32>(clamp(iw, vec4<i32>(0), vec4<i32>(i32(params.w) - 1))) + vec4<u32>(u32(ih) * params.w);
       // Weight word of (oc0 + t, this tap, input channels 4c … 4c+3).
-      let wt = (kh * params.kw + kw) * ic4;
+      let wt = oc0 * ld4 + (kh * params.kw + kw) * ic4;
       for (var c = 0u; c < ic4; c++) {
-        // xj: the 4 input channels at column j, minus the zero point.
+        // xm[j]: the 4 input channels at column j, minus the zero point.
         var xm: array<vec4<i32>, 4>;
         for (var e = 0u; e < 4u; e++) {
           let xi = vec4<u32>((xc0 + c * 4u + e) * hw) + off;
@@ -183,22 +181,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
           xm[2][e] = d.z;
           xm[3][e] = d.w;
         }
-        let w0 = unpack(w[oc0 * ld4 + wt + c]);
-        let w1 = unpack(w[(oc0 + 1u) * ld4 + wt + c]);
-        let w2 = unpack(w[(oc0 + 2u) * ld4 + wt + c]);
-        let w3 = unpack(w[(oc0 + 3u) * ld4 + wt + c]);
-        acc0 += vec4<i32>(dot(xm[0], w0), dot(xm[1], w0), dot(xm[2], w0), dot(xm[3], w0));
-        acc1 += vec4<i32>(dot(xm[0], w1), dot(xm[1], w1), dot(xm[2], w1), dot(xm[3], w1));
-        acc2 += vec4<i32>(dot(xm[0], w2), dot(xm[1], w2), dot(xm[2], w2), dot(xm[3], w2));
-        acc3 += vec4<i32>(dot(xm[0], w3), dot(xm[1], w3), dot(xm[2], w3), dot(xm[3], w3));
+{{- range .OCs}}
+        {
+          let wv = unpack(w[wt + {{.}}u * ld4 + c]);
+          acc[{{.}}] += vec4<i32>(dot(xm[0], wv), dot(xm[1], wv), dot(xm[2], wv), dot(xm[3], wv));
+        }
+{{- end}}
       }
     }
   }
-  var accs = array<vec4<i32>, 4>(acc0, acc1, acc2, acc3);
-  for (var t = 0u; t < 4u; t++) {
+  for (var t = 0u; t < {{len .OCs}}u; t++) {
     var word = 0u;
     for (var e = 0u; e < 4u; e++) {
-      word |= requant(accs[t][e], oc0 + t) << (8u * e);
+      word |= requant(acc[t][e], oc0 + t) << (8u * e);
     }
     out[((n * params.oc + oc0 + t) * params.oh + oh) * owq + owb] = word;
   }
