@@ -465,3 +465,46 @@ func init() {
 		Cases = append(Cases, q8ConvCase(c))
 	}
 }
+
+// A dynamic token dim through the int8 ops: x [1, S, 32] serialized with
+// S = 24 and fed with S in 1..24 (re-recordings move between the 4-row
+// tile and fewer rows): quantize → q8ta_linear (N = 12) → q8ta_add with
+// itself → dequantize, plus the float32-out linear_q8ta_q8csw on the same
+// codes. Constants are inline (TestDynamicReexecute loads without named
+// data).
+func init() {
+	Cases = append(Cases, Case{
+		Name: "dynamic/q8ta_linear",
+		Tol:  Tolerance{Abs: 1e-4, Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f, i8 := serialization.Float32, serialization.Int8
+			const s, k, n = 24, 32, 12
+			x := b.Tensor(f, []uint32{1, s, k}, -1)
+			b.Inputs(x)
+			q := b.Tensor(i8, []uint32{1, s, k}, -1)
+			b.Op("quantized_decomposed.quantize_per_tensor.default", x, b.Double(0.01), b.Int(-4), b.Int(-128), b.Int(127), b.Null(), q)
+			codes := randQ(r, n, k, -127, 127)
+			wb := make([]byte, len(codes))
+			sums := reference.New(serialization.Int32, []int64{n})
+			for i, c := range codes {
+				wb[i] = byte(int8(c))
+				sums.V[i/k] += float64(c)
+			}
+			w := b.InlineConst(i8, []uint32{n, k}, wb)
+			ws := b.InlineConst(serialization.Int32, []uint32{n}, sums.Encode())
+			sc := b.InlineConst(f, []uint32{n}, f32Bytes(randScales(r, n)))
+			bias := b.InlineConst(f, []uint32{n}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
+			y := b.Tensor(i8, []uint32{1, s, n}, -1)
+			b.Op("et_vk.q8ta_linear.default", q, b.Double(0.01), b.Int(-4), w, ws, sc, b.Double(0.35), b.Int(3), bias, b.String("none"), y)
+			z := b.Tensor(i8, []uint32{1, s, n}, -1)
+			b.Op("et_vk.q8ta_add.default", y, y, b.Double(0.35), b.Int(3), b.Double(0.35), b.Int(3), b.Double(0.5), b.Int(-1), b.Double(1), z)
+			zf := b.Tensor(f, []uint32{1, s, n}, -1)
+			b.Op("quantized_decomposed.dequantize_per_tensor.default", z, b.Double(0.5), b.Int(-1), b.Int(-128), b.Int(127), b.Null(), b.Null(), zf)
+			yf := b.Tensor(f, []uint32{1, s, n}, -1)
+			b.Op("et_vk.linear_q8ta_q8csw.default", q, b.Double(0.01), b.Int(-4), w, ws, sc, bias, yf)
+			b.Outputs(y, zf, yf)
+			live := 1 + r.Int64N(s)
+			return []*reference.Tensor{RandTensor(r, f, []int64{1, live, k}, -1.3, 1.3)}
+		},
+	})
+}
