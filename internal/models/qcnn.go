@@ -77,6 +77,14 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 	q5 := QParams{0.9 / 255, -128}
 	q6 := QParams{2.2 / 255, 2}
 	m := &QCNN{Cfg: cfg, B: b, InputQParams: qIn, OutputQParams: q6}
+	// tag marks an int8 activation as the Vulkan partitioner does (BUFFER
+	// storage, a PACKED_INT8_* layout for its consumer, op_registry.py);
+	// the tags change no values.
+	tag := func(id int32, layout uint8) {
+		t := b.Graph().Values[id].Tensor
+		t.StorageType, t.MemoryLayout = 0, layout
+	}
+	const packed4W4C, packed4H4W, packedConv2D = 3, 4, 9
 
 	quantize := func(x int32, q QParams, shape ...int64) int32 {
 		out := b.Tensor(i8, dims(shape...), -1)
@@ -138,8 +146,11 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 		x = b.Tensor(f, dims(n, cfg.C, h, w), -1)
 		x0 = quantize(x, qIn, n, cfg.C, h, w)
 	}
+	tag(x0, packedConv2D)
 	a1 := conv("et_vk.q8ta_conv2d.default", x0, qIn, q1, cfg.C, cfg.C1, 3, 1, 1, 1, true, n, cfg.C1, h, w)
 	a2 := conv("et_vk.q8ta_conv2d_dw.default", a1, q1, q2, cfg.C1, cfg.C1, 3, 2, 1, cfg.C1, true, n, cfg.C1, h/2, w/2)
+	tag(a1, packedConv2D)
+	tag(a2, packed4W4C)
 	a3 := conv("et_vk.q8ta_conv2d_pw.default", a2, q2, q3, cfg.C1, cfg.C2, 1, 1, 0, 1, false, n, cfg.C2, h/2, w/2)
 	a4 := b.Tensor(i8, dims(n, cfg.C2, h/2, w/2), -1)
 	b.Op("et_vk.q8ta_relu.default", a3, b.Double(q3.Scale), b.Int(q3.ZeroPoint), b.Double(q4.Scale), b.Int(q4.ZeroPoint), a4)
@@ -153,6 +164,7 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 	flat := b.Tensor(i8, dims(n, feat), -1)
 	b.Op("aten.view_copy.default", a5, ints(n, feat), flat)
 
+	tag(flat, packed4H4W)
 	wq, ws, sc, bias := quantWeights(b, r, cfg.Classes, feat, 0.1)
 	wdata := make([]byte, len(wq))
 	for i, v := range wq {
