@@ -49,7 +49,10 @@ func init() {
 const q8LinearMaxWords = 60000
 
 // q8LinearRows is the row tile: rows sharing each decoded weight word.
-const q8LinearRows = 4
+// M = 64, K = N = 512 against the float32 linear in the same runs (busy
+// host, load 6 on 2 vCPUs): 4 rows 0.28–0.76x (one earlier run 1.79x),
+// 8 rows 0.85–1.43x.
+const q8LinearRows = 8
 
 // q8LinearShader is the template data of shaders/q8ta_linear.wgsl.
 type q8LinearShader struct {
