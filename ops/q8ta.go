@@ -36,8 +36,9 @@ import (
 //
 // et_vk.q8ta_add.default args: [a INT8, b INT8, a_scale, a_zp, b_scale, b_zp, output_scale, output_zp, alpha, out INT8]
 //
-//	a and b have the same shape (no broadcasting, as the exporter fuses
-//	only same-shape adds); alpha may be an Int value (deduplicated 1).
+//	a and b broadcast to the output (NumPy rules, as the Vulkan runtime's
+//	q8ta_binary); alpha may be an Int value (deduplicated 1), or a String or
+//	Null, read as 1 (as the Vulkan runtime does).
 //
 // et_vk.q8ta_pixel_shuffle.default args: [x INT8, input_scale, input_zp, output_inv_scale, output_zp, upscale_factor, out INT8]
 //
@@ -59,9 +60,13 @@ const q8taWG = 64
 
 // q8taShader is the template data of shaders/q8ta.wgsl.
 type q8taShader struct {
-	Kind string // quantize, dequantize, relu, add, shuffle
-	WG   int
+	Kind      string // quantize, dequantize, relu, add, shuffle
+	Broadcast bool   // add: a and b broadcast to the output
+	WG        int
 }
+
+// q8taMaxRank is the most (coalesced) dims a broadcasting q8ta_add takes.
+const q8taMaxRank = 8
 
 // q8taParams is the Go twin of q8ta.wgsl's Params.
 type q8taParams struct {
@@ -70,6 +75,9 @@ type q8taParams struct {
 	sA, sB, alpha, invOut float32
 	qmin, qmax            int32
 	h, w, r               uint32
+	// add with broadcasting: the output's dims innermost first and each
+	// input's element strides along them (0 where broadcast).
+	dims, sa, sb []uint32
 }
 
 func (q q8taParams) bytes() []byte {
@@ -77,7 +85,8 @@ func (q q8taParams) bytes() []byte {
 	p.U32(q.numel).I32(q.zpA).I32(q.zpB).I32(q.zpOut)
 	p.F32(q.sA).F32(q.sB).F32(q.alpha).F32(q.invOut)
 	p.I32(q.qmin).I32(q.qmax).U32(q.h).U32(q.w)
-	p.U32(q.r).U32(0).U32(0).U32(0)
+	p.U32(q.r).U32(uint32(len(q.dims))).U32(0).U32(0)
+	p.U32s(q.dims, q8taMaxRank).U32s(q.sa, q8taMaxRank).U32s(q.sb, q8taMaxRank)
 	return p.Bytes()
 }
 
@@ -157,7 +166,7 @@ func q8Dispatch(b Builder, kind string, inputs []int32, out int32, p q8taParams,
 	if numel == 0 {
 		return nil
 	}
-	sh := q8taShader{Kind: kind, WG: q8taWG}
+	sh := q8taShader{Kind: kind, Broadcast: len(p.dims) > 0, WG: q8taWG}
 	k, err := shaders.Render("q8ta.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), q8taWG)
 	if err != nil {
 		return err
@@ -267,8 +276,9 @@ func q8taAddOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	if !sameDims(x.Dims, y.Dims) {
-		return Errorf(1, "dims %v differ from a's %v (q8ta_add does not broadcast)", y.Dims, x.Dims)
+	outDims, ok := BroadcastShape(x.Dims, y.Dims)
+	if !ok {
+		return Errorf(1, "dims %v do not broadcast with a's %v", y.Dims, x.Dims)
 	}
 	sa, za, err := q8QParams(b, args, 2)
 	if err != nil {
@@ -282,18 +292,37 @@ func q8taAddOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	alpha, err := b.Float(args[8])
-	if err != nil {
-		return argErr(8, err)
+	// alpha: a Double or Int; a String (some exports pass an unused one
+	// here) or Null means 1, as the Vulkan runtime reads it.
+	alpha := 1.0
+	if k := b.Kind(args[8]); k != serialization.KindString && !b.IsNull(args[8]) {
+		if alpha, err = b.Float(args[8]); err != nil {
+			return argErr(8, err)
+		}
 	}
 	if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
 		return Errorf(8, "alpha %g is not finite", alpha)
 	}
-	if _, err := Output(b, 9, args[9], serialization.Int8, x.Dims); err != nil {
+	out, err := Output(b, 9, args[9], serialization.Int8, outDims)
+	if err != nil {
 		return err
 	}
+	if out.Numel > q8taMaxElems {
+		return Errorf(9, "%d elements exceed the kernels' 32-bit indexing", out.Numel)
+	}
 	p := q8taParams{zpA: za, sA: sa, zpB: zb, sB: sb, alpha: float32(alpha), zpOut: zo, invOut: inv, qmin: -128, qmax: 127}
-	return q8Dispatch(b, "add", args[:2], args[9], p, x.Numel)
+	if !sameDims(x.Dims, y.Dims) {
+		dims, stA, stB := coalesceBroadcast(outDims, x.Dims, y.Dims)
+		if len(dims) > q8taMaxRank {
+			return Errorf(1, "broadcasting %v with %v needs %d dims, over %d", x.Dims, y.Dims, len(dims), q8taMaxRank)
+		}
+		for i := range dims {
+			p.dims = append(p.dims, uint32(dims[i]))
+			p.sa = append(p.sa, uint32(stA[i]))
+			p.sb = append(p.sb, uint32(stB[i]))
+		}
+	}
+	return q8Dispatch(b, "add", args[:2], args[9], p, out.Numel)
 }
 
 // sameDims reports whether a and b are the same shape.

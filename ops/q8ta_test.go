@@ -92,8 +92,8 @@ func TestQ8taElementwiseRejects(t *testing.T) {
 			q := q8{b}
 			b.Op("et_vk.q8ta_relu.default", q.in(f, 9), b.Double(0.1), b.Int(0), b.Double(0.1), b.Int(0), q.ten(i8, 9))
 		},
-		"add/broadcast b":  add([]uint32{1, 6}, one),
-		"add/alpha String": add([]uint32{2, 6}, func(b *serialization.Builder) int32 { return b.String("1") }),
+		"add/shapes do not broadcast": add([]uint32{3, 6}, one),
+		"add/alpha IntList":           add([]uint32{2, 6}, func(b *serialization.Builder) int32 { return b.IntList(1) }),
 		"add/9 args": func(b *serialization.Builder) {
 			q := q8{b}
 			x := q.in(i8, 4)

@@ -7,7 +7,8 @@
 //   quantize:   q = clamp(round(x·inv_out) + zp_out, qmin, qmax)
 //   dequantize: x = f32(q − zp_a)·s_a
 //   relu:       q = requant(max(f32(q − zp_a)·s_a, 0))
-//   add:        q = requant(f32(a − zp_a)·s_a + alpha·(f32(b − zp_b)·s_b))
+//   add:        q = requant(f32(a − zp_a)·s_a + alpha·(f32(b − zp_b)·s_b)), a and b
+//               broadcast to the output (.Broadcast) or of its shape
 //   shuffle:    out[o, c, y, x] = requant(f32(in[o, c·r² + (y%r)·r + x%r, y/r, x/r] − zp_a)·s_a),
 //               inv_out being the op's output_inv_scale itself
 //
@@ -45,9 +46,12 @@ struct Params {
   h: u32,
   w: u32,
   r: u32,
-  _p0: u32,
+  rank: u32,     // add with broadcasting: dims innermost first, strides
   _p1: u32,
   _p2: u32,
+  dims: array<vec4<u32>, 2>,
+  sa: array<vec4<u32>, 2>,
+  sb: array<vec4<u32>, 2>,
 }
 
 // sext returns element e (mod 4) of a packed int8 word, sign-extended.
@@ -60,6 +64,22 @@ fn requant(v: f32) -> u32 {
   let q = clamp(round(v * params.inv_out) + f32(params.zp_out), f32(params.qmin), f32(params.qmax));
   return u32(i32(q)) & 0xffu;
 }
+{{- if .Broadcast}}
+
+// operands returns the element indices of a and b that output element o
+// reads (dims and strides innermost first; stride 0 where broadcast).
+fn operands(o: u32) -> vec2<u32> {
+  var rest = o;
+  var at = vec2<u32>(0u);
+  for (var k = 0u; k < params.rank; k++) {
+    let d = params.dims[k / 4u][k % 4u];
+    let c = rest % d;
+    rest = rest / d;
+    at += c * vec2<u32>(params.sa[k / 4u][k % 4u], params.sb[k / 4u][k % 4u]);
+  }
+  return at;
+}
+{{- end}}
 {{- if eq .Kind "shuffle"}}
 
 // source returns the input index of output element o ([outer·C, H·r, W·r]).
@@ -96,6 +116,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let q = requant(x[e]);
 {{- else if eq .Kind "relu"}}
     let q = requant(max(f32(sext(x[i], k) - params.zp_a) * params.s_a, 0.0));
+{{- else if and (eq .Kind "add") .Broadcast}}
+    let ab = operands(e);
+    let fa = f32(sext(x[ab.x >> 2u], ab.x) - params.zp_a) * params.s_a;
+    let fb = f32(sext(y[ab.y >> 2u], ab.y) - params.zp_b) * params.s_b;
+    let q = requant(fa + params.alpha * fb);
 {{- else if eq .Kind "add"}}
     let fa = f32(sext(x[i], k) - params.zp_a) * params.s_a;
     let fb = f32(sext(y[i], k) - params.zp_b) * params.s_b;

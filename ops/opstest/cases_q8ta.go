@@ -95,25 +95,43 @@ func q8UnaryCase(in []int64, si float64, zi int64, so float64, zo int64, shuffle
 	}
 }
 
-// q8AddCase is q8ta_add of two int8 graph inputs; intAlpha passes alpha 1
-// as an Int value, as the exporter's scalar deduplication may.
-func q8AddCase(in []int64, sa float64, za int64, sb float64, zb int64, so float64, zo int64, alpha float64, intAlpha bool) Case {
-	name := fmt.Sprintf("q8ta_add/%s/a%g_%d/b%g_%d/out%g_%d/alpha%g", shapeName(in), sa, za, sb, zb, so, zo, alpha)
-	if intAlpha {
-		name += "/int_alpha"
-	}
+// q8AddCase is q8ta_add of two int8 graph inputs of shapes ina and inb
+// (broadcast to the output). alphaKind is how alpha is passed: "double",
+// "int" (the exporter's scalar deduplication may turn 1.0 into Int 1),
+// "string" or "null" (read as 1).
+func q8AddCase(ina, inb []int64, sa float64, za int64, sb float64, zb int64, so float64, zo int64, alpha float64, alphaKind string) Case {
+	name := fmt.Sprintf("q8ta_add/%s+%s/a%g_%d/b%g_%d/out%g_%d/alpha%g_%s", shapeName(ina), shapeName(inb), sa, za, sb, zb, so, zo, alpha, alphaKind)
 	return Case{
 		Name: name,
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
-			av, bv := randInt8(r, in), randInt8(r, in)
-			x := b.Tensor(serialization.Int8, Dims(in), -1)
-			y := b.Tensor(serialization.Int8, Dims(in), -1)
+			av, bv := randInt8(r, ina), randInt8(r, inb)
+			x := b.Tensor(serialization.Int8, Dims(ina), -1)
+			y := b.Tensor(serialization.Int8, Dims(inb), -1)
 			b.Inputs(x, y)
-			al := b.Double(alpha)
-			if intAlpha {
+			var al int32
+			switch alphaKind {
+			case "int":
 				al = b.Int(int64(alpha))
+			case "string":
+				al = b.String("unused")
+			case "null":
+				al = b.Null()
+			default:
+				al = b.Double(alpha)
 			}
-			out := b.Tensor(serialization.Int8, Dims(in), -1)
+			// The broadcast shape: right-aligned, size 1 stretches.
+			outShape := make([]int64, max(len(ina), len(inb)))
+			for i := range outShape {
+				d := int64(1)
+				if j := len(ina) - len(outShape) + i; j >= 0 {
+					d = max(d, ina[j])
+				}
+				if j := len(inb) - len(outShape) + i; j >= 0 {
+					d = max(d, inb[j])
+				}
+				outShape[i] = d
+			}
+			out := b.Tensor(serialization.Int8, Dims(outShape), -1)
 			b.Op("et_vk.q8ta_add.default", x, y, b.Double(sa), b.Int(za), b.Double(sb), b.Int(zb), b.Double(so), b.Int(zo), al, out)
 			b.Outputs(out)
 			return []*reference.Tensor{av, bv}
@@ -134,9 +152,13 @@ func init() {
 		q8UnaryCase([]int64{1, 4, 4, 4}, 0.02, -20, 0.02, -20, 0),
 		q8UnaryCase([]int64{1, 8, 3, 5}, 0.04, 3, 0.05, -6, 2),
 		q8UnaryCase([]int64{2, 9, 3, 1}, 0.04, 0, 0.04, 0, 3),
-		q8AddCase([]int64{2, 3, 7}, 0.05, 4, 0.03, -9, 0.07, 2, 1, false),
-		q8AddCase([]int64{1, 16, 4, 4}, 0.02, -128, 0.02, -128, 0.03, -128, 1, true),
-		q8AddCase([]int64{11}, 0.01, 0, 0.05, 7, 0.04, -3, 0.5, false),
+		q8AddCase([]int64{2, 3, 7}, []int64{2, 3, 7}, 0.05, 4, 0.03, -9, 0.07, 2, 1, "double"),
+		q8AddCase([]int64{1, 16, 4, 4}, []int64{1, 16, 4, 4}, 0.02, -128, 0.02, -128, 0.03, -128, 1, "int"),
+		q8AddCase([]int64{11}, []int64{11}, 0.01, 0, 0.05, 7, 0.04, -3, 0.5, "double"),
+		// Broadcasting (a per-channel term, a row, a scalar-like tensor).
+		q8AddCase([]int64{2, 5, 3, 7}, []int64{1, 5, 1, 1}, 0.04, -2, 0.06, 1, 0.08, 0, 1, "string"),
+		q8AddCase([]int64{1, 7}, []int64{3, 4, 1}, 0.03, 5, 0.02, -6, 0.04, 3, 1, "null"),
+		q8AddCase([]int64{1}, []int64{2, 9}, 0.05, 0, 0.05, 0, 0.05, 0, 2, "double"),
 	)
 }
 

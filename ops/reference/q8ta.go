@@ -16,7 +16,7 @@ import (
 //	et_vk.q8ta_conv2d{,_pw,_dw}.default [x, s_in, zp_in, w, w_sums, w_scales, s_out, zp_out, bias|Null,
 //	                                     kernel_size, stride, padding, dilation, groups, activation, out]
 //	et_vk.q8ta_conv2d_transposed.default [… padding, output_padding, dilation, groups, activation, out]
-//	et_vk.q8ta_add.default [a, b, s_a, zp_a, s_b, zp_b, s_out, zp_out, alpha, out]
+//	et_vk.q8ta_add.default [a, b, s_a, zp_a, s_b, zp_b, s_out, zp_out, alpha, out] (broadcasting; alpha String/Null = 1)
 //	et_vk.q8ta_relu.default [x, s_in, zp_in, s_out, zp_out, out]
 //	et_vk.q8ta_pixel_shuffle.default [x, s_in, zp_in, inv_out, zp_out, r, out]
 //
@@ -470,21 +470,26 @@ func q8taAddRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	alpha, err := e.Float(a[8])
+	// alpha: Double or Int; a String or Null stands for 1.
+	alpha := 1.0
+	if e.Kind(a[8]) != serialization.KindString && !e.IsNull(a[8]) {
+		if alpha, err = e.Float(a[8]); err != nil {
+			return err
+		}
+	}
+	shape, ok := broadcastShapes(x.Shape, y.Shape)
+	if !ok {
+		return fmt.Errorf("q8ta_add: shapes %v and %v do not broadcast", x.Shape, y.Shape)
+	}
+	out, err := e.NewOut(a[9], shape)
 	if err != nil {
 		return err
 	}
-	if x.Numel() != y.Numel() {
-		return fmt.Errorf("q8ta_add: shapes %v and %v", x.Shape, y.Shape)
-	}
-	out, err := e.NewOut(a[9], x.Shape)
-	if err != nil {
-		return err
-	}
+	ia, ib := broadcastIndex(x.Shape, shape), broadcastIndex(y.Shape, shape)
 	inv := invScale(so)
-	for i := range x.V {
-		fa := f32((x.V[i] - float64(za)) * f32(sa))
-		fb := f32((y.V[i] - float64(zb)) * f32(sb))
+	for i := range out.V {
+		fa := f32((x.V[ia(i)] - float64(za)) * f32(sa))
+		fb := f32((y.V[ib(i)] - float64(zb)) * f32(sb))
 		v := f32(fa + f32(f32(alpha)*fb))
 		out.V[i] = quantize(v, inv, zo, -128, 127)
 	}
