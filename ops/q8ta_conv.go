@@ -25,7 +25,8 @@ import (
 //
 //	conv2d, pw:  [OC, ≥KH·KW·IC_pg] (zero-padded to a multiple of 4), torch's
 //	             w[oc, ic, kh, kw] at column (kh·KW + kw)·IC_pg + ic;
-//	dw:          [KH, KW, C], w[c, 0, kh, kw] at (kh·KW + kw)·C + c; groups = C = IC = OC;
+//	dw:          [KH, KW, Cp], w[c, 0, kh, kw] at (kh·KW + kw)·Cp + c (Cp ≥ C, the
+//	             last dim zero-padded); groups = C = IC = OC;
 //	transposed:  [OC, ≥KH·KW·IC_pg], row oc = g·OC_pg + j holding
 //	             ConvTranspose2d's w[g·IC_pg + ic, j, kh, kw] at column
 //	             (kh·KW + kw)·IC_pg + ic (no kernel flip).
@@ -159,9 +160,12 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 		if len(w.Dims) != 3 || w.Dims[0] != ks[0] || w.Dims[1] != ks[1] {
 			return Errorf(3, "depthwise weights dims %v, want [%d, %d, C]", w.Dims, ks[0], ks[1])
 		}
-		oc = w.Dims[2]
-		if oc != ic || groups != ic {
-			return Errorf(3, "depthwise weights for %d channels with groups %d, input has %d channels (want all equal)", oc, groups, ic)
+		// C channels, the last dim possibly zero-padded past C (the
+		// exporter pads it to a multiple of 4, a no-op when it asserts C %
+		// 4 == 0).
+		oc, ld = ic, w.Dims[2]
+		if ld < ic || groups != ic {
+			return Errorf(3, "depthwise weights dims %v with groups %d for %d input channels: want groups = C and [KH, KW, ≥C]", w.Dims, groups, ic)
 		}
 	} else {
 		if len(w.Dims) != 2 || w.Dims[1] < ks[0]*ks[1]*icPG {

@@ -219,7 +219,8 @@ func TestQ8taConvRejects(t *testing.T) {
 			c.wdims = []uint32{4, 12}
 			c.oc = 4
 		}),
-		"dw/channels differ": with(func(c *conv) { c.op = "et_vk.q8ta_conv2d_dw.default"; c.groups = 4; c.wdims = []uint32{3, 3, 8} }),
+		"dw/weights for fewer channels": with(func(c *conv) { c.op = "et_vk.q8ta_conv2d_dw.default"; c.groups = 4; c.wdims = []uint32{3, 3, 2} }),
+		"dw/groups not C":               with(func(c *conv) { c.op = "et_vk.q8ta_conv2d_dw.default"; c.groups = 2; c.wdims = []uint32{3, 3, 4} }),
 		"transposed/output_padding": func(b *serialization.Builder) {
 			q := q8{b}
 			b.Op("et_vk.q8ta_conv2d_transposed.default", q.in(i8, 1, 4, 4, 4), b.Double(0.1), b.Int(0), q.cst(i8, 4, 36), q.cst(i32, 4), q.cst(f, 4), b.Double(0.1), b.Int(0), b.Null(), b.IntList(3, 3), b.IntList(1, 1), b.IntList(1, 1), b.IntList(2, 2), b.IntList(1, 1), b.Int(1), b.String("none"), q.ten(i8, 1, 4, 6, 6))

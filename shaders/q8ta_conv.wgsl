@@ -4,7 +4,7 @@
 // x is [N, IC, H, W] and out [N, OC, OH, OW], int8 codes four per u32,
 // flat row-major. Weights are int8, four per u32:
 //   conv/pw/transposed: row oc (stride w_ld bytes), column (kh·KW + kw)·IC_pg + ic;
-//   dw ([KH, KW, C]):    (kh·KW + kw)·C + c.
+//   dw ([KH, KW, Cp]):   (kh·KW + kw)·Cp + c, Cp = w_ld ≥ C.
 // Output channel oc reads input channels g·IC_pg … of its group
 // g = oc / OC_pg. The accumulator is integer, over in-range taps only
 // (padding is the zero point, i.e. real 0):
@@ -47,7 +47,7 @@ struct Params {
   pad_w: u32,
   dil_h: u32,
   dil_w: u32,
-  w_ld: u32,     // weight row stride in bytes (conv, pw, transposed)
+  w_ld: u32,     // weight row stride in bytes (dw: Cp)
   ic_pg: u32,
   oc_pg: u32,
   zp_in: i32,
@@ -97,7 +97,7 @@ fn accum(n: u32, oc: u32, oh: u32, ow: vec4<i32>, valid: vec4<bool>) -> vec4<i32
       // Clamped in-bounds offsets; lanes not ok contribute zero.
       let off = vec4<u32>(clamp(iw, vec4<i32>(0), vec4<i32>(i32(params.w) - 1))) + vec4<u32>(u32(ih) * params.w);
 {{- if .DW}}
-      let wi = (kh * params.kw + kw) * params.oc + oc;
+      let wi = (kh * params.kw + kw) * params.w_ld + oc;
       let wv = sext(w[wi >> 2u], wi);
       let xb = xc0 * hw;
       let xi = vec4<u32>(xb) + off;

@@ -311,14 +311,16 @@ func packQ8ConvWeight(c q8Conv, wt []int) ([]byte, []uint32) {
 	icPG, ocPG := c.ic/c.groups, c.oc/c.groups
 	taps := c.kh * c.kw
 	if c.op == "q8ta_conv2d_dw" {
-		// permute(2, 3, 1, 0) of [C, 1, KH, KW] → [KH, KW, C].
-		out := make([]byte, taps*c.oc)
+		// permute(2, 3, 1, 0) of [C, 1, KH, KW] → [KH, KW, C], the last
+		// dim zero-padded to a multiple of 4 (align_width_and_update_state_dict).
+		cp := (c.oc + 3) / 4 * 4
+		out := make([]byte, taps*cp)
 		for o := int64(0); o < c.oc; o++ {
 			for t := int64(0); t < taps; t++ {
-				out[t*c.oc+o] = byte(int8(wt[o*taps+t]))
+				out[t*cp+o] = byte(int8(wt[o*taps+t]))
 			}
 		}
-		return out, []uint32{uint32(c.kh), uint32(c.kw), uint32(c.oc)}
+		return out, []uint32{uint32(c.kh), uint32(c.kw), uint32(cp)}
 	}
 	cols := taps * icPG
 	ld := (cols + 3) / 4 * 4
@@ -475,6 +477,8 @@ var q8ConvConfigs = func() []q8Conv {
 		{op: "q8ta_conv2d_pw", n: 1, ic: 12, h: 7, w: 7, oc: 9, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: -5, zpOut: 9, bias: true},
 		{op: "q8ta_conv2d_pw", n: 2, ic: 16, h: 4, w: 8, oc: 8, kh: 1, kw: 1, stride: one, dil: one, groups: 1, zpIn: 3, zpOut: -128, relu: true},
 		{op: "q8ta_conv2d_dw", n: 1, ic: 8, h: 8, w: 8, oc: 8, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 8, zpIn: -9, zpOut: 2, bias: true, relu: true},
+		// Odd channels: the exporter pads the weight's last dim to 8.
+		{op: "q8ta_conv2d_dw", n: 1, ic: 7, h: 6, w: 9, oc: 7, kh: 3, kw: 3, stride: one, pad: one, dil: one, groups: 7, zpIn: 2, zpOut: -9, bias: true},
 		{op: "q8ta_conv2d_dw", n: 2, ic: 12, h: 11, w: 11, oc: 12, kh: 5, kw: 5, stride: two, pad: two, dil: one, groups: 12, zpIn: 4, zpOut: -7, bias: true},
 		{op: "q8ta_conv2d_transposed", n: 1, ic: 4, h: 5, w: 5, oc: 6, kh: 3, kw: 3, stride: two, pad: one, opad: one, dil: one, groups: 1, zpIn: 6, zpOut: -1, bias: true},
 		{op: "q8ta_conv2d_transposed", n: 2, ic: 4, h: 4, w: 6, oc: 8, kh: 2, kw: 2, stride: two, dil: one, groups: 2, zpIn: -20, zpOut: 3, relu: true},

@@ -376,7 +376,7 @@ func q8taConvRef(dw, transposed bool) Func {
 					for xx := int64(0); xx < kw; xx++ {
 						var idx int64
 						if dw {
-							idx = (y*kw+xx)*oc + o
+							idx = (y*kw+xx)*w.Shape[2] + o
 						} else {
 							idx = o*w.Shape[1] + (y*kw+xx)*icPG + i
 						}
