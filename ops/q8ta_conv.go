@@ -39,9 +39,9 @@ import (
 // (H + 2p − d(K−1) − 1)/s + 1, transposed (H − 1)s − 2p + d(K−1) + op + 1.
 // The pw and conv2d names run the same kernel (pw is conv2d with a 1×1
 // kernel, stride 1, no padding). Each invocation walks every tap of its
-// output (four outputs at once when OW % 4 == 0; 4 channels × 4 columns
-// with 4 input channels per weight word when also OC_pg, IC_pg and the
-// weight rows are multiples of 4), so KH·KW·IC_pg is capped
+// output (four outputs at once when OW % 4 == 0; 8 or 4 channels × 4
+// columns with 4 input channels per weight word when also OC_pg, IC_pg and
+// the weight rows are multiples of 4), so KH·KW·IC_pg is capped
 // (q8ConvMaxTrips) below llvmpipe's loop limit; the int32 accumulator is
 // exact well past that cap.
 func init() {

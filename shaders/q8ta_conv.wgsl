@@ -14,10 +14,11 @@
 // then v = f32(acc)·s_in·s_w[oc] (+ bias[oc]) (relu: max(v, 0)) and
 // q = clamp(round(v·inv_out) + zp_out, −128, 127), round half to even.
 //
-// Each invocation owns one output word. Aligned (OW % 4 == 0): the word is
-// four ow of one (n, oc, oh), accumulated together; otherwise its four
-// flat elements are done one after the other. ops bounds the loop trips
-// per invocation below llvmpipe's 65535 back-edges.
+// Each invocation owns one output word (Tiled: one per output channel of
+// its tile, below). Aligned (OW % 4 == 0): the word is four ow of one
+// (n, oc, oh), accumulated together; otherwise its four flat elements are
+// done one after the other. ops bounds the loop trips per invocation below
+// llvmpipe's 65535 back-edges.
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> scales: array<f32>;
