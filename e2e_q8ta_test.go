@@ -7,6 +7,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // TestE2EQuantizedCNN: the statically quantized CNN (models.QCNN: quantize,
@@ -69,5 +70,63 @@ func TestE2EQuantizedCNN(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestE2EQuantizedCNNMatchesUnfused runs the network twice on the device:
+// as the exporter writes it (q8ta ops, integer accumulation) and as the
+// quantizer hands it to the exporter (models.QCNN.Unfused: dequantize →
+// float aten.convolution / aten.linear / aten.relu → quantize around every
+// layer, float32 weights code·scale). Both compute the same real numbers
+// in a different float32 order, so an int8 code may move by one where a
+// value sits next to a rounding boundary, and the move can carry into
+// later layers: the int8 logits must agree within 2 codes, and most
+// exactly.
+func TestE2EQuantizedCNNMatchesUnfused(t *testing.T) {
+	int8IO := models.DefaultQCNN
+	int8IO.Int8IO, int8IO.N, int8IO.Seed = true, 2, 5
+	for _, cfg := range []models.QCNNConfig{models.DefaultQCNN, int8IO} {
+		m := models.NewQCNN(cfg)
+		var models2 [2]*wgdelegate.Model
+		for i, b := range []*serialization.Builder{m.B, m.Unfused} {
+			models.ApplyPlan(b, models.PlanExporter)
+			f, err := models.Encode(b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			models2[i] = openModel(t, f)
+		}
+		same, total := 0, 0
+		for run := range 3 {
+			x := m.Input(uint64(50 + run))
+			in := wgdelegate.FromFloat32(m.InputShape(), x)
+			if cfg.Int8IO {
+				in = wgdelegate.FromInt8(m.InputShape(), m.QuantizeInput(x))
+			}
+			var codes [2][]int8
+			for i, model := range models2 {
+				got, err := model.Execute(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if codes[i], err = got[len(got)-1].Int8s(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for j := range codes[0] {
+				d := int(codes[0][j]) - int(codes[1][j])
+				if d < -2 || d > 2 {
+					t.Fatalf("int8io=%v run %d: logit %d: fused %d, unfused %d", cfg.Int8IO, run, j, codes[0][j], codes[1][j])
+				}
+				if d == 0 {
+					same++
+				}
+				total++
+			}
+			t.Logf("int8io=%v run %d: fused %v, unfused %v", cfg.Int8IO, run, codes[0], codes[1])
+		}
+		if same*4 < total*3 {
+			t.Errorf("int8io=%v: only %d of %d int8 logits agree exactly", cfg.Int8IO, same, total)
+		}
 	}
 }

@@ -55,18 +55,24 @@ type QParams struct {
 type QCNN struct {
 	Cfg QCNNConfig
 	B   *serialization.Builder
+	// Unfused is the same network as the quantizer hands it to the
+	// exporter, before the fusions: every q8ta op is
+	// dequantize_per_tensor → aten.convolution / aten.linear / aten.relu on
+	// float weights (code·scale, torch's layouts) [→ aten.relu] →
+	// quantize_per_tensor. Same inputs and outputs as B.
+	Unfused *serialization.Builder
 	// InputQParams quantizes the image; OutputQParams dequantizes the
 	// logits.
 	InputQParams, OutputQParams QParams
 }
 
-// NewQCNN builds the graph with weights drawn from cfg.Seed.
+// NewQCNN builds the graph with weights drawn from cfg.Seed, and Unfused
+// with the same weights.
 func NewQCNN(cfg QCNNConfig) *QCNN {
 	r := newRNG(cfg.Seed)
 	f, i8 := serialization.Float32, serialization.Int8
-	b := serialization.NewBuilder()
+	b, u := serialization.NewBuilder(), serialization.NewBuilder()
 	n, h, w := cfg.N, cfg.H, cfg.W
-	ints := func(v ...int64) int32 { return b.IntList(v...) }
 	qIn := QParams{1.0 / 127, 3}
 	// Activation qparams, from the ranges these weights give on images in
 	// [-1, 1) (fan-in scaled weights keep each layer near unit variance).
@@ -76,7 +82,7 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 	q4 := QParams{1.3 / 255, -128}
 	q5 := QParams{0.9 / 255, -128}
 	q6 := QParams{2.2 / 255, 2}
-	m := &QCNN{Cfg: cfg, B: b, InputQParams: qIn, OutputQParams: q6}
+	m := &QCNN{Cfg: cfg, B: b, Unfused: u, InputQParams: qIn, OutputQParams: q6}
 	// tag marks an int8 activation as the Vulkan partitioner does (BUFFER
 	// storage, a PACKED_INT8_* layout for its consumer, op_registry.py);
 	// the tags change no values.
@@ -86,23 +92,44 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 	}
 	const packed4W4C, packed4H4W, packedConv2D = 3, 4, 9
 
-	quantize := func(x int32, q QParams, shape ...int64) int32 {
-		out := b.Tensor(i8, dims(shape...), -1)
-		b.Op("quantized_decomposed.quantize_per_tensor.default", x, b.Double(q.Scale), b.Int(q.ZeroPoint),
-			b.Int(-128), b.Int(127), b.Null(), out)
+	// Values come in pairs: the id in B and the id in Unfused.
+	type pair struct{ b, u int32 }
+	quantize1 := func(g *serialization.Builder, x int32, q QParams, shape ...int64) int32 {
+		out := g.Tensor(i8, dims(shape...), -1)
+		g.Op("quantized_decomposed.quantize_per_tensor.default", x, g.Double(q.Scale), g.Int(q.ZeroPoint),
+			g.Int(-128), g.Int(127), g.Null(), out)
 		return out
 	}
-	dequantize := func(x int32, q QParams, shape ...int64) int32 {
-		out := b.Tensor(f, dims(shape...), -1)
-		b.Op("quantized_decomposed.dequantize_per_tensor.default", x, b.Double(q.Scale), b.Int(q.ZeroPoint),
-			b.Int(-128), b.Int(127), b.Null(), b.Null(), out)
+	dequantize1 := func(g *serialization.Builder, x int32, q QParams, shape ...int64) int32 {
+		out := g.Tensor(f, dims(shape...), -1)
+		g.Op("quantized_decomposed.dequantize_per_tensor.default", x, g.Double(q.Scale), g.Int(q.ZeroPoint),
+			g.Int(-128), g.Int(127), g.Null(), g.Null(), out)
 		return out
+	}
+	quantize := func(x pair, q QParams, shape ...int64) pair {
+		return pair{quantize1(b, x.b, q, shape...), quantize1(u, x.u, q, shape...)}
+	}
+	dequantize := func(x pair, q QParams, shape ...int64) pair {
+		return pair{dequantize1(b, x.b, q, shape...), dequantize1(u, x.u, q, shape...)}
+	}
+	// floatOp adds to Unfused: dq(in) → op(…) [→ relu] → q, the chain the
+	// exporter fuses into one q8ta op.
+	floatOp := func(in int32, qi, qo QParams, inShape, outShape []int64, relu bool, op func(x, y int32)) int32 {
+		x := dequantize1(u, in, qi, inShape...)
+		y := u.Tensor(f, dims(outShape...), -1)
+		op(x, y)
+		if relu {
+			z := u.Tensor(f, dims(outShape...), -1)
+			u.Op("aten.relu.default", y, z)
+			y = z
+		}
+		return quantize1(u, y, qo, outShape...)
 	}
 	// conv adds a q8ta convolution of in (qparams qi) with oc output
 	// channels, a k×k kernel over icPG input channels per group.
-	conv := func(op string, in int32, qi, qo QParams, ic, oc, k, stride, pad, groups int64, relu bool, outShape ...int64) int32 {
+	conv := func(op string, in pair, qi, qo QParams, ic, oc, k, stride, pad, groups int64, relu bool, inShape []int64, outShape ...int64) pair {
 		icPG := ic / groups
-		wq, ws, sc, bias := quantWeights(b, r, oc, icPG*k*k, 0.1)
+		wq, ws, sc, bias, wf, bf := quantWeights(b, r, oc, icPG*k*k, 0.1)
 		// The exporter's layouts (patterns/quantized_convolution.py): conv
 		// and pw permute torch's [OC, IC_pg, KH, KW] to [OC, KH·KW·IC_pg]
 		// (last dim padded to 4); dw keeps [KH, KW, C].
@@ -133,39 +160,58 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 			act = "relu"
 		}
 		out := b.Tensor(i8, dims(outShape...), -1)
-		b.Op(op, in, b.Double(qi.Scale), b.Int(qi.ZeroPoint), wid, ws, sc, b.Double(qo.Scale), b.Int(qo.ZeroPoint), bias,
-			ints(k, k), ints(stride, stride), ints(pad, pad), ints(1, 1), b.Int(groups), b.String(act), out)
-		return out
+		b.Op(op, in.b, b.Double(qi.Scale), b.Int(qi.ZeroPoint), wid, ws, sc, b.Double(qo.Scale), b.Int(qo.ZeroPoint), bias,
+			b.IntList(k, k), b.IntList(stride, stride), b.IntList(pad, pad), b.IntList(1, 1), b.Int(groups), b.String(act), out)
+
+		uw := weight(u, wf, oc, icPG, k, k)
+		ub := weight(u, bf, oc)
+		uo := floatOp(in.u, qi, qo, inShape, outShape, relu, func(x, y int32) {
+			u.Op("aten.convolution.default", x, uw, ub, u.IntList(stride, stride), u.IntList(pad, pad), u.IntList(1, 1),
+				u.Bool(false), u.IntList(0, 0), u.Int(groups), y)
+		})
+		return pair{out, uo}
 	}
 
-	var x, x0 int32
+	inShape := []int64{n, cfg.C, h, w}
+	var x, x0 pair
 	if cfg.Int8IO {
-		x = b.Tensor(i8, dims(n, cfg.C, h, w), -1)
+		x = pair{b.Tensor(i8, dims(inShape...), -1), u.Tensor(i8, dims(inShape...), -1)}
 		x0 = x
 	} else {
-		x = b.Tensor(f, dims(n, cfg.C, h, w), -1)
-		x0 = quantize(x, qIn, n, cfg.C, h, w)
+		x = pair{b.Tensor(f, dims(inShape...), -1), u.Tensor(f, dims(inShape...), -1)}
+		x0 = quantize(x, qIn, inShape...)
 	}
-	tag(x0, packedConv2D)
-	a1 := conv("et_vk.q8ta_conv2d.default", x0, qIn, q1, cfg.C, cfg.C1, 3, 1, 1, 1, true, n, cfg.C1, h, w)
-	a2 := conv("et_vk.q8ta_conv2d_dw.default", a1, q1, q2, cfg.C1, cfg.C1, 3, 2, 1, cfg.C1, true, n, cfg.C1, h/2, w/2)
-	tag(a1, packedConv2D)
-	tag(a2, packed4W4C)
-	a3 := conv("et_vk.q8ta_conv2d_pw.default", a2, q2, q3, cfg.C1, cfg.C2, 1, 1, 0, 1, false, n, cfg.C2, h/2, w/2)
-	a4 := b.Tensor(i8, dims(n, cfg.C2, h/2, w/2), -1)
-	b.Op("et_vk.q8ta_relu.default", a3, b.Double(q3.Scale), b.Int(q3.ZeroPoint), b.Double(q4.Scale), b.Int(q4.ZeroPoint), a4)
+	tag(x0.b, packedConv2D)
+	s1 := []int64{n, cfg.C1, h, w}
+	a1 := conv("et_vk.q8ta_conv2d.default", x0, qIn, q1, cfg.C, cfg.C1, 3, 1, 1, 1, true, inShape, s1...)
+	s2 := []int64{n, cfg.C1, h / 2, w / 2}
+	a2 := conv("et_vk.q8ta_conv2d_dw.default", a1, q1, q2, cfg.C1, cfg.C1, 3, 2, 1, cfg.C1, true, s1, s2...)
+	tag(a1.b, packedConv2D)
+	tag(a2.b, packed4W4C)
+	s3 := []int64{n, cfg.C2, h / 2, w / 2}
+	a3 := conv("et_vk.q8ta_conv2d_pw.default", a2, q2, q3, cfg.C1, cfg.C2, 1, 1, 0, 1, false, s2, s3...)
+	a4 := pair{b.Tensor(i8, dims(s3...), -1), 0}
+	b.Op("et_vk.q8ta_relu.default", a3.b, b.Double(q3.Scale), b.Int(q3.ZeroPoint), b.Double(q4.Scale), b.Int(q4.ZeroPoint), a4.b)
+	a4.u = floatOp(a3.u, q3, q4, s3, s3, false, func(x, y int32) { u.Op("aten.relu.default", x, y) })
 
 	// No int8 pooling op: the dq → avg_pool2d → q chain stays as it is.
-	d4 := dequantize(a4, q4, n, cfg.C2, h/2, w/2)
-	p := b.Tensor(f, dims(n, cfg.C2, h/4, w/4), -1)
-	b.Op("aten.avg_pool2d.default", d4, ints(2, 2), ints(2, 2), ints(0, 0), b.Bool(false), b.Bool(true), b.Null(), p)
-	a5 := quantize(p, q5, n, cfg.C2, h/4, w/4)
+	d4 := dequantize(a4, q4, s3...)
+	s5 := []int64{n, cfg.C2, h / 4, w / 4}
+	p := pair{b.Tensor(f, dims(s5...), -1), u.Tensor(f, dims(s5...), -1)}
+	for _, g := range []struct {
+		b      *serialization.Builder
+		in, to int32
+	}{{b, d4.b, p.b}, {u, d4.u, p.u}} {
+		g.b.Op("aten.avg_pool2d.default", g.in, g.b.IntList(2, 2), g.b.IntList(2, 2), g.b.IntList(0, 0), g.b.Bool(false), g.b.Bool(true), g.b.Null(), g.to)
+	}
+	a5 := quantize(p, q5, s5...)
 	feat := cfg.C2 * (h / 4) * (w / 4)
-	flat := b.Tensor(i8, dims(n, feat), -1)
-	b.Op("aten.view_copy.default", a5, ints(n, feat), flat)
+	flat := pair{b.Tensor(i8, dims(n, feat), -1), u.Tensor(i8, dims(n, feat), -1)}
+	b.Op("aten.view_copy.default", a5.b, b.IntList(n, feat), flat.b)
+	u.Op("aten.view_copy.default", a5.u, u.IntList(n, feat), flat.u)
 
-	tag(flat, packed4H4W)
-	wq, ws, sc, bias := quantWeights(b, r, cfg.Classes, feat, 0.1)
+	tag(flat.b, packed4H4W)
+	wq, ws, sc, bias, wf, bf := quantWeights(b, r, cfg.Classes, feat, 0.1)
 	wdata := make([]byte, len(wq))
 	for i, v := range wq {
 		wdata[i] = byte(v)
@@ -175,16 +221,23 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 	if n == 1 {
 		linear = "et_vk.q8ta_linear_gemv.default"
 	}
-	logitsQ := b.Tensor(i8, dims(n, cfg.Classes), -1)
-	b.Op(linear, flat, b.Double(q5.Scale), b.Int(q5.ZeroPoint), wl, ws, sc, b.Double(q6.Scale), b.Int(q6.ZeroPoint), bias,
-		b.String("none"), logitsQ)
-	b.Inputs(x)
+	logitsQ := pair{b.Tensor(i8, dims(n, cfg.Classes), -1), 0}
+	b.Op(linear, flat.b, b.Double(q5.Scale), b.Int(q5.ZeroPoint), wl, ws, sc, b.Double(q6.Scale), b.Int(q6.ZeroPoint), bias,
+		b.String("none"), logitsQ.b)
+	uw, ub := weight(u, wf, cfg.Classes, feat), weight(u, bf, cfg.Classes)
+	logitsQ.u = floatOp(flat.u, q5, q6, []int64{n, feat}, []int64{n, cfg.Classes}, false, func(x, y int32) {
+		u.Op("aten.linear.default", x, uw, ub, y)
+	})
+	b.Inputs(x.b)
+	u.Inputs(x.u)
 	if cfg.Int8IO {
-		b.Outputs(logitsQ)
+		b.Outputs(logitsQ.b)
+		u.Outputs(logitsQ.u)
 		return m
 	}
 	logits := dequantize(logitsQ, q6, n, cfg.Classes)
-	b.Outputs(logits, logitsQ)
+	b.Outputs(logits.b, logitsQ.b)
+	u.Outputs(logits.u, logitsQ.u)
 	return m
 }
 
@@ -192,12 +245,15 @@ func NewQCNN(cfg QCNNConfig) *QCNN {
 // bias (N(0, biasStd²)), quantizes each row symmetrically to [−127, 127]
 // with scale max|w|/127, and adds the exporter's companions: int32 row
 // sums, float32 scales and bias, each zero-padded to a multiple of 4. It
-// returns the codes (row-major [oc, fanIn], as int8 values) and the ids.
-func quantWeights(b *serialization.Builder, r *rng, oc, fanIn int64, biasStd float64) (codes []int8, sums, scales, bias int32) {
+// returns the codes (row-major [oc, fanIn], as int8 values), the ids, and
+// the weights the codes stand for (code·scale, [oc, fanIn]) with the bias
+// ([oc]), for the unfused graph.
+func quantWeights(b *serialization.Builder, r *rng, oc, fanIn int64, biasStd float64) (codes []int8, sums, scales, bias int32, wdq, bvals []float32) {
 	wf := r.normal(oc*fanIn, 1/math.Sqrt(float64(fanIn)))
 	bf := r.normal(oc, biasStd)
 	op := (oc + 3) / 4 * 4
 	codes = make([]int8, oc*fanIn)
+	wdq = make([]float32, oc*fanIn)
 	sv := make([]float32, op)
 	bv := make([]float32, op)
 	st := reference.New(serialization.Int32, []int64{op})
@@ -211,13 +267,14 @@ func quantWeights(b *serialization.Builder, r *rng, oc, fanIn int64, biasStd flo
 		for i := int64(0); i < fanIn; i++ {
 			q := math.Max(-127, math.Min(127, math.RoundToEven(float64(wf[o*fanIn+i])/float64(s))))
 			codes[o*fanIn+i] = int8(q)
+			wdq[o*fanIn+i] = float32(q) * s
 			st.V[o] += q
 		}
 	}
 	sums, _ = b.NamedConst(serialization.Int32, dims(op), st.Encode())
 	scales, _ = b.NamedConst(serialization.Float32, dims(op), f32bytes(sv))
 	bias, _ = b.NamedConst(serialization.Float32, dims(op), f32bytes(bv))
-	return codes, sums, scales, bias
+	return codes, sums, scales, bias, wdq, bv[:oc]
 }
 
 // Input returns a deterministic random batch of images in [-1, 1).
