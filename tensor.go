@@ -18,9 +18,10 @@ import (
 // element type, they copy.
 //
 // Its methods are Numel, String ("float32 [2 3]", no data) and the typed
-// accessors Float32s, Float64s, Int32s, Int64s, Uint8s and Int8s (always shared) and
-// Bools (always copied, so a stray byte never makes an invalid Go bool);
-// an accessor called on a tensor of another dtype returns an error.
+// accessors Float32s, Float64s, Int32s, Int64s, Uint8s and Int8s (both
+// always shared) and Bools (always copied, so a stray byte never makes an
+// invalid Go bool); an accessor called on a tensor of another dtype returns
+// an error.
 type Tensor = tensor.Tensor
 
 // DataType is a tensor element type.
