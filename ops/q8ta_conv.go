@@ -54,7 +54,9 @@ func init() {
 // q8ConvTileOC is the output channels per invocation of the tiled kernel
 // (4 when OC_pg is not a multiple of it). Measured on lavapipe, 3×3
 // 64→64 28², against the float32 packed conv in the same runs: one channel
-// 0.20x, 4 channels 0.37–0.75x, 8 channels 0.94–1.09x (noisy host).
+// 0.20x, 4 channels 0.37–0.75x, 8 channels 0.94–1.09x, and loading a
+// tile's 4 columns as one unaligned word when stride_w is 1 (Stride1)
+// 1.01–2.41x (median of 4 1.67; 1×1 64→128: 1.02–1.54x) (noisy host).
 const q8ConvTileOC = 8
 
 // q8ConvMaxTrips caps the loop trips of one invocation.
@@ -66,6 +68,7 @@ type q8ConvShader struct {
 	// Tiled: len(OCs) output channels × 4 columns per invocation
 	// (TileElems outputs), weights read a word (4 input channels) at a time.
 	Tiled     bool
+	Stride1   bool // tiled, stride_w 1: a tile's 4 columns are 4 consecutive bytes
 	OCs       []int
 	TileElems int
 	WG        int
@@ -216,6 +219,7 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 			sh.OCs = append(sh.OCs, t)
 		}
 		sh.TileElems = 4 * oct
+		sh.Stride1 = stride[1] == 1
 	}
 	trips := ks[0] * (1 + ks[1]*(1+icPG))
 	invocations := (out.Numel + 3) / 4

@@ -174,8 +174,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         // xm[j]: the 4 input channels at column j, minus the zero point.
         var xm: array<vec4<i32>, 4>;
         for (var e = 0u; e < 4u; e++) {
+{{- if .Stride1}}
+          // The 4 columns are 4 consecutive bytes from a (which may start
+          // before the row or end past it: those lanes are masked): two
+          // word loads and a funnel shift. A start before the buffer wraps
+          // to an out-of-bounds index, which WGSL makes a safe read.
+          let a = i32((xc0 + c * 4u + e) * hw + u32(ih) * params.w) + iw.x;
+          let wi = u32(a >> 2u);
+          let sh = u32(a & 3) * 8u;
+          var word = x[wi];
+          if (sh != 0u) {
+            word = (word >> sh) | (x[wi + 1u] << (32u - sh));
+          }
+          let v = unpack(word);
+{{- else}}
           let xi = vec4<u32>((xc0 + c * 4u + e) * hw) + off;
           let v = vec4<i32>(sext(x[xi.x >> 2u], xi.x), sext(x[xi.y >> 2u], xi.y), sext(x[xi.z >> 2u], xi.z), sext(x[xi.w >> 2u], xi.w));
+{{- end}}
           let d = select(vec4<i32>(0), v - zp, ok);
           xm[0][e] = d.x;
           xm[1][e] = d.y;
