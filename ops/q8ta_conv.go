@@ -68,7 +68,7 @@ type q8ConvShader struct {
 	// Tiled: len(OCs) output channels × 4 columns per invocation
 	// (TileElems outputs), weights read a word (4 input channels) at a time.
 	Tiled     bool
-	Stride1   bool // tiled, stride_w 1: a tile's 4 columns are 4 consecutive bytes
+	Stride1   bool // stride_w 1, not transposed: 4 columns are 4 consecutive bytes
 	OCs       []int
 	TileElems int
 	WG        int
@@ -219,8 +219,10 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 			sh.OCs = append(sh.OCs, t)
 		}
 		sh.TileElems = 4 * oct
-		sh.Stride1 = stride[1] == 1
 	}
+	// An unaligned invocation's lanes 1-3 are masked, so lane 0 reading
+	// the first of 4 consecutive bytes holds there too.
+	sh.Stride1 = stride[1] == 1 && !transposed
 	trips := ks[0] * (1 + ks[1]*(1+icPG))
 	invocations := (out.Numel + 3) / 4
 	switch {

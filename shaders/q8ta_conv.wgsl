@@ -69,6 +69,20 @@ fn unpack(word: u32) -> vec4<i32> {
   return bitcast<vec4<i32>>(vec4<u32>(word) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
 }
 
+// load4 returns the 4 consecutive int8 values at byte a, which may start
+// before the tensor (a < 0) or run past it: the callers mask those lanes.
+// Two word loads and a funnel shift; an index before the buffer wraps to
+// an out-of-bounds one, which WGSL makes a safe read.
+fn load4(a: i32) -> vec4<i32> {
+  let wi = u32(a >> 2u);
+  let sh = u32(a & 3) * 8u;
+  var word = x[wi];
+  if (sh != 0u) {
+    word = (word >> sh) | (x[wi + 1u] << (32u - sh));
+  }
+  return unpack(word);
+}
+
 // accum returns the accumulators of the four output columns ow of
 // (n, oc, oh); lanes past valid read nothing.
 fn accum(n: u32, oc: u32, oh: u32, ow: vec4<i32>, valid: vec4<bool>) -> vec4<i32> {
@@ -100,17 +114,24 @@ fn accum(n: u32, oc: u32, oh: u32, ow: vec4<i32>, valid: vec4<bool>) -> vec4<i32
 {{- if .DW}}
       let wi = (kh * params.kw + kw) * params.w_ld + oc;
       let wv = sext(w[wi >> 2u], wi);
-      let xb = xc0 * hw;
-      let xi = vec4<u32>(xb) + off;
+{{- if .Stride1}}
+      let xv = load4(i32(xc0 * hw + u32(ih) * params.w) + iw.x);
+{{- else}}
+      let xi = vec4<u32>(xc0 * hw) + off;
       let xv = vec4<i32>(sext(x[xi.x >> 2u], xi.x), sext(x[xi.y >> 2u], xi.y), sext(x[xi.z >> 2u], xi.z), sext(x[xi.w >> 2u], xi.w));
+{{- end}}
       acc += select(vec4<i32>(0), (xv - vec4<i32>(params.zp_in)) * wv, ok);
 {{- else}}
       let wb = oc * params.w_ld + (kh * params.kw + kw) * params.ic_pg;
       for (var ic = 0u; ic < params.ic_pg; ic++) {
         let wi = wb + ic;
         let wv = sext(w[wi >> 2u], wi);
+{{- if .Stride1}}
+        let xv = load4(i32((xc0 + ic) * hw + u32(ih) * params.w) + iw.x);
+{{- else}}
         let xi = vec4<u32>((xc0 + ic) * hw) + off;
         let xv = vec4<i32>(sext(x[xi.x >> 2u], xi.x), sext(x[xi.y >> 2u], xi.y), sext(x[xi.z >> 2u], xi.z), sext(x[xi.w >> 2u], xi.w));
+{{- end}}
         acc += select(vec4<i32>(0), (xv - vec4<i32>(params.zp_in)) * wv, ok);
       }
 {{- end}}
@@ -175,18 +196,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         var xm: array<vec4<i32>, 4>;
         for (var e = 0u; e < 4u; e++) {
 {{- if .Stride1}}
-          // The 4 columns are 4 consecutive bytes from a (which may start
-          // before the row or end past it: those lanes are masked): two
-          // word loads and a funnel shift. A start before the buffer wraps
-          // to an out-of-bounds index, which WGSL makes a safe read.
-          let a = i32((xc0 + c * 4u + e) * hw + u32(ih) * params.w) + iw.x;
-          let wi = u32(a >> 2u);
-          let sh = u32(a & 3) * 8u;
-          var word = x[wi];
-          if (sh != 0u) {
-            word = (word >> sh) | (x[wi + 1u] << (32u - sh));
-          }
-          let v = unpack(word);
+          // The 4 columns are 4 consecutive bytes (lanes before or past
+          // the row are masked).
+          let v = load4(i32((xc0 + c * 4u + e) * hw + u32(ih) * params.w) + iw.x);
 {{- else}}
           let xi = vec4<u32>((xc0 + c * 4u + e) * hw) + off;
           let v = vec4<i32>(sext(x[xi.x >> 2u], xi.x), sext(x[xi.y >> 2u], xi.y), sext(x[xi.z >> 2u], xi.z), sext(x[xi.w >> 2u], xi.w));
