@@ -18,9 +18,10 @@ import (
 // element type, they copy.
 //
 // Its methods are Numel, String ("float32 [2 3]", no data) and the typed
-// accessors Float32s, Float64s, Int32s, Int64s, Uint8s (always shared) and
-// Bools (always copied, so a stray byte never makes an invalid Go bool);
-// an accessor called on a tensor of another dtype returns an error.
+// accessors Float32s, Float64s, Int32s, Int64s, Uint8s and Int8s (both
+// always shared) and Bools (always copied, so a stray byte never makes an
+// invalid Go bool); an accessor called on a tensor of another dtype returns
+// an error.
 type Tensor = tensor.Tensor
 
 // DataType is a tensor element type.
@@ -67,6 +68,10 @@ func FromBool(shape []int64, values []bool) Tensor { return tensor.FromBool(shap
 
 // FromUint8 is FromFloat32 for uint8 values, always shared with values.
 func FromUint8(shape []int64, values []uint8) Tensor { return tensor.FromUint8(shape, values) }
+
+// FromInt8 is FromFloat32 for int8 values (the codes of statically
+// quantized graphs whose inputs are int8), always shared with values.
+func FromInt8(shape []int64, values []int8) Tensor { return tensor.FromInt8(shape, values) }
 
 // Float32Tensor, Int32Tensor and Int64Tensor are the older names of
 // FromFloat32, FromInt32 and FromInt64.

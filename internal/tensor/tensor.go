@@ -116,6 +116,12 @@ func FromUint8(shape []int64, values []uint8) Tensor {
 	return Tensor{DType: serialization.Uint8, Shape: append([]int64{}, shape...), Data: values}
 }
 
+// FromInt8 is FromFloat32 for int8 values (the codes of statically
+// quantized graphs), always shared with values.
+func FromInt8(shape []int64, values []int8) Tensor {
+	return Tensor{DType: serialization.Int8, Shape: append([]int64{}, shape...), Data: asBytes(values)}
+}
+
 // values returns t's data as a []T after checking its dtype and length:
 // a view of Data when it can be, a decoded copy otherwise.
 func values[T any](t Tensor, dt DataType, get func([]byte) T) ([]T, error) {
@@ -163,6 +169,17 @@ func (t Tensor) Uint8s() ([]uint8, error) {
 		return nil, fmt.Errorf("wgdelegate: tensor is %v, not %v", t.DType, serialization.Uint8)
 	}
 	return t.Data, nil
+}
+
+// Int8s is Float32s for an int8 tensor; it always shares Data.
+func (t Tensor) Int8s() ([]int8, error) {
+	if t.DType != serialization.Int8 {
+		return nil, fmt.Errorf("wgdelegate: tensor is %v, not %v", t.DType, serialization.Int8)
+	}
+	if len(t.Data) == 0 {
+		return []int8{}, nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(t.Data))), len(t.Data)), nil
 }
 
 // Bools returns a bool tensor's elements as a new slice (any non-zero byte
