@@ -3,6 +3,7 @@ package wgdelegate_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
@@ -28,6 +29,17 @@ func TestE2EQuantizedCNN(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := models.NewQCNN(tc.cfg)
 			forEachPlan(t, m.B, false, func(t *testing.T, model *wgdelegate.Model) {
+				// Every int8 weight (each q8ta conv and linear has one)
+				// is reported at a byte per weight plus scales and sums.
+				var weights int
+				for _, op := range m.B.Graph().Chain {
+					if strings.HasPrefix(op.Name, "et_vk.q8ta_conv2d") || strings.HasPrefix(op.Name, "et_vk.q8ta_linear") {
+						weights++
+					}
+				}
+				if st := model.MemoryStats(); weights == 0 || st.NumQuantizedWeights != weights || st.QuantizedWeightBytes <= st.QuantizedParams {
+					t.Fatalf("%d int8 weights; MemoryStats reports %d, %d params in %d bytes", weights, st.NumQuantizedWeights, st.QuantizedParams, st.QuantizedWeightBytes)
+				}
 				for run := range 2 {
 					x := m.Input(uint64(30 + run))
 					xq := m.QuantizeInput(x)

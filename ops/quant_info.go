@@ -36,6 +36,21 @@ var quantWeights = map[string]QuantWeight{
 		Weight: 1, Scales: 2, Sums: -1, Group: -1},
 	"et_vk.linear_weight_int4.default": {Format: "q4asym", Bits: 4, Layout: "uint8 [N, K/2], even k in the high nibble; scale and zero [K/g, N, 2]",
 		Weight: 1, Scales: 3, Sums: -1, Group: 2},
+	// Statically quantized (PT2E) ops: int8 weights per output channel
+	// with their row sums (q8ta_linear.go, q8ta_conv.go).
+	"et_vk.linear_q8ta_q8csw.default":      q8csw("int8 [N, K]; scales and int32 sums [N]"),
+	"et_vk.q8ta_linear.default":            q8csw("int8 [N, K]; scales and int32 sums [N]"),
+	"et_vk.q8ta_linear_gemv.default":       q8csw("int8 [N, K]; scales and int32 sums [N]"),
+	"et_vk.q8ta_conv2d.default":            q8csw("int8 [OC, KH·KW·IC/groups]; scales and int32 sums [OC]"),
+	"et_vk.q8ta_conv2d_pw.default":         q8csw("int8 [OC, IC]; scales and int32 sums [OC]"),
+	"et_vk.q8ta_conv2d_dw.default":         q8csw("int8 [KH, KW, C]; scales and int32 sums [C]"),
+	"et_vk.q8ta_conv2d_transposed.default": q8csw("int8 [OC, KH·KW·IC/groups]; scales and int32 sums [OC]"),
+}
+
+// q8csw is the QuantWeight of the static int8 ops, whose arguments start
+// [x, input_scale, input_zero_point, weights, weight_sums, weight_scales].
+func q8csw(layout string) QuantWeight {
+	return QuantWeight{Format: "q8csw", Bits: 8, Layout: layout, Weight: 3, Scales: 5, Sums: 4, Group: -1}
 }
 
 // QuantWeightOf returns the QuantWeight of the op named name, and whether

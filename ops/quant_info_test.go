@@ -7,12 +7,19 @@ import "testing"
 // and other ops are not quantized.
 func TestQuantWeightOf(t *testing.T) {
 	nargs := map[string]int{ // from the ops' documented argument layouts
-		"et_vk.linear_q4gsw.default":       6,
-		"et_vk.linear_dq8ca_q4gsw.default": 9,
-		"et_vk.embedding_q4gsw.default":    6,
-		"et_vk.linear_qcs4w.default":       4,
-		"aten._weight_int8pack_mm.default": 4,
-		"et_vk.linear_weight_int4.default": 6,
+		"et_vk.linear_q4gsw.default":           6,
+		"et_vk.linear_dq8ca_q4gsw.default":     9,
+		"et_vk.embedding_q4gsw.default":        6,
+		"et_vk.linear_qcs4w.default":           4,
+		"aten._weight_int8pack_mm.default":     4,
+		"et_vk.linear_weight_int4.default":     6,
+		"et_vk.linear_q8ta_q8csw.default":      8,
+		"et_vk.q8ta_linear.default":            11,
+		"et_vk.q8ta_linear_gemv.default":       11,
+		"et_vk.q8ta_conv2d.default":            17,
+		"et_vk.q8ta_conv2d_pw.default":         17,
+		"et_vk.q8ta_conv2d_dw.default":         17,
+		"et_vk.q8ta_conv2d_transposed.default": 18,
 	}
 	if len(nargs) != len(quantWeights) {
 		t.Fatalf("%d quantized ops in the table, %d expected", len(quantWeights), len(nargs))
