@@ -141,6 +141,8 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 		}
 		var data []byte
 		switch {
+		case o.host == ts.dtype && ts.half: // a FLOAT16 output staged as float32: halves' values
+			data = tensor.RoundHalfBytes(make([]byte, 0, n), m[:n])
 		case o.host == ts.dtype:
 			data = make([]byte, n)
 			copy(data, m[:n])
@@ -242,8 +244,9 @@ func (g *WebGPUGraph) checkInputShape(i int, in Tensor, ts *tensorState) error {
 
 // hostToDevice checks input i's data against its live shape and returns the
 // bytes to upload, narrowing 64-bit host data when the device tensor is
-// 32-bit and widening float16 data for a FLOAT16 tensor (held as float32;
-// float32 data feeds it as it is, not rounded to half).
+// 32-bit. A FLOAT16 tensor (held as float32) takes float16 data widened,
+// or float32 (float64) data rounded to half: its values are halves, as
+// the reference runtime's staging copy makes them.
 func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, error) {
 	hostSize := in.DType.Size()
 	if hostSize == 0 {
@@ -254,6 +257,19 @@ func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, e
 		return nil, &InputError{Index: i, Msg: fmt.Sprintf("%d data bytes for %d %v elements", len(in.Data), numel, in.DType)}
 	}
 	switch {
+	case ts.half && in.DType != serialization.Float16:
+		data := in.Data
+		if in.DType == serialization.Float64 {
+			var err error
+			if data, err = tensor.Narrow(g.scratch[i][:0], in.Data, in.DType); err != nil {
+				return nil, &InputError{Index: i, Msg: err.Error()}
+			}
+		} else if in.DType != serialization.Float32 {
+			break
+		}
+		out := tensor.RoundHalfBytes(g.scratch[i][:0], data) // in place when narrowed
+		g.scratch[i] = out
+		return out, nil
 	case in.DType == ts.dtype:
 		return in.Data, nil
 	case in.DType == serialization.Float16 && ts.half:

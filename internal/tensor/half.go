@@ -126,6 +126,17 @@ func NarrowHalf(dst, src []byte) []byte {
 	return dst
 }
 
+// RoundHalfBytes appends src's float32s (4 little-endian bytes each),
+// each rounded to the nearest half and widened back (the float32 value a
+// FLOAT16 tensor holds), to dst and returns the extended slice.
+func RoundHalfBytes(dst, src []byte) []byte {
+	for k := 0; k+4 <= len(src); k += 4 {
+		f := HalfToFloat32(Float32ToHalf(math.Float32frombits(binary.LittleEndian.Uint32(src[k:]))))
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(f))
+	}
+	return dst
+}
+
 // FromFloat16 returns a float16 tensor of the given shape over bits (each
 // a half's IEEE binary16 bit pattern, e.g. from Float32ToHalf), without
 // copying on little-endian hosts. The shape is copied.
