@@ -356,6 +356,8 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.MovedTensors += gs.MovedTensors
 		s.AddedSharedObjects += gs.AddedSharedObjects
 		s.AddedSharedBytes += gs.AddedSharedBytes
+		s.NumFloat16Tensors += gs.NumFloat16Tensors
+		s.Float16TensorBytes += gs.Float16TensorBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

@@ -35,6 +35,13 @@ type MemoryStats struct {
 	MovedTensors       int
 	AddedSharedObjects int
 	AddedSharedBytes   int64
+	// NumFloat16Tensors counts the tensors serialized as FLOAT16
+	// (force_fp16 exports). The device holds them as float32
+	// (DeviceDType), so they take twice their serialized size;
+	// Float16TensorBytes is their float32 size, each tensor counted once
+	// whether it has a buffer of its own, shares one or is deferred.
+	NumFloat16Tensors  int
+	Float16TensorBytes int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
@@ -59,6 +66,13 @@ func (g *WebGPUGraph) computeStats() {
 		}
 	}
 	g.stats.NumDispatches = len(g.records)
+	g.stats.NumFloat16Tensors, g.stats.Float16TensorBytes = 0, 0
+	for _, ts := range g.tensors {
+		if ts != nil && ts.half {
+			g.stats.NumFloat16Tensors++
+			g.stats.Float16TensorBytes += ts.nbytes
+		}
+	}
 }
 
 // MemoryStats reports what the graph allocated.

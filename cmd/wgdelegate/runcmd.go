@@ -248,6 +248,9 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	tw.row("  uniform bytes", s.UniformBufferBytes)
 	tw.row("  deferred constants", fmt.Sprintf("%d (%d bytes)", s.NumDeferredConstants, s.DeferredConstantBytes))
 	tw.row("  packed weight bytes", s.PackedWeightBytes)
+	if s.NumFloat16Tensors > 0 {
+		tw.row("  float16 tensors", fmt.Sprintf("%d, held as float32 (%d bytes)", s.NumFloat16Tensors, s.Float16TensorBytes))
+	}
 	if s.PersistentCopyBytes > 0 {
 		tw.row("  persistent copy bytes", s.PersistentCopyBytes)
 	}
