@@ -221,7 +221,9 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 		}
 		narrowable := in.DType == serialization.Int64 && dt == serialization.Int32 ||
 			in.DType == serialization.Float64 && dt == serialization.Float32 ||
-			in.DType == serialization.Int32 && dt == serialization.Int64 && len(shape) == 0 // a SymInt
+			in.DType == serialization.Int32 && dt == serialization.Int64 && len(shape) == 0 || // a SymInt
+			// a FLOAT16 input takes float32 and float64 data too (rounded to half)
+			dt == serialization.Float16 && (in.DType == serialization.Float32 || in.DType == serialization.Float64)
 		if in.DType != dt && !narrowable {
 			return fmt.Errorf("input %d (%s): dtype %v, model expects %v", i, paths[i], in.DType, dt)
 		}
