@@ -19,6 +19,10 @@ type Config struct {
 	// loads as many vec4s per FMA from either layout). For devices where
 	// the layout matters, and for benchmarks.
 	PackLinear bool
+	// NoHalfWeights reads FLOAT16 linear weights (force_fp16 exports) in
+	// the GEMV path as their float32 copy instead of packed halves
+	// (linear_f16.go); for benchmarks and tests of the float32 path.
+	NoHalfWeights bool
 	// NoConvPacking reads forward-convolution weights as exported instead
 	// of packed into blocks of 16 output channels (1.8–2.0x GFLOP/s with
 	// packing); for benchmarks and tests of the unpacked kernel.

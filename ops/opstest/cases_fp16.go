@@ -136,7 +136,43 @@ func FP16Cases() []Case {
 			n++
 		}
 	}
-	return append(out, fp16OwnCases()...)
+	out = append(out, fp16OwnCases()...)
+	return append(out, halfGEMVCases()...)
+}
+
+// halfGEMVCases are linears whose FLOAT16 weight the GEMV path reads as
+// packed halves (ops/linear_f16.go): K a multiple of 8 (8 to past one
+// dispatch's K chunk), one to 16 rows, N odd and even, with and without
+// bias, the weight named, inline or prepacked, an activation epilogue
+// fused, and both stagings. Cases whose K is not a multiple of 8 (above)
+// keep the float32 path.
+func halfGEMVCases() []Case {
+	var cs []Case
+	for i, c := range []struct {
+		in   []int64
+		n    int64
+		bias bool
+	}{
+		{[]int64{1, 8}, 1, false},
+		{[]int64{1, 64}, 33, true},
+		{[]int64{3, 24}, 7, true},
+		{[]int64{16, 64}, 5, false},
+		{[]int64{2, 3, 40}, 9, true},
+		{[]int64{1, 1024}, 129, true},
+		{[]int64{1, 131080}, 3, true}, // 16385 trips: two K chunks
+	} {
+		src := []weightSrc{weightNamed, weightPrepack, weightInline}[i%3]
+		st := []serialization.DataType{serialization.Float32, serialization.Float16}[i%2]
+		fc := ForceFP16(linearCase(c.in, c.n, c.bias, src), st)
+		fc.Name = "fp16/half_gemv/" + fc.Name[len("fp16/"):]
+		cs = append(cs, fc)
+	}
+	for i, act := range []string{"relu", "gelu"} {
+		fc := ForceFP16(epilogueCase("linear", 1, 64, 37, []weightSrc{weightNamed, weightPrepack}[i], act, epiFused, false), serialization.Float32)
+		fc.Name = "fp16/half_gemv/" + fc.Name[len("fp16/"):]
+		cs = append(cs, fc)
+	}
+	return cs
 }
 
 // halfConst adds a FLOAT16 named constant holding t's values as halves.

@@ -2,9 +2,13 @@ package opstest
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // TestConformanceFP16 runs the force_fp16 cases (FP16Cases) on the device
@@ -20,4 +24,40 @@ func TestConformanceFP16(t *testing.T) {
 		t.Fatalf("only %d fp16 cases: a family pattern no longer matches", len(cases))
 	}
 	Run(t, GPU{Dev: dev}, cases)
+}
+
+// TestHalfWeightPath: a one-row linear on a FLOAT16 weight with K%8 == 0
+// reads a packed-half copy (2 bytes a weight, in PackedWeightBytes); with
+// Config.NoHalfWeights, or K%8 != 0, or more rows than the GEMV takes, it
+// does not pack. Both give the reference's result (TestConformanceFP16).
+func TestHalfWeightPath(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, c := range []struct {
+		in     []int64
+		n      int64
+		cfg    ops.Config
+		packed int64
+	}{
+		{[]int64{1, 64}, 33, ops.Config{}, 33 * 64 * 2},
+		{[]int64{1, 64}, 33, ops.Config{NoHalfWeights: true}, 0},
+		{[]int64{1, 60}, 33, ops.Config{}, 0},
+		// Packed whatever M is (a later Execute may have one row).
+		{[]int64{64, 64}, 32, ops.Config{}, 32 * 64 * 2},
+	} {
+		src := linearCase(c.in, c.n, false, weightNamed)
+		b := serialization.NewBuilder()
+		ForceFP16(src, serialization.Float32).Build(b, rand.New(rand.NewPCG(1, 2)))
+		g, _, err := Load(dev, b, graph.Options{Kernels: c.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.MemoryStats().PackedWeightBytes; got != c.packed {
+			t.Errorf("%v·[%d, %d] %+v: %d packed weight bytes, want %d", c.in, c.n, c.in[len(c.in)-1], c.cfg, got, c.packed)
+		}
+		g.Close()
+	}
 }
