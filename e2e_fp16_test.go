@@ -188,3 +188,43 @@ func TestFP16InputErrors(t *testing.T) {
 		t.Errorf("float16 data for a float32 input: %v, want ErrInput", err)
 	}
 }
+
+// TestE2EFP16DecoderKVCache: the decoder layer of TestE2EDecoderKVCache
+// as a force_fp16 export (FLOAT16 weights, rope tables, activations and
+// KV caches, the caches updated in place across Executes), its weights in
+// a .ptd, both cache op styles, stepped through prefill, decode and a
+// restart, against the float32 reference on the same half-rounded values.
+func TestE2EFP16DecoderKVCache(t *testing.T) {
+	type step struct {
+		tokens []int32
+		pos    int64
+	}
+	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{9, 2}, 0}, {[]int32{12}, 2}}
+	for _, split := range []bool{false, true} {
+		t.Run(fmt.Sprintf("split_cache=%v", split), func(t *testing.T) {
+			cfg := models.DefaultDecoder
+			cfg.SplitCache = split
+			d, err := models.NewDecoderFP16(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forEachPlan(t, d.B, true, func(t *testing.T, model *wgdelegate.Model) {
+				if st := model.MemoryStats(); st.NumFloat16Tensors == 0 {
+					t.Error("no float16 tensors")
+				}
+				ref := d.NewReference()
+				for i, s := range steps {
+					got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					want, err := ref.Step(s.tokens, s.pos)
+					if err != nil {
+						t.Fatalf("step %d: reference: %v", i, err)
+					}
+					compareFP16(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
+				}
+			})
+		})
+	}
+}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"github.com/wgdelegate/wgdelegate/internal/fp16"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -27,4 +28,35 @@ func ForceFP16(b *serialization.Builder, staging serialization.DataType) (*seria
 		return nil, err
 	}
 	return dst, nil
+}
+
+// NewDecoderFP16 is NewDecoder written as a force_fp16 export with float32
+// staging: its weights (and rope tables) are rounded to halves first, so
+// that the decoder's float32 reference (NewReference) runs on the same
+// values the FLOAT16 graph holds, then every float tensor, the KV caches
+// included, is made FLOAT16 (ForceFP16). The device computes the graph in
+// float32 and rounds its outputs to halves; the reference does not, so
+// they agree within FP16Tol.
+func NewDecoderFP16(cfg DecoderConfig) (*Decoder, error) {
+	d, err := NewDecoder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := d.s.w
+	round := func(vs ...[]float32) {
+		for _, v := range vs {
+			for i, x := range v {
+				v[i] = tensor.HalfToFloat32(tensor.Float32ToHalf(x))
+			}
+		}
+	}
+	round(w.Embedding, w.Norm, w.Output, d.s.cos, d.s.sin)
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		round(l.AttnNorm, l.Wq, l.Wk, l.Wv, l.Wo, l.FFNNorm, l.W1, l.W3, l.W2)
+	}
+	if d.B, err = ForceFP16(d.s.build(nil, false), serialization.Float32); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
