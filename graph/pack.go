@@ -91,6 +91,10 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 			data, have, hit = d, true, true
 		}
 	}
+	if !have && g.replay {
+		// Packing runs at load only; fail before allocating anything.
+		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s) while re-recording: %w", id, spec.Name, ops.ErrNotPacked)
+	}
 	var buf *gpu.Buffer
 	if have {
 		buf, err = g.newBufferData(uint64(nbytes), data, label)

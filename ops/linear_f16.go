@@ -60,8 +60,10 @@ func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 		return 0, false, nil
 	}
 	t, err := p.PackWeight(id, spec)
-	if errors.Is(err, ErrArg) {
-		return 0, false, nil // not a weight (a graph input, an op's output)
+	if errors.Is(err, ErrArg) || errors.Is(err, ErrNotPacked) {
+		// Not a weight (a graph input, an op's output), or first met
+		// when re-recording: the float32 copy serves.
+		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
