@@ -16,9 +16,11 @@ import (
 // ways, interleaved step by step so that host load hits all alike: the
 // float32 export (fp32), the force_fp16 export with its linear weights
 // read as packed halves (half, the default) and the same with
-// ops.Config.NoHalfWeights (fp16-f32w: FLOAT16 held and read as float32).
-// It reports each one's median step time and half's speed-up over fp32
-// (medians' ratio).
+// ops.Config.NoHalfWeights (fp16-f32w: FLOAT16 held and read as float32),
+// and with ops.Config.HalfWeightsOnly (half-only: no float32 copy of the
+// linear weights). It reports each one's median step time, device memory
+// (MemoryStats.TotalBytes, MB) and half's speed-up over fp32 (medians'
+// ratio).
 //
 //	go test -run '^$' -bench DecodeStepFP16 -count 5 .
 func BenchmarkDecodeStepFP16(b *testing.B) {
@@ -48,9 +50,10 @@ func BenchmarkDecodeStepFP16(b *testing.B) {
 		}
 		return m
 	}
-	names := []string{"fp32", "half", "fp16-f32w"}
-	ds := []*models.Decoder{d32, d16, d16}
-	ms := []*wgdelegate.Model{load(d32), load(d16), load(d16, wgdelegate.WithKernels(ops.Config{NoHalfWeights: true}))}
+	names := []string{"fp32", "half", "fp16-f32w", "half-only"}
+	ds := []*models.Decoder{d32, d16, d16, d16}
+	ms := []*wgdelegate.Model{load(d32), load(d16), load(d16, wgdelegate.WithKernels(ops.Config{NoHalfWeights: true})),
+		load(d16, wgdelegate.WithKernels(ops.Config{HalfWeightsOnly: true}))}
 	for _, m := range ms {
 		defer m.Close()
 	}
@@ -71,6 +74,7 @@ func BenchmarkDecodeStepFP16(b *testing.B) {
 		slices.Sort(times[j])
 		med[j] = float64(times[j][len(times[j])/2].Microseconds()) / 1e3
 		b.ReportMetric(med[j], names[j]+"-ms/step")
+		b.ReportMetric(float64(ms[j].MemoryStats().TotalBytes())/1e6, names[j]+"-MB")
 	}
 	b.ReportMetric(med[0]/med[1], "half-speedup")
 }

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/internal/tensor"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -200,17 +203,25 @@ func TestE2EFP16DecoderKVCache(t *testing.T) {
 		pos    int64
 	}
 	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{9, 2}, 0}, {[]int32{12}, 2}}
-	for _, split := range []bool{false, true} {
-		t.Run(fmt.Sprintf("split_cache=%v", split), func(t *testing.T) {
+	for _, c := range []struct{ split, only bool }{{false, false}, {true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("split_cache=%v/half_weights_only=%v", c.split, c.only), func(t *testing.T) {
 			cfg := models.DefaultDecoder
-			cfg.SplitCache = split
+			cfg.SplitCache = c.split
 			d, err := models.NewDecoderFP16(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			forEachPlan(t, d.B, true, func(t *testing.T, model *wgdelegate.Model) {
-				if st := model.MemoryStats(); st.NumFloat16Tensors == 0 {
+			forEachPlanOpts(t, d.B, true, []wgdelegate.Option{wgdelegate.WithKernels(ops.Config{HalfWeightsOnly: c.only})}, func(t *testing.T, model *wgdelegate.Model) {
+				st := model.MemoryStats()
+				if st.NumFloat16Tensors == 0 {
 					t.Error("no float16 tensors")
+				}
+				// HalfWeightsOnly: the linear weights' float32 copies
+				// (wq, wk, wv, wo, w1, w2, w3, output) have no buffer;
+				// other constants (rope tables behind et_vk.prepack) may
+				// be deferred too.
+				if c.only && (st.PackedWeightBytes == 0 || st.DeferredConstantBytes < 2*st.PackedWeightBytes) {
+					t.Errorf("half weights only: %d packed bytes, %d deferred", st.PackedWeightBytes, st.DeferredConstantBytes)
 				}
 				ref := d.NewReference()
 				for i, s := range steps {
@@ -225,6 +236,38 @@ func TestE2EFP16DecoderKVCache(t *testing.T) {
 					compareFP16(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
 				}
 			})
+		})
+	}
+}
+
+// forEachPlanOpts is forEachPlan with extra load options.
+func forEachPlanOpts(t *testing.T, b *serialization.Builder, separate bool, opts []wgdelegate.Option, run func(t *testing.T, m *wgdelegate.Model)) {
+	t.Helper()
+	for _, plan := range models.Plans {
+		t.Run("plan="+string(plan), func(t *testing.T) {
+			models.ApplyPlan(b, plan)
+			f, err := models.Encode(b, separate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			pte, ptd := filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd")
+			o := append([]wgdelegate.Option{wgdelegate.WithDevice(device(t))}, opts...)
+			if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if f.PTD != nil {
+				if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				o = append(o, wgdelegate.WithDataFiles(ptd))
+			}
+			m, err := wgdelegate.Open(context.Background(), pte, o...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			run(t, m)
 		})
 	}
 }

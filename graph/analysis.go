@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/memplan"
@@ -28,6 +29,11 @@ type Analysis struct {
 	// Deferred: constants read only through et_vk.prepack or packed, and
 	// prepack outputs read only packed (prepack.Deferred): no buffer.
 	Deferred map[int32]bool
+	// HalfOnly: with Limits.HalfWeightsOnly, the FLOAT16 weights read
+	// only as arg 1 of aten.linear.default (constants, or prepack outputs
+	// of one; ops.HalfOnlyWeight dims): deferred (no float32 buffer),
+	// packed as halves at load before recording. Ascending ids.
+	HalfOnly []int32
 	// Lazy: prepack outputs (not graph inputs or outputs) whose buffer
 	// their et_vk.prepack creates, with the constant's bytes.
 	Lazy map[int32]bool
@@ -104,6 +110,10 @@ type Limits struct {
 	MemoryLimit                 int64
 	MaxBufferSize               uint64
 	MaxStorageBufferBindingSize uint64
+	// HalfWeightsOnly is not a limit but the load's ops.Config choice of
+	// that name: FLOAT16 linear weights kept as packed halves only
+	// (Analysis.HalfOnly).
+	HalfWeightsOnly bool
 }
 
 // Analyze reads blob once and decides, without a device, everything Build
@@ -120,6 +130,9 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	if lim.HalfWeightsOnly {
+		a.halfOnly()
+	}
 	if err := a.values(blob, named); err != nil {
 		return nil, err
 	}
@@ -155,6 +168,39 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	}
 	a.ReadBeforeWrite = a.checkWrites()
 	return a, nil
+}
+
+// halfOnly finds the weights Analysis.HalfOnly describes and defers them:
+// the values prepack.Deferred defers when linear's weight counts as a
+// packed argument, beyond those it defers anyway, that are FLOAT16 with
+// ops.HalfOnlyWeight dims.
+func (a *Analysis) halfOnly() {
+	const linear = "aten.linear.default"
+	g := a.Graph
+	withLinear := prepack.Deferred(g, func(op string) []int {
+		if op == linear {
+			return append([]int{1}, ops.PackedArgs(op)...)
+		}
+		return ops.PackedArgs(op)
+	})
+	for id := range withLinear {
+		if a.Deferred[id] || id < 0 || int(id) >= len(g.Values) {
+			continue
+		}
+		t := g.Values[id].Tensor
+		if t == nil || t.DataType != serialization.Float16 {
+			continue
+		}
+		dims := make([]int64, len(t.Dims))
+		for i, d := range t.Dims {
+			dims[i] = int64(d)
+		}
+		if ops.HalfOnlyWeight(dims) {
+			a.Deferred[id] = true
+			a.HalfOnly = append(a.HalfOnly, id)
+		}
+	}
+	slices.Sort(a.HalfOnly)
 }
 
 // values sizes every tensor (overflow-checked), resolves every constant's

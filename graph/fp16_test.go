@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/tensor"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -183,9 +185,16 @@ func TestFP16HostBoundary(t *testing.T) {
 // SymInt placeholder (here a view sized by input_pos-like SymInt s, 0 at
 // load) before it reaches a linear with a FLOAT16 weight, the weight was
 // never packed as halves; the first Execute re-records, cannot pack then,
-// and the linear reads the weight's float32 copy instead: correct results
-// either way.
+// and the linear reads the weight's float32 copy instead. With
+// HalfWeightsOnly there is no float32 copy: the weight was packed at load,
+// before the recording. Correct results either way.
 func TestFP16HalfWeightTentative(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		t.Run(fmt.Sprintf("half_weights_only=%v", only), func(t *testing.T) { testHalfWeightTentative(t, only) })
+	}
+}
+
+func testHalfWeightTentative(t *testing.T, only bool) {
 	ctx := context.Background()
 	h, f := serialization.Float16, serialization.Float32
 	const k, n = 16, 5
@@ -213,7 +222,7 @@ func TestFP16HalfWeightTentative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Build(ctx, device(t), blob, Options{NamedData: namedOf(t, b)})
+	g, err := Build(ctx, device(t), blob, Options{NamedData: namedOf(t, b), Kernels: ops.Config{HalfWeightsOnly: only}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,8 +239,12 @@ func TestFP16HalfWeightTentative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := g.MemoryStats(); st.PackedWeightBytes != 0 {
-		t.Errorf("%d packed weight bytes: a failed packing left a buffer", st.PackedWeightBytes)
+	wantPacked, wantDeferred := int64(0), int64(0) // a failed packing leaves no buffer
+	if only {
+		wantPacked, wantDeferred = n*k*2, n*k*4
+	}
+	if st := g.MemoryStats(); st.PackedWeightBytes != wantPacked || st.DeferredConstantBytes != wantDeferred {
+		t.Errorf("%d packed weight bytes, %d deferred, want %d and %d", st.PackedWeightBytes, st.DeferredConstantBytes, wantPacked, wantDeferred)
 	}
 	for r := range 2 {
 		for c := range n {

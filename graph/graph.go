@@ -227,7 +227,8 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	// exists.
 	lim := dev.Limits()
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
-		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
+		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
+		HalfWeightsOnly: opts.Kernels.HalfWeightsOnly && !opts.Kernels.NoHalfWeights})
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +255,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	g.warmEarly = !opts.SkipWarmup && !g.hasSymIntInputs()
 	start := time.Now()
 	if err := g.allocate(); err != nil {
+		return nil, err
+	}
+	if err := g.packHalfOnly(ctx); err != nil {
 		return nil, err
 	}
 	allocated := time.Now()

@@ -71,11 +71,23 @@ func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 	return t.ID, true, nil
 }
 
+// HalfOnlyWeight reports whether a FLOAT16 linear weight of serialized
+// dims can be kept as packed halves only (Config.HalfWeightsOnly): 2-D,
+// K a positive multiple of 8, not empty. The graph decides it before
+// recording (the float32 copy then gets no buffer) and packs such weights
+// at load.
+func HalfOnlyWeight(dims []int64) bool {
+	return len(dims) == 2 && dims[0] > 0 && dims[1] > 0 && dims[1]%8 == 0
+}
+
 // recordLinearHalf records linear call c (weight [N, K] as exported) with
-// the half GEMV kernel on packed weight half when c takes the GEMV path,
-// and as recordMatmul otherwise.
+// the half GEMV kernel on packed weight half when c takes the GEMV path
+// (any M with Config.HalfWeightsOnly, whose weights have no float32
+// copy), and as recordMatmul otherwise.
 func recordLinearHalf(b Builder, c matmulCall, half int32) error {
-	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 || !useGEMV(configOf(b).Matmul, c.m, c.k, c.n) {
+	cfg := configOf(b)
+	gemv := cfg.HalfWeightsOnly || useGEMV(cfg.Matmul, c.m, c.k, c.n)
+	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 || !gemv {
 		return recordMatmul(b, c)
 	}
 	outT, err := b.Tensor(c.out)

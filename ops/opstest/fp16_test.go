@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
@@ -26,6 +27,28 @@ func TestConformanceFP16(t *testing.T) {
 	Run(t, GPU{Dev: dev}, cases)
 }
 
+// TestConformanceFP16HalfOnly runs the force_fp16 cases with linears and
+// matmuls under ops.Config.HalfWeightsOnly: FLOAT16 linear weights with
+// K%8 == 0 have no float32 copy and every such linear, whatever M, runs
+// the half GEMV kernel.
+func TestConformanceFP16HalfOnly(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	var cases []Case
+	for _, c := range FP16Cases() {
+		if strings.Contains(c.Name, "linear") || strings.Contains(c.Name, "/mm/") || strings.Contains(c.Name, "addmm") {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) < 20 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	Run(t, GPU{Dev: dev, Kernels: ops.Config{HalfWeightsOnly: true}}, cases)
+}
+
 // TestHalfWeightPath: a one-row linear on a FLOAT16 weight with K%8 == 0
 // reads a packed-half copy (2 bytes a weight, in PackedWeightBytes); with
 // Config.NoHalfWeights, or K%8 != 0, or more rows than the GEMV takes, it
@@ -36,17 +59,23 @@ func TestHalfWeightPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	only := ops.Config{HalfWeightsOnly: true}
 	for _, c := range []struct {
-		in     []int64
-		n      int64
-		cfg    ops.Config
-		packed int64
+		in       []int64
+		n        int64
+		cfg      ops.Config
+		packed   int64
+		deferred int64 // the float32 copy's bytes, when it has no buffer
 	}{
-		{[]int64{1, 64}, 33, ops.Config{}, 33 * 64 * 2},
-		{[]int64{1, 64}, 33, ops.Config{NoHalfWeights: true}, 0},
-		{[]int64{1, 60}, 33, ops.Config{}, 0},
+		{[]int64{1, 64}, 33, ops.Config{}, 33 * 64 * 2, 0},
+		{[]int64{1, 64}, 33, ops.Config{NoHalfWeights: true}, 0, 0},
+		{[]int64{1, 60}, 33, ops.Config{}, 0, 0},
 		// Packed whatever M is (a later Execute may have one row).
-		{[]int64{64, 64}, 32, ops.Config{}, 32 * 64 * 2},
+		{[]int64{64, 64}, 32, ops.Config{}, 32 * 64 * 2, 0},
+		{[]int64{64, 64}, 32, only, 32 * 64 * 2, 32 * 64 * 4},
+		{[]int64{1, 64}, 33, only, 33 * 64 * 2, 33 * 64 * 4},
+		{[]int64{1, 60}, 33, only, 0, 0},
+		{[]int64{1, 64}, 33, ops.Config{HalfWeightsOnly: true, NoHalfWeights: true}, 0, 0},
 	} {
 		src := linearCase(c.in, c.n, false, weightNamed)
 		b := serialization.NewBuilder()
@@ -55,8 +84,12 @@ func TestHalfWeightPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := g.MemoryStats().PackedWeightBytes; got != c.packed {
-			t.Errorf("%v·[%d, %d] %+v: %d packed weight bytes, want %d", c.in, c.n, c.in[len(c.in)-1], c.cfg, got, c.packed)
+		st := g.MemoryStats()
+		if st.PackedWeightBytes != c.packed {
+			t.Errorf("%v·[%d, %d] %+v: %d packed weight bytes, want %d", c.in, c.n, c.in[len(c.in)-1], c.cfg, st.PackedWeightBytes, c.packed)
+		}
+		if st.DeferredConstantBytes != c.deferred {
+			t.Errorf("%v·[%d, %d] %+v: %d deferred constant bytes, want %d", c.in, c.n, c.in[len(c.in)-1], c.cfg, st.DeferredConstantBytes, c.deferred)
 		}
 		g.Close()
 	}
