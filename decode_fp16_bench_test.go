@@ -15,13 +15,12 @@ import (
 // (dim 1024, hidden 2816, vocab 4096: 11.5 M linear weights a step) three
 // ways, interleaved step by step so that host load hits all alike: the
 // float32 export (fp32), the force_fp16 export with its linear weights
-// read as packed halves (half, the default) and the same with
-// ops.Config.NoHalfWeights (fp16-f32w: FLOAT16 held and read as float32),
-// and with ops.Config.HalfWeightsOnly (half-only: no float32 copy of the
-// linear weights). It reports each one's median step time, device memory
+// read as packed halves and no float32 copy of them (half, the default)
+// and the same with ops.Config.NoHalfWeights (fp16-f32w: FLOAT16 held and
+// read as float32). It reports each one's median step time, device memory
 // (MemoryStats.TotalBytes, MB) and half's speed-up over fp32 (medians'
 // ratio); then the median of 5 interleaved 64-token prefills of each
-// (prefill-ms), where half-only's linears run the half GEMV on 64 rows.
+// (prefill-ms; half's linears run the half GEMV on 64 rows).
 //
 //	go test -run '^$' -bench DecodeStepFP16 -count 5 .
 func BenchmarkDecodeStepFP16(b *testing.B) {
@@ -51,10 +50,9 @@ func BenchmarkDecodeStepFP16(b *testing.B) {
 		}
 		return m
 	}
-	names := []string{"fp32", "half", "fp16-f32w", "half-only"}
-	ds := []*models.Decoder{d32, d16, d16, d16}
-	ms := []*wgdelegate.Model{load(d32), load(d16), load(d16, wgdelegate.WithKernels(ops.Config{NoHalfWeights: true})),
-		load(d16, wgdelegate.WithKernels(ops.Config{HalfWeightsOnly: true}))}
+	names := []string{"fp32", "half", "fp16-f32w"}
+	ds := []*models.Decoder{d32, d16, d16}
+	ms := []*wgdelegate.Model{load(d32), load(d16), load(d16, wgdelegate.WithKernels(ops.Config{NoHalfWeights: true}))}
 	for _, m := range ms {
 		defer m.Close()
 	}

@@ -203,25 +203,25 @@ func TestE2EFP16DecoderKVCache(t *testing.T) {
 		pos    int64
 	}
 	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{9, 2}, 0}, {[]int32{12}, 2}}
-	for _, c := range []struct{ split, only bool }{{false, false}, {true, false}, {false, true}} {
-		t.Run(fmt.Sprintf("split_cache=%v/half_weights_only=%v", c.split, c.only), func(t *testing.T) {
+	for _, c := range []struct{ split, noHalf bool }{{false, false}, {true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("split_cache=%v/no_half_weights=%v", c.split, c.noHalf), func(t *testing.T) {
 			cfg := models.DefaultDecoder
 			cfg.SplitCache = c.split
 			d, err := models.NewDecoderFP16(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			forEachPlanOpts(t, d.B, true, []wgdelegate.Option{wgdelegate.WithKernels(ops.Config{HalfWeightsOnly: c.only})}, func(t *testing.T, model *wgdelegate.Model) {
+			forEachPlanOpts(t, d.B, true, []wgdelegate.Option{wgdelegate.WithKernels(ops.Config{NoHalfWeights: c.noHalf})}, func(t *testing.T, model *wgdelegate.Model) {
 				st := model.MemoryStats()
 				if st.NumFloat16Tensors == 0 {
 					t.Error("no float16 tensors")
 				}
-				// HalfWeightsOnly: the linear weights' float32 copies
-				// (wq, wk, wv, wo, w1, w2, w3, output) have no buffer;
-				// other constants (rope tables behind et_vk.prepack) may
-				// be deferred too.
-				if c.only && (st.PackedWeightBytes == 0 || st.DeferredConstantBytes < 2*st.PackedWeightBytes) {
-					t.Errorf("half weights only: %d packed bytes, %d deferred", st.PackedWeightBytes, st.DeferredConstantBytes)
+				// Half weights: the linear weights' float32 copies (wq,
+				// wk, wv, wo, w1, w2, w3, output) have no buffer; other
+				// constants (rope tables behind et_vk.prepack) may be
+				// deferred too.
+				if !c.noHalf && (st.PackedWeightBytes == 0 || st.DeferredConstantBytes < 2*st.PackedWeightBytes) {
+					t.Errorf("half weights: %d packed bytes, %d deferred", st.PackedWeightBytes, st.DeferredConstantBytes)
 				}
 				ref := d.NewReference()
 				for i, s := range steps {

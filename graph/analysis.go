@@ -29,10 +29,11 @@ type Analysis struct {
 	// Deferred: constants read only through et_vk.prepack or packed, and
 	// prepack outputs read only packed (prepack.Deferred): no buffer.
 	Deferred map[int32]bool
-	// HalfOnly: with Limits.HalfWeightsOnly, the FLOAT16 weights read
-	// only as arg 1 of aten.linear.default (constants, or prepack outputs
-	// of one; ops.HalfOnlyWeight dims): deferred (no float32 buffer),
-	// packed as halves at load before recording. Ascending ids.
+	// HalfOnly: with Limits.HalfWeights, the FLOAT16 weights read only
+	// as arg 1 of aten.linear.default (constants, or prepack outputs of
+	// one; ops.HalfOnlyWeight dims), which linear reads as packed halves:
+	// deferred (no float32 buffer), packed at load before recording.
+	// Ascending ids.
 	HalfOnly []int32
 	// Lazy: prepack outputs (not graph inputs or outputs) whose buffer
 	// their et_vk.prepack creates, with the constant's bytes.
@@ -110,10 +111,10 @@ type Limits struct {
 	MemoryLimit                 int64
 	MaxBufferSize               uint64
 	MaxStorageBufferBindingSize uint64
-	// HalfWeightsOnly is not a limit but the load's ops.Config choice of
-	// that name: FLOAT16 linear weights kept as packed halves only
-	// (Analysis.HalfOnly).
-	HalfWeightsOnly bool
+	// HalfWeights is not a limit but the load's kernel choice: FLOAT16
+	// linear weights read as packed halves (not ops.Config.NoHalfWeights),
+	// so those only linears read need no float32 copy (Analysis.HalfOnly).
+	HalfWeights bool
 }
 
 // Analyze reads blob once and decides, without a device, everything Build
@@ -130,7 +131,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
-	if lim.HalfWeightsOnly {
+	if lim.HalfWeights {
 		a.halfOnly()
 	}
 	if err := a.values(blob, named); err != nil {

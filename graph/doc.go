@@ -62,14 +62,14 @@
 // accurate as fp16 storage gives; the device memory of a FLOAT16 tensor
 // is twice its serialized size (MemoryStats.Float16TensorBytes).
 //
-// FLOAT16 linear weights with K%8 == 0 are also packed as halves for the
-// GEMV kernel (ops/linear_f16.go, through the packed-weight cache); with
-// ops.Config.HalfWeightsOnly, those read only by linears keep no float32
-// copy at all: Analyze defers them (Analysis.HalfOnly) and Build packs
-// them before the first recording, so that a recording that stops early
-// on SymInt placeholders cannot leave one unpacked for a re-recording,
-// which never packs (ops.ErrNotPacked; a default-config linear then reads
-// its float32 copy).
+// FLOAT16 linear weights with K%8 == 0 are read as packed halves, 2 bytes
+// a weight (ops/linear_f16.go, through the packed-weight cache). Those
+// nothing but linears read keep no float32 copy: Analyze defers them
+// (Analysis.HalfOnly) and Build packs them before the first recording, so
+// that a recording that stops early on SymInt placeholders cannot leave
+// one unpacked for a re-recording, which never packs (ops.ErrNotPacked;
+// a weight that other ops read too has its float32 copy, which the linear
+// then reads). ops.Config.NoHalfWeights keeps the float32 path.
 //
 // # Rejected inputs
 //

@@ -228,7 +228,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	lim := dev.Limits()
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
 		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
-		HalfWeightsOnly: opts.Kernels.HalfWeightsOnly && !opts.Kernels.NoHalfWeights})
+		HalfWeights: !opts.Kernels.NoHalfWeights})
 	if err != nil {
 		return nil, err
 	}

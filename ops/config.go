@@ -19,18 +19,12 @@ type Config struct {
 	// loads as many vec4s per FMA from either layout). For devices where
 	// the layout matters, and for benchmarks.
 	PackLinear bool
-	// NoHalfWeights reads FLOAT16 linear weights (force_fp16 exports) in
-	// the GEMV path as their float32 copy instead of packed halves
-	// (linear_f16.go); for benchmarks and tests of the float32 path.
+	// NoHalfWeights reads FLOAT16 linear weights (force_fp16 exports) as
+	// their float32 copy, with the float32 kernels, instead of packed
+	// halves (linear_f16.go: 2 bytes a weight, the half GEMV kernel at
+	// every M, 1.2–1.6× their rate on lavapipe); for benchmarks and tests
+	// of the float32 path.
 	NoHalfWeights bool
-	// HalfWeightsOnly keeps a FLOAT16 linear weight with K%8 == 0, read
-	// by nothing but linears, only as packed halves: 2 bytes a weight
-	// instead of the float32 copy's 4 plus the halves' 2. Every such
-	// linear then runs the half GEMV kernel whatever M, which measured
-	// 0.38–0.67× the float32 tiled kernel's rate at M = 64..128
-	// (prefill) and 0.72–0.88× at M = 16, K = N = 1024; decode (M = 1)
-	// is as fast as with the default. Ignored with NoHalfWeights.
-	HalfWeightsOnly bool
 	// NoConvPacking reads forward-convolution weights as exported instead
 	// of packed into blocks of 16 output channels (1.8–2.0x GFLOP/s with
 	// packing); for benchmarks and tests of the unpacked kernel.

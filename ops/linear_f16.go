@@ -10,12 +10,15 @@ import (
 
 // FLOAT16 linear weights (force_fp16 exports) are float32 on the device
 // like every FLOAT16 tensor (Tensor.Half), which doubles the bytes a
-// few-row linear streams. Where the GEMV kernel runs, a FLOAT16 constant
-// weight is read instead from a copy packed as halves (HalfWeightSpec,
-// through the graph's packer and its packed-weight cache): two bytes a
-// weight, eight halves per vec4<u32> load (shaders/gemv_f16.wgsl), float32
-// accumulation. The float32 weight stays for the tiled kernel (more rows);
-// Config.NoHalfWeights turns the packed path off.
+// linear streams. A FLOAT16 constant weight with K%8 == 0 is read instead
+// from a copy packed as halves (HalfWeightSpec, through the graph's packer
+// and its packed-weight cache): two bytes a weight, eight halves per
+// vec4<u32> load (shaders/gemv_f16.wgsl), float32 accumulation, at every
+// M (the GEMV kernel with 16 output columns per invocation from 8 rows up
+// beats the float32 tiled kernel there). A weight that nothing but
+// linears read then needs no float32 copy: the graph defers it
+// (HalfOnlyWeight) and packs it at load. Config.NoHalfWeights turns the
+// packed path off.
 
 // halfPackWG is pack_f16.wgsl's workgroup size.
 const halfPackWG = 64
@@ -72,8 +75,8 @@ func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 }
 
 // HalfOnlyWeight reports whether a FLOAT16 linear weight of serialized
-// dims can be kept as packed halves only (Config.HalfWeightsOnly): 2-D,
-// K a positive multiple of 8, not empty. The graph decides it before
+// dims is read as packed halves (unless Config.NoHalfWeights): 2-D, K a
+// positive multiple of 8, not empty. The graph decides it before
 // recording (the float32 copy then gets no buffer) and packs such weights
 // at load.
 func HalfOnlyWeight(dims []int64) bool {
@@ -81,13 +84,11 @@ func HalfOnlyWeight(dims []int64) bool {
 }
 
 // recordLinearHalf records linear call c (weight [N, K] as exported) with
-// the half GEMV kernel on packed weight half when c takes the GEMV path
-// (any M with Config.HalfWeightsOnly, whose weights have no float32
-// copy), and as recordMatmul otherwise.
+// the half GEMV kernel on packed weight half, at any M (the float32 copy
+// may not exist), and as recordMatmul when c is not such a call (nothing
+// to compute, a batched or transposed call).
 func recordLinearHalf(b Builder, c matmulCall, half int32) error {
-	cfg := configOf(b)
-	gemv := cfg.HalfWeightsOnly || useGEMV(cfg.Matmul, c.m, c.k, c.n)
-	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 || !gemv {
+	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 {
 		return recordMatmul(b, c)
 	}
 	outT, err := b.Tensor(c.out)
@@ -105,11 +106,28 @@ func recordLinearHalf(b Builder, c matmulCall, half int32) error {
 	return recordGEMVHalf(b, c, epi, dst, half)
 }
 
+// halfManyRowsCols is the output columns per invocation of the half GEMV
+// from halfManyRows rows up (short and long prefill). K = N = 1024,
+// GFLOP/s against the float32 tiled kernel on the float32 copy, same run,
+// 3 iterations each: M = 8: 4 columns 0.82–0.86×, 8 1.03–1.19×, 16
+// 1.37–1.46×; M = 16: 0.68–0.81×, 1.10–1.17×, 1.35–1.55×; M = 64:
+// 0.55–0.61×, 0.94–1.04×, 1.17–1.37×. Fewer rows keep gemvCols' choice
+// (8 columns: 1.46–1.92× the float32 GEMV at M = 1, K = N = 2048).
+const (
+	halfManyRows     = 8
+	halfManyRowsCols = 16
+)
+
 // recordGEMVHalf is recordGEMV with the weight read as packed halves
 // (shaders/gemv_f16.wgsl): K-loop trips count eight k each.
 func recordGEMVHalf(b Builder, c matmulCall, epi matmulEpilogue, dst, half int32) error {
 	sh := gemvShader{Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
-	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
+	cfg := configOf(b)
+	cols := gemvCols(len(sh.Rows), cfg)
+	if cfg.GEMVCols == 0 && c.m >= halfManyRows {
+		cols = halfManyRowsCols
+	}
+	sh.Cols = matmulTile(int64(cols), 16)
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
 	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))

@@ -144,9 +144,9 @@ func FP16Cases() []Case {
 // packed halves (ops/linear_f16.go): K a multiple of 8 (8 to past one
 // dispatch's K chunk), one to 16 rows, N odd and even, with and without
 // bias, the weight named, inline or prepacked, an activation epilogue
-// fused, and both stagings; and one of 40 rows, which takes the tiled
-// kernel unless ops.Config.HalfWeightsOnly (TestConformanceFP16HalfOnly).
-// Cases whose K is not a multiple of 8 (above) keep the float32 path.
+// fused, and both stagings; and prefill-sized ones of 8 to 40 rows (16
+// columns an invocation). Cases whose K is not a multiple of 8 (above)
+// keep the float32 path.
 func halfGEMVCases() []Case {
 	var cs []Case
 	for i, c := range []struct {
@@ -161,7 +161,9 @@ func halfGEMVCases() []Case {
 		{[]int64{2, 3, 40}, 9, true},
 		{[]int64{1, 1024}, 129, true},
 		{[]int64{1, 131080}, 3, true}, // 16385 trips: two K chunks
-		{[]int64{40, 64}, 9, true},    // prefill: the tiled kernel, or with HalfWeightsOnly the half GEMV
+		{[]int64{40, 64}, 9, true},
+		{[]int64{8, 72}, 17, false},
+		{[]int64{1, 33, 16}, 40, true},
 	} {
 		src := []weightSrc{weightNamed, weightPrepack, weightInline}[i%3]
 		st := []serialization.DataType{serialization.Float32, serialization.Float16}[i%2]

@@ -27,11 +27,10 @@ func TestConformanceFP16(t *testing.T) {
 	Run(t, GPU{Dev: dev}, cases)
 }
 
-// TestConformanceFP16HalfOnly runs the force_fp16 cases with linears and
-// matmuls under ops.Config.HalfWeightsOnly: FLOAT16 linear weights with
-// K%8 == 0 have no float32 copy and every such linear, whatever M, runs
-// the half GEMV kernel.
-func TestConformanceFP16HalfOnly(t *testing.T) {
+// TestConformanceFP16NoHalfWeights runs the force_fp16 cases with linears
+// and matmuls under ops.Config.NoHalfWeights: FLOAT16 linear weights read
+// as their float32 copy by the float32 kernels.
+func TestConformanceFP16NoHalfWeights(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +45,21 @@ func TestConformanceFP16HalfOnly(t *testing.T) {
 	if len(cases) < 20 {
 		t.Fatalf("only %d cases", len(cases))
 	}
-	Run(t, GPU{Dev: dev, Kernels: ops.Config{HalfWeightsOnly: true}}, cases)
+	Run(t, GPU{Dev: dev, Kernels: ops.Config{NoHalfWeights: true}}, cases)
 }
 
-// TestHalfWeightPath: a one-row linear on a FLOAT16 weight with K%8 == 0
-// reads a packed-half copy (2 bytes a weight, in PackedWeightBytes); with
-// Config.NoHalfWeights, or K%8 != 0, or more rows than the GEMV takes, it
-// does not pack. Both give the reference's result (TestConformanceFP16).
+// TestHalfWeightPath: a linear on a FLOAT16 weight with K%8 == 0, at any
+// M, reads it packed as halves (2 bytes a weight, in PackedWeightBytes)
+// and its float32 copy gets no buffer (DeferredConstantBytes); with
+// Config.NoHalfWeights, or K%8 != 0, nothing is packed or deferred. The
+// results are checked by TestConformanceFP16 and
+// TestConformanceFP16NoHalfWeights.
 func TestHalfWeightPath(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	only := ops.Config{HalfWeightsOnly: true}
 	for _, c := range []struct {
 		in       []int64
 		n        int64
@@ -67,15 +67,11 @@ func TestHalfWeightPath(t *testing.T) {
 		packed   int64
 		deferred int64 // the float32 copy's bytes, when it has no buffer
 	}{
-		{[]int64{1, 64}, 33, ops.Config{}, 33 * 64 * 2, 0},
+		{[]int64{1, 64}, 33, ops.Config{}, 33 * 64 * 2, 33 * 64 * 4},
+		{[]int64{64, 64}, 32, ops.Config{}, 32 * 64 * 2, 32 * 64 * 4},
+		{[]int64{2, 3, 8}, 5, ops.Config{}, 5 * 8 * 2, 5 * 8 * 4},
 		{[]int64{1, 64}, 33, ops.Config{NoHalfWeights: true}, 0, 0},
 		{[]int64{1, 60}, 33, ops.Config{}, 0, 0},
-		// Packed whatever M is (a later Execute may have one row).
-		{[]int64{64, 64}, 32, ops.Config{}, 32 * 64 * 2, 0},
-		{[]int64{64, 64}, 32, only, 32 * 64 * 2, 32 * 64 * 4},
-		{[]int64{1, 64}, 33, only, 33 * 64 * 2, 33 * 64 * 4},
-		{[]int64{1, 60}, 33, only, 0, 0},
-		{[]int64{1, 64}, 33, ops.Config{HalfWeightsOnly: true, NoHalfWeights: true}, 0, 0},
 	} {
 		src := linearCase(c.in, c.n, false, weightNamed)
 		b := serialization.NewBuilder()
