@@ -38,8 +38,10 @@ type MemoryStats struct {
 	// NumFloat16Tensors counts the tensors serialized as FLOAT16
 	// (force_fp16 exports). The device holds them as float32
 	// (DeviceDType), so they take twice their serialized size;
-	// Float16TensorBytes is their float32 size, each tensor counted once
-	// whether it has a buffer of its own, shares one or is deferred.
+	// Float16TensorBytes is that float32 size summed over those that are
+	// not deferred (each counted once, whether it has a buffer of its own
+	// or shares one). Linear weights read as packed halves are deferred:
+	// their halves are in PackedWeightBytes.
 	NumFloat16Tensors  int
 	Float16TensorBytes int64
 }
@@ -70,7 +72,9 @@ func (g *WebGPUGraph) computeStats() {
 	for _, ts := range g.tensors {
 		if ts != nil && ts.half {
 			g.stats.NumFloat16Tensors++
-			g.stats.Float16TensorBytes += ts.nbytes
+			if !ts.deferred {
+				g.stats.Float16TensorBytes += ts.nbytes
+			}
 		}
 	}
 }
