@@ -132,7 +132,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
 	if lim.HalfWeights {
-		a.halfOnly()
+		a.HalfOnly = halfOnly(g, a.Deferred)
 	}
 	if err := a.values(blob, named); err != nil {
 		return nil, err
@@ -171,13 +171,13 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	return a, nil
 }
 
-// halfOnly finds the weights Analysis.HalfOnly describes and defers them:
-// the values prepack.Deferred defers when linear's weight counts as a
-// packed argument, beyond those it defers anyway, that are FLOAT16 with
-// ops.HalfOnlyWeight dims.
-func (a *Analysis) halfOnly() {
+// halfOnly finds the weights Analysis.HalfOnly describes, adds them to
+// deferred and returns them: the values prepack.Deferred defers when
+// linear's weight counts as a packed argument, beyond those it defers
+// anyway (deferred), that are FLOAT16 with ops.HalfOnlyWeight dims.
+func halfOnly(g *serialization.Graph, deferred map[int32]bool) []int32 {
 	const linear = "aten.linear.default"
-	g := a.Graph
+	var out []int32
 	withLinear := prepack.Deferred(g, func(op string) []int {
 		if op == linear {
 			return append([]int{1}, ops.PackedArgs(op)...)
@@ -185,7 +185,7 @@ func (a *Analysis) halfOnly() {
 		return ops.PackedArgs(op)
 	})
 	for id := range withLinear {
-		if a.Deferred[id] || id < 0 || int(id) >= len(g.Values) {
+		if deferred[id] || id < 0 || int(id) >= len(g.Values) {
 			continue
 		}
 		t := g.Values[id].Tensor
@@ -197,11 +197,12 @@ func (a *Analysis) halfOnly() {
 			dims[i] = int64(d)
 		}
 		if ops.HalfOnlyWeight(dims) {
-			a.Deferred[id] = true
-			a.HalfOnly = append(a.HalfOnly, id)
+			deferred[id] = true
+			out = append(out, id)
 		}
 	}
-	slices.Sort(a.HalfOnly)
+	slices.Sort(out)
+	return out
 }
 
 // values sizes every tensor (overflow-checked), resolves every constant's

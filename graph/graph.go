@@ -322,7 +322,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 }
 
 // DeferredConstants is prepack.Deferred with the ops' packed arguments
-// (ops.PackedArgs), kept here for callers that only import graph.
+// (ops.PackedArgs), plus the FLOAT16 linear weights held only as packed
+// halves (Analysis.HalfOnly): what a load with the default kernel choices
+// gives no buffer, for callers that only import graph.
 func DeferredConstants(g *serialization.Graph) map[int32]bool {
-	return prepack.Deferred(g, ops.PackedArgs)
+	d := prepack.Deferred(g, ops.PackedArgs)
+	halfOnly(g, d)
+	return d
 }
