@@ -253,7 +253,8 @@ func (m *Model) route(calls []call) error {
 // and returns its outputs in output order. Inputs must have the dtype and
 // shape InputInfo reports, except that int64 data may feed an int32 input
 // and float64 data a float32 input (they are narrowed; an int64 that does
-// not fit is an error wrapping ErrInput). Outputs are new tensors
+// not fit is an error wrapping ErrInput), and a FLOAT16 input takes
+// float16, float32 or float64 data (see Float16). Outputs are new tensors
 // owned by the caller.
 //
 // With several delegates, each call's outputs are handed to the calls that
@@ -299,7 +300,9 @@ func (m *Model) NumInputs() int { return len(m.inputs) }
 func (m *Model) NumOutputs() int { return len(m.outputs) }
 
 // InputInfo returns the dtype and shape input i expects on the device. An
-// int32 (float32) input also accepts int64 (float64) data.
+// int32 (float32) input also accepts int64 (float64) data. For a FLOAT16
+// input it is the host dtype (its staging_datatype: float32 for a
+// force_fp16 export, else float16), and the input accepts either.
 func (m *Model) InputInfo(i int) (DataType, []int64) {
 	s := m.inputs[i]
 	return s.dtype, slices.Clone(s.shape)
@@ -359,6 +362,8 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.NumQuantizedWeights += gs.NumQuantizedWeights
 		s.QuantizedParams += gs.QuantizedParams
 		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
+		s.NumFloat16Tensors += gs.NumFloat16Tensors
+		s.Float16TensorBytes += gs.Float16TensorBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

@@ -18,10 +18,10 @@ import (
 // element type, they copy.
 //
 // Its methods are Numel, String ("float32 [2 3]", no data) and the typed
-// accessors Float32s, Float64s, Int32s, Int64s, Uint8s and Int8s (both
-// always shared) and Bools (always copied, so a stray byte never makes an
-// invalid Go bool); an accessor called on a tensor of another dtype returns
-// an error.
+// accessors Float32s, Float64s, Int32s, Int64s, Float16s (half bit
+// patterns), Uint8s and Int8s (both always shared) and Bools (always
+// copied, so a stray byte never makes an invalid Go bool); an accessor
+// called on a tensor of another dtype returns an error.
 type Tensor = tensor.Tensor
 
 // DataType is a tensor element type.
@@ -31,6 +31,19 @@ type DataType = serialization.DataType
 // and the 1-byte types; int64 and float64 inputs are narrowed on upload
 // (an int64 that does not fit is an error) and outputs the program declares
 // 64-bit are widened on readback.
+//
+// Float16 (force_fp16 exports): the device holds FLOAT16 tensors as
+// float32 and computes them in float32 (there is no f16 arithmetic on
+// every adapter; constants are widened exactly at load), so device memory
+// for them is twice the serialized size (MemoryStats.Float16TensorBytes).
+// At the boundary a FLOAT16 input or output has the dtype its
+// staging_datatype gives: float32 for a force_fp16 export (what its host
+// feeds and receives), float16 otherwise. Either way a FLOAT16 input
+// accepts float16, float32 and float64 data: float32 and float64 values
+// are rounded to the nearest half on upload, as the reference runtime's
+// staging copy does, so the two give the same results. Outputs are
+// halves' values, narrowed to float16 (round to nearest even) when the
+// host dtype is float16.
 const (
 	Bool    = serialization.Bool
 	Uint8   = serialization.Uint8
@@ -61,6 +74,17 @@ func FromInt32(shape []int64, values []int32) Tensor { return tensor.FromInt32(s
 // FromInt64 is FromFloat32 for int64 values. The device computes in int32:
 // the values are narrowed on upload and one that does not fit is an error.
 func FromInt64(shape []int64, values []int64) Tensor { return tensor.FromInt64(shape, values) }
+
+// FromFloat16 is FromFloat32 for float16 values given as IEEE binary16 bit
+// patterns (Float32ToHalf makes one from a float32).
+func FromFloat16(shape []int64, bits []uint16) Tensor { return tensor.FromFloat16(shape, bits) }
+
+// Float32ToHalf returns the bits of the float16 nearest f (ties to even;
+// ±Inf beyond the half range, NaN kept).
+func Float32ToHalf(f float32) uint16 { return tensor.Float32ToHalf(f) }
+
+// HalfToFloat32 returns the exact float32 value of the float16 with bits h.
+func HalfToFloat32(h uint16) float32 { return tensor.HalfToFloat32(h) }
 
 // FromBool is FromFloat32 for bool values: one byte each, 0 or 1, always
 // shared with values (a Go bool is such a byte on every host).

@@ -2,7 +2,9 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -27,6 +29,12 @@ type Analysis struct {
 	// Deferred: constants read only through et_vk.prepack or packed, and
 	// prepack outputs read only packed (prepack.Deferred): no buffer.
 	Deferred map[int32]bool
+	// HalfOnly: with Limits.HalfWeights, the FLOAT16 weights read only
+	// as arg 1 of aten.linear.default (constants, or prepack outputs of
+	// one; ops.HalfOnlyWeight dims), which linear reads as packed halves:
+	// deferred (no float32 buffer), packed at load before recording.
+	// Ascending ids.
+	HalfOnly []int32
 	// Lazy: prepack outputs (not graph inputs or outputs) whose buffer
 	// their et_vk.prepack creates, with the constant's bytes.
 	Lazy map[int32]bool
@@ -50,7 +58,13 @@ type Analysis struct {
 
 // TensorInfo is one tensor value as analysed.
 type TensorInfo struct {
+	// DType is the device element type, the one ops see (DeviceDType of
+	// the serialized dtype: FLOAT16 is held as float32); Stored is the
+	// serialized VkTensor.datatype; Host is the dtype the host feeds or
+	// receives for a graph input or output (HostDType).
 	DType    serialization.DataType
+	Stored   serialization.DataType
+	Host     serialization.DataType
 	Dims     []int64
 	Numel    int64
 	NBytes   int64
@@ -58,9 +72,36 @@ type TensorInfo struct {
 	ConstID  int32
 	MemObjID int32
 	Deferred bool
-	// Bytes are a constant's bytes (aliasing the blob or the named data;
-	// nil for a zero-size constant or a non-constant).
+	// Bytes are a constant's bytes in the device dtype: aliasing the blob
+	// or the named data, or, for a FLOAT16 constant, its halves widened
+	// to float32 (new memory); nil for a zero-size constant or a
+	// non-constant.
 	Bytes []byte
+}
+
+// DeviceDType is the element type a tensor serialized as dt has on the
+// device. FLOAT16 becomes float32: without native f16 arithmetic (lavapipe
+// rejects `enable f16`), every op computes fp16 graphs in float32, so no
+// kernel needs a half variant. Only the load (constants widened, exactly)
+// and the host boundary (HostDType) know about halves. Every other dtype
+// is its own.
+func DeviceDType(dt serialization.DataType) serialization.DataType {
+	if dt == serialization.Float16 {
+		return serialization.Float32
+	}
+	return dt
+}
+
+// HostDType is the dtype the host feeds to (or receives from) a graph
+// input or output serialized with datatype dt and staging dtype staging:
+// for a FLOAT16 tensor the staging dtype when it is float32 or float16
+// (force_fp16 exports stage fp16 tensors as float32), float16 when it is
+// UNSET; for every other dtype, dt (staging is ignored, as before).
+func HostDType(dt, staging serialization.DataType) serialization.DataType {
+	if dt == serialization.Float16 && staging == serialization.Float32 {
+		return serialization.Float32
+	}
+	return dt
 }
 
 // Limits bound what Analyze accepts: MemoryLimit caps the tensor bytes
@@ -70,6 +111,10 @@ type Limits struct {
 	MemoryLimit                 int64
 	MaxBufferSize               uint64
 	MaxStorageBufferBindingSize uint64
+	// HalfWeights is not a limit but the load's kernel choice: FLOAT16
+	// linear weights read as packed halves (not ops.Config.NoHalfWeights),
+	// so those only linears read need no float32 copy (Analysis.HalfOnly).
+	HalfWeights bool
 }
 
 // Analyze reads blob once and decides, without a device, everything Build
@@ -86,6 +131,9 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	if lim.HalfWeights {
+		a.HalfOnly = halfOnly(g, a.Deferred)
+	}
 	if err := a.values(blob, named); err != nil {
 		return nil, err
 	}
@@ -123,6 +171,40 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	return a, nil
 }
 
+// halfOnly finds the weights Analysis.HalfOnly describes, adds them to
+// deferred and returns them: the values prepack.Deferred defers when
+// linear's weight counts as a packed argument, beyond those it defers
+// anyway (deferred), that are FLOAT16 with ops.HalfOnlyWeight dims.
+func halfOnly(g *serialization.Graph, deferred map[int32]bool) []int32 {
+	const linear = "aten.linear.default"
+	var out []int32
+	withLinear := prepack.Deferred(g, func(op string) []int {
+		if op == linear {
+			return append([]int{1}, ops.PackedArgs(op)...)
+		}
+		return ops.PackedArgs(op)
+	})
+	for id := range withLinear {
+		if deferred[id] || id < 0 || int(id) >= len(g.Values) {
+			continue
+		}
+		t := g.Values[id].Tensor
+		if t == nil || t.DataType != serialization.Float16 {
+			continue
+		}
+		dims := make([]int64, len(t.Dims))
+		for i, d := range t.Dims {
+			dims[i] = int64(d)
+		}
+		if ops.HalfOnlyWeight(dims) {
+			deferred[id] = true
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // values sizes every tensor (overflow-checked), resolves every constant's
 // bytes and plans memory.
 func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedData) error {
@@ -139,7 +221,8 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 		if !t.DataType.Valid() {
 			return invalidf("value %d: tensor dtype %v", i, t.DataType)
 		}
-		ti := &TensorInfo{DType: t.DataType, Constant: t.ConstantID >= 0, ConstID: t.ConstantID, MemObjID: t.MemObjID, Deferred: a.Deferred[id]}
+		ti := &TensorInfo{DType: DeviceDType(t.DataType), Stored: t.DataType, Host: HostDType(t.DataType, t.StagingDataType),
+			Constant: t.ConstantID >= 0, ConstID: t.ConstantID, MemObjID: t.MemObjID, Deferred: a.Deferred[id]}
 		ti.Dims = make([]int64, len(t.Dims))
 		ti.Numel = 1
 		for j, d := range t.Dims {
@@ -149,14 +232,17 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 			}
 			ti.Numel *= int64(d)
 		}
-		ti.NBytes = ti.Numel * int64(t.DataType.Size())
+		ti.NBytes = ti.Numel * int64(ti.DType.Size())
 		if ti.NBytes > maxTensorBytes {
 			return invalidf("value %d: tensor of %d bytes is too large", i, ti.NBytes)
 		}
 		if ti.Constant {
-			b, err := resolveConstant(a.Graph, blob, named, id, ti)
+			b, err := resolveConstant(a.Graph, blob, named, id, ti, ti.Numel*int64(t.DataType.Size()))
 			if err != nil {
 				return err
+			}
+			if ti.Stored != ti.DType && b != nil { // FLOAT16: widened once, here
+				b = tensor.WidenHalf(make([]byte, 0, ti.NBytes), b)
 			}
 			ti.Bytes = b
 		}
@@ -171,10 +257,10 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 	return nil
 }
 
-// resolveConstant returns constant tensor id's bytes: inline in the blob's
-// constant region, or named data looked up by key. The slice aliases the
-// caller's (usually memory-mapped) bytes.
-func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named serialization.NamedData, id int32, ti *TensorInfo) ([]byte, error) {
+// resolveConstant returns constant tensor id's nbytes serialized bytes:
+// inline in the blob's constant region, or named data looked up by key.
+// The slice aliases the caller's (usually memory-mapped) bytes.
+func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named serialization.NamedData, id int32, ti *TensorInfo, nbytes int64) ([]byte, error) {
 	if int(ti.ConstID) >= len(g.Constants) {
 		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.Constants))}
 	}
@@ -190,19 +276,19 @@ func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named ser
 		if !ok {
 			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "key not found in named data"}
 		}
-		if int64(len(b)) < ti.NBytes {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), ti.NBytes)}
+		if int64(len(b)) < nbytes {
+			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), nbytes)}
 		}
-		return b[:ti.NBytes], nil
+		return b[:nbytes], nil
 	}
 	region := blob.Constants
-	if ti.NBytes == 0 {
+	if nbytes == 0 {
 		return nil, nil
 	}
-	if c.Offset >= uint64(len(region)) || uint64(ti.NBytes) > uint64(len(region))-c.Offset {
-		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, ti.NBytes, len(region))}
+	if c.Offset >= uint64(len(region)) || uint64(nbytes) > uint64(len(region))-c.Offset {
+		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, nbytes, len(region))}
 	}
-	return region[c.Offset : c.Offset+uint64(ti.NBytes)], nil
+	return region[c.Offset : c.Offset+uint64(nbytes)], nil
 }
 
 // checkIO requires inputs to be non-constant tensors or SymInts, and

@@ -44,7 +44,7 @@ func (b *opBuilder) Tensor(id int32) (ops.Tensor, error) {
 	}
 	ts := b.g.tensors[id]
 	return ops.Tensor{ID: id, DType: ts.dtype, Dims: append([]int64(nil), ts.live...), Numel: ts.liveNumel, NBytes: ts.liveBytes(),
-		Constant: ts.constant, MaxDims: append([]int64(nil), ts.dims...), MaxNumel: ts.numel}, nil
+		Constant: ts.constant, MaxDims: append([]int64(nil), ts.dims...), MaxNumel: ts.numel, Half: ts.half}, nil
 }
 
 // SetDims sets the live shape of an op output.

@@ -45,6 +45,32 @@
 // kernel or grid. Same shapes and values as last time: nothing is
 // re-recorded, and Execute makes no allocation beyond its outputs.
 //
+// # Float16
+//
+// FLOAT16 tensors (force_fp16 exports) are float32 on the device: Analyze
+// gives every tensor its device dtype (DeviceDType) once, so ops see
+// float32 and no kernel has a half variant (lavapipe's WGSL compiler
+// rejects `enable f16`). Only two places know about halves: the load,
+// which widens FLOAT16 constants (inline, named, prepacked) to float32
+// exactly, and the host boundary, where a FLOAT16 input or output has its
+// host dtype (HostDType: the staging_datatype when it is FLOAT32, as a
+// force_fp16 export writes, else float16). Inputs take float16 data
+// (widened) or float32/float64 data (rounded to half, as the reference
+// runtime's staging copy does); outputs come back as halves' values, as
+// float32 or narrowed to float16 (round to nearest even). Inside, values
+// are float32 and never rounded to half, so results are at least as
+// accurate as fp16 storage gives; the device memory of a FLOAT16 tensor
+// is twice its serialized size (MemoryStats.Float16TensorBytes).
+//
+// FLOAT16 linear weights with K%8 == 0 are read as packed halves, 2 bytes
+// a weight (ops/linear_f16.go, through the packed-weight cache). Those
+// nothing but linears read keep no float32 copy: Analyze defers them
+// (Analysis.HalfOnly) and Build packs them before the first recording, so
+// that a recording that stops early on SymInt placeholders cannot leave
+// one unpacked for a re-recording, which never packs (ops.ErrNotPacked;
+// a weight that other ops read too has its float32 copy, which the linear
+// then reads). ops.Config.NoHalfWeights keeps the float32 path.
+//
 // # Rejected inputs
 //
 // Every rejection is a returned error that errors.Is/As can classify; none
@@ -78,5 +104,7 @@
 //	SymInt input not a one-element int tensor    *InputError (ErrInput)                     TestExecuteInputBounds
 //	int64 input value that overflows int32       *InputError (ErrInput)                     wgdelegate.TestExecuteInputErrors
 //	NaN / ±Inf input values                      not rejected: computed as IEEE             TestNaNInfComputed
+//	FLOAT16 input: bad byte count, int data      *InputError (ErrInput)                     wgdelegate.TestFP16InputErrors
+//	FLOAT16 named data under 2 bytes/element     *ConstantError naming the key              TestFP16Constants
 //	hostile bytes of any kind                    one of the above                           FuzzLoad, FuzzOpArgs, serialization.Fuzz*
 package graph

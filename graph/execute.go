@@ -26,9 +26,14 @@ func (g *WebGPUGraph) createStaging(hostTypes []serialization.DataType) error {
 		if err != nil {
 			return err
 		}
-		host := ts.dtype
-		if i < len(hostTypes) && tensor.Widens(ts.dtype, hostTypes[i]) {
-			host = hostTypes[i]
+		host := ts.host
+		if i < len(hostTypes) {
+			switch h := hostTypes[i]; {
+			case tensor.Widens(ts.dtype, h):
+				host = h
+			case ts.half && (h == serialization.Float32 || h == serialization.Float16):
+				host = h // a FLOAT16 output as the program declares it
+			}
 		}
 		g.outputs = append(g.outputs, outputSlot{id: int32(id), staging: st, host: host, read: len(g.reads)})
 		g.reads = append(g.reads, gpu.Readback{Src: ts.buf, Dst: st, Size: gpu.AlignedSize(uint64(ts.liveBytes()))})
@@ -53,13 +58,16 @@ func (g *WebGPUGraph) NumInputs() int { return len(g.inputs) }
 
 func (g *WebGPUGraph) NumOutputs() int { return len(g.outputs) }
 
-// InputInfo returns the dtype and shape input i expects.
+// InputInfo returns the dtype and shape input i expects: the device dtype,
+// except for a FLOAT16 tensor, whose host dtype (its staging dtype, see
+// HostDType) is returned; such an input accepts float32 and float16 data
+// alike.
 func (g *WebGPUGraph) InputInfo(i int) (serialization.DataType, []int64) {
 	ts := g.tensors[g.inputs[i]]
 	if ts == nil { // a SymInt, passed as a scalar int64 tensor
 		return serialization.Int64, []int64{}
 	}
-	return ts.dtype, append([]int64(nil), ts.dims...)
+	return ts.host, append([]int64(nil), ts.dims...)
 }
 
 // OutputInfo returns the dtype (as returned to the caller) and shape of
@@ -132,10 +140,15 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 			return nil, fmt.Errorf("graph: output %d: %w", i, err)
 		}
 		var data []byte
-		if o.host == ts.dtype {
+		switch {
+		case o.host == ts.dtype && ts.half: // a FLOAT16 output staged as float32: halves' values
+			data = tensor.RoundHalfBytes(make([]byte, 0, n), m[:n])
+		case o.host == ts.dtype:
 			data = make([]byte, n)
 			copy(data, m[:n])
-		} else {
+		case o.host == serialization.Float16: // a FLOAT16 output, computed in float32
+			data = tensor.NarrowHalf(make([]byte, 0, n/2), m[:n])
+		default:
 			data = tensor.Widen(m[:n], ts.dtype)
 		}
 		if err := o.staging.Unmap(); err != nil {
@@ -231,7 +244,9 @@ func (g *WebGPUGraph) checkInputShape(i int, in Tensor, ts *tensorState) error {
 
 // hostToDevice checks input i's data against its live shape and returns the
 // bytes to upload, narrowing 64-bit host data when the device tensor is
-// 32-bit.
+// 32-bit. A FLOAT16 tensor (held as float32) takes float16 data widened,
+// or float32 (float64) data rounded to half: its values are halves, as
+// the reference runtime's staging copy makes them.
 func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, error) {
 	hostSize := in.DType.Size()
 	if hostSize == 0 {
@@ -242,8 +257,25 @@ func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, e
 		return nil, &InputError{Index: i, Msg: fmt.Sprintf("%d data bytes for %d %v elements", len(in.Data), numel, in.DType)}
 	}
 	switch {
+	case ts.half && in.DType != serialization.Float16:
+		data := in.Data
+		if in.DType == serialization.Float64 {
+			var err error
+			if data, err = tensor.Narrow(g.scratch[i][:0], in.Data, in.DType); err != nil {
+				return nil, &InputError{Index: i, Msg: err.Error()}
+			}
+		} else if in.DType != serialization.Float32 {
+			break
+		}
+		out := tensor.RoundHalfBytes(g.scratch[i][:0], data) // in place when narrowed
+		g.scratch[i] = out
+		return out, nil
 	case in.DType == ts.dtype:
 		return in.Data, nil
+	case in.DType == serialization.Float16 && ts.half:
+		out := tensor.WidenHalf(g.scratch[i][:0], in.Data)
+		g.scratch[i] = out
+		return out, nil
 	case tensor.Narrows(in.DType, ts.dtype):
 		out, err := tensor.Narrow(g.scratch[i][:0], in.Data, in.DType)
 		if err != nil {
@@ -256,7 +288,7 @@ func (g *WebGPUGraph) hostToDevice(i int, in Tensor, ts *tensorState) ([]byte, e
 		g.scratch[i] = out
 		return out, nil
 	}
-	return nil, &InputError{Index: i, Msg: fmt.Sprintf("dtype %v, graph expects %v", in.DType, ts.dtype)}
+	return nil, &InputError{Index: i, Msg: fmt.Sprintf("dtype %v, graph expects %v", in.DType, ts.host)}
 }
 
 func le64(b []byte) uint64 {

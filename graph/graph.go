@@ -31,8 +31,10 @@ type Options struct {
 	// OutputHostTypes, when set, gives the dtype the caller expects for each
 	// output, as a .pte program's delegate call declares it. An int32 or
 	// float32 device tensor whose host type is int64 or float64 (the
-	// exporter's default 64-bit downcast) is widened on readback. Other
-	// mismatches are ignored and the device dtype is returned.
+	// exporter's default 64-bit downcast) is widened on readback; a
+	// FLOAT16 tensor is returned as float32 or float16 as declared. Other
+	// mismatches are ignored and the output's own host dtype (HostDType)
+	// is returned.
 	OutputHostTypes []serialization.DataType
 	// MemoryLimit caps the tensor bytes a graph may allocate, checked before
 	// any buffer is created, so a hostile or mistaken blob cannot exhaust the
@@ -55,7 +57,11 @@ const DefaultMemoryLimit = 8 << 30
 
 // tensorState is a tensor value as built.
 type tensorState struct {
-	dtype    serialization.DataType
+	dtype serialization.DataType // device dtype (TensorInfo.DType)
+	// half: serialized FLOAT16, held as float32 on the device; host is the
+	// dtype a graph input or output has on the host (TensorInfo.Host).
+	half     bool
+	host     serialization.DataType
 	dims     []int64
 	numel    int64
 	nbytes   int64
@@ -221,7 +227,8 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	// exists.
 	lim := dev.Limits()
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
-		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
+		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
+		HalfWeights: !opts.Kernels.NoHalfWeights})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +242,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		if ti == nil {
 			continue
 		}
-		ts := &tensorState{dtype: ti.DType, dims: ti.Dims, numel: ti.Numel, nbytes: ti.NBytes, constant: ti.Constant,
+		ts := &tensorState{dtype: ti.DType, half: ti.Stored == serialization.Float16, host: ti.Host, dims: ti.Dims, numel: ti.Numel, nbytes: ti.NBytes, constant: ti.Constant,
 			deferred: ti.Deferred, constID: ti.ConstID, memObj: ti.MemObjID}
 		ts.setLive(ts.dims, ts.numel)
 		g.tensors[i] = ts
@@ -248,6 +255,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	g.warmEarly = !opts.SkipWarmup && !g.hasSymIntInputs()
 	start := time.Now()
 	if err := g.allocate(); err != nil {
+		return nil, err
+	}
+	if err := g.packHalfOnly(ctx); err != nil {
 		return nil, err
 	}
 	allocated := time.Now()
@@ -312,7 +322,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 }
 
 // DeferredConstants is prepack.Deferred with the ops' packed arguments
-// (ops.PackedArgs), kept here for callers that only import graph.
+// (ops.PackedArgs), plus the FLOAT16 linear weights held only as packed
+// halves (Analysis.HalfOnly): what a load with the default kernel choices
+// gives no buffer, for callers that only import graph.
 func DeferredConstants(g *serialization.Graph) map[int32]bool {
-	return prepack.Deferred(g, ops.PackedArgs)
+	d := prepack.Deferred(g, ops.PackedArgs)
+	halfOnly(g, d)
+	return d
 }

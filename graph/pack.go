@@ -91,6 +91,10 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 			data, have, hit = d, true, true
 		}
 	}
+	if !have && g.replay {
+		// Packing runs at load only; fail before allocating anything.
+		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s) while re-recording: %w", id, spec.Name, ops.ErrNotPacked)
+	}
 	var buf *gpu.Buffer
 	if have {
 		buf, err = g.newBufferData(uint64(nbytes), data, label)
@@ -374,4 +378,36 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 type hostKey struct {
 	id   int32
 	flat int64
+}
+
+// packHalfOnly packs the weights Analysis.HalfOnly lists as halves, before
+// the first recording: they have no float32 buffer, so a recording that
+// stops early (SymInt placeholders) must not leave one unpacked for a
+// re-recording, which cannot pack. A prepack output's source constant is
+// found from the chain (its et_vk.prepack records it again, deferred).
+func (g *WebGPUGraph) packHalfOnly(ctx context.Context) error {
+	if len(g.an.HalfOnly) == 0 {
+		return nil
+	}
+	for _, op := range g.graph.Chain {
+		if op.Name == prepack.Op && len(op.Args) == 2 {
+			g.prepackSrc[op.Args[1]] = op.Args[0]
+		}
+	}
+	b := &opBuilder{g: g, op: "aten.linear.default", index: -1, ctx: ctx}
+	b.Values = ops.Values{G: g.graph, Sym: b.symRead}
+	for _, id := range g.an.HalfOnly {
+		w, err := b.Tensor(id)
+		if err != nil {
+			return err
+		}
+		spec, err := ops.HalfWeightSpec(w, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return fmt.Errorf("graph: value %d: %w", id, err)
+		}
+		if _, err := b.PackWeight(id, spec); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,8 +8,9 @@ import (
 // QuantizedWeight is one weight of a weight-quantized op (see
 // ops.QuantWeightOf): the op, the value ids of its packed weight, scales
 // and sums (-1 when absent), the group size (0: per channel), and the
-// bytes each takes as exported. Params is the number of weights the
-// packed bytes hold (two per byte for 4-bit formats).
+// bytes each takes on the device (float16 scales are widened to float32).
+// Params is the number of weights the packed bytes hold (two per byte for
+// 4-bit formats).
 type QuantizedWeight struct {
 	Op                                        string
 	OpIndex                                   int
@@ -37,7 +38,7 @@ func QuantizedWeights(g *serialization.Graph) []QuantizedWeight {
 			return 0
 		}
 		t := g.Values[id].Tensor
-		n := int64(t.DataType.Size())
+		n := int64(DeviceDType(t.DataType).Size()) // fp16 scales are float32 on the device
 		for _, d := range t.Dims {
 			n *= int64(d)
 		}

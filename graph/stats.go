@@ -45,6 +45,15 @@ type MemoryStats struct {
 	NumQuantizedWeights  int
 	QuantizedParams      int64
 	QuantizedWeightBytes int64
+	// NumFloat16Tensors counts the tensors serialized as FLOAT16
+	// (force_fp16 exports). The device holds them as float32
+	// (DeviceDType), so they take twice their serialized size;
+	// Float16TensorBytes is that float32 size summed over those that are
+	// not deferred (each counted once, whether it has a buffer of its own
+	// or shares one). Linear weights read as packed halves are deferred:
+	// their halves are in PackedWeightBytes.
+	NumFloat16Tensors  int
+	Float16TensorBytes int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
@@ -75,6 +84,15 @@ func (g *WebGPUGraph) computeStats() {
 			g.stats.NumQuantizedWeights++
 			g.stats.QuantizedParams += q.Params
 			g.stats.QuantizedWeightBytes += q.Bytes()
+		}
+	}
+	g.stats.NumFloat16Tensors, g.stats.Float16TensorBytes = 0, 0
+	for _, ts := range g.tensors {
+		if ts != nil && ts.half {
+			g.stats.NumFloat16Tensors++
+			if !ts.deferred {
+				g.stats.Float16TensorBytes += ts.nbytes
+			}
 		}
 	}
 }

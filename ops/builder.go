@@ -43,6 +43,12 @@ func Errorf(arg int, format string, a ...any) error {
 // the caller passed to Execute; for an op output, what the producing op set
 // with Builder.SetDims; before that, the serialized dims. MaxDims and
 // MaxNumel are the serialized sizes, i.e. the buffer's capacity.
+//
+// DType is the device element type. A tensor serialized as FLOAT16
+// (force_fp16 exports) is held and computed as float32: its DType is
+// Float32 and Half is set, so no op needs a half variant; an op whose
+// semantics depend on the serialized dtype (softmax's half_to_float)
+// reads Half.
 type Tensor struct {
 	ID       int32
 	DType    serialization.DataType
@@ -52,6 +58,7 @@ type Tensor struct {
 	Constant bool
 	MaxDims  []int64
 	MaxNumel int64
+	Half     bool
 }
 
 // Builder is what an op sees of the graph being built. Value accessors check

@@ -19,6 +19,12 @@ type Config struct {
 	// loads as many vec4s per FMA from either layout). For devices where
 	// the layout matters, and for benchmarks.
 	PackLinear bool
+	// NoHalfWeights reads FLOAT16 linear weights (force_fp16 exports) as
+	// their float32 copy, with the float32 kernels, instead of packed
+	// halves (linear_f16.go: 2 bytes a weight, the half GEMV kernel at
+	// every M, 1.2–1.6× their rate on lavapipe); for benchmarks and tests
+	// of the float32 path.
+	NoHalfWeights bool
 	// NoConvPacking reads forward-convolution weights as exported instead
 	// of packed into blocks of 16 output channels (1.8–2.0x GFLOP/s with
 	// packing); for benchmarks and tests of the unpacked kernel.

@@ -97,9 +97,6 @@ func TestConvPoolSpatialRejects(t *testing.T) {
 		"pixel_shuffle/channels": func(b *serialization.Builder) {
 			op(b, "aten.pixel_shuffle.default", ten(b, f, 1, 6, 2, 2), b.Int(2), ten(b, f, 1, 1, 4, 4))
 		},
-		"pixel_shuffle/float16": func(b *serialization.Builder) {
-			op(b, "aten.pixel_shuffle.default", ten(b, serialization.Float16, 1, 4, 2, 2), b.Int(2), ten(b, serialization.Float16, 1, 1, 4, 4))
-		},
 		"constant_pad_nd/uint8 value 300": func(b *serialization.Builder) {
 			op(b, "aten.constant_pad_nd.default", ten(b, serialization.Uint8, 3, 4), b.IntList(1, 1), b.Double(300), ten(b, serialization.Uint8, 3, 6))
 		},

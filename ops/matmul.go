@@ -569,6 +569,13 @@ func linearOp(b Builder, args []int32) error {
 	} else if ok && !useGEMV(configOf(b).Matmul, m, k, n) {
 		call.b, call.transB = pw, false
 	}
+	// A FLOAT16 weight: the GEMV path reads it as packed halves
+	// (linear_f16.go).
+	if hw, ok, err := linearHalf(b, args[1], w); err != nil {
+		return err
+	} else if ok && call.transB {
+		return recordLinearHalf(b, call, hw)
+	}
 	return recordMatmul(b, call)
 }
 

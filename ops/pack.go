@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -30,6 +31,13 @@ type PackSpec struct {
 type Packer interface {
 	PackWeight(id int32, spec PackSpec) (Tensor, error)
 }
+
+// ErrNotPacked is what PackWeight returns (wrapped) when it cannot pack a
+// weight now: weights are packed while the graph loads, and this one was
+// first asked for when re-recording (a load whose recording stopped early,
+// on SymInt placeholders, before the op that packs it). An op that also
+// has the weight as exported should read that instead.
+var ErrNotPacked = errors.New("weight not packed at load")
 
 // IdentitySpec is the PackSpec for weight w as exported: its bytes go
 // straight from the file to a buffer of its own, with no kernel and no

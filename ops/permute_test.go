@@ -57,9 +57,10 @@ func TestPermuteRejects(t *testing.T) {
 	})
 }
 
-// TestPermuteFloat16 covers the 2-byte path, which the conformance suite
-// cannot (the reference has no float16): elements are moved as raw bytes
-// and compared with a byte-wise permutation done here.
+// TestPermuteFloat16 moves random half bit patterns (NaNs, infinities and
+// subnormals included) through a FLOAT16 permute, held as float32 on the
+// device: every half must come back bit for bit, compared with a byte-wise
+// permutation done here.
 func TestPermuteFloat16(t *testing.T) {
 	dev := openTestDevice(t)
 	for _, c := range []struct {

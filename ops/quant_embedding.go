@@ -46,9 +46,6 @@ func embeddingQ4gswOp(b Builder, args []int32) error {
 	if err != nil {
 		return argErr(1, err)
 	}
-	if s.DType == serialization.Float16 {
-		return Errorf(1, "float16 scales (force_fp16 exports) are not supported yet")
-	}
 	if s.DType != serialization.Float32 {
 		return Errorf(1, "scales are %v, want float32", s.DType)
 	}

@@ -135,14 +135,12 @@ func qlinearWeight(b Builder, arg int, id int32, dt serialization.DataType) (Ten
 	return w, nil
 }
 
-// qlinearScales returns the float32 scales tensor id of rank rank.
+// qlinearScales returns the float32 scales tensor id of rank rank
+// (float16 scales, from force_fp16 exports, are float32 on the device).
 func qlinearScales(b Builder, arg int, id int32, rank int) (Tensor, error) {
 	s, err := b.Tensor(id)
 	if err != nil {
 		return Tensor{}, argErr(arg, err)
-	}
-	if s.DType == serialization.Float16 {
-		return Tensor{}, Errorf(arg, "float16 scales (force_fp16 exports) are not supported yet")
 	}
 	if s.DType != serialization.Float32 {
 		return Tensor{}, Errorf(arg, "scales are %v, want float32", s.DType)

@@ -57,7 +57,6 @@ func TestQuantRejects(t *testing.T) {
 		"q4gsw/group size 6":           q4gsw(48, 4, 24, 8, 4, 6, f),
 		"q4gsw/too few scale groups":   q4gsw(64, 4, 32, 1, 4, 32, f),
 		"q4gsw/scales narrower than N": q4gsw(64, 8, 32, 2, 4, 32, f),
-		"q4gsw/float16 scales":         q4gsw(64, 4, 32, 2, 4, 32, serialization.Float16),
 		"q4gsw/int8 weight": func(b *serialization.Builder) {
 			x := ten(b, f, 2, 64)
 			b.Op("et_vk.linear_q4gsw.default", x, cst(b, i8, 4, 32), cst(b, f, 2, 4), b.Int(32), b.Null(), ten(b, f, 2, 4))

@@ -120,9 +120,10 @@ func TestShapeRejects(t *testing.T) {
 	})
 }
 
-// TestShapeFloat16 runs the 2-byte gather paths, which the conformance
-// suite cannot (the reference has no float16), on raw bytes: a slice that
-// moves single halves and a cat whose slabs split words.
+// TestShapeFloat16 moves raw half bit patterns through FLOAT16 tensors
+// (held as float32 on the device; once 2-byte gathers): a slice that moves
+// single halves and a cat whose slabs would split words; every half must
+// come back bit for bit.
 func TestShapeFloat16(t *testing.T) {
 	dev := openTestDevice(t)
 	h := serialization.Float16

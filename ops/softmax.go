@@ -59,8 +59,11 @@ func softmaxOp(b Builder, log bool, args []int32) error {
 	if err != nil {
 		return Errorf(2, "half_to_float: %s", argMsg(err))
 	}
-	if h {
-		return Errorf(2, "half_to_float is true, but there is no half input on the device")
+	// half_to_float (torch: a half input, a float output) is valid only
+	// for a FLOAT16 input; held as float32, its result is the same float
+	// softmax.
+	if h && !self.Half {
+		return Errorf(2, "half_to_float is true, but the input is not float16")
 	}
 	if _, err := Output(b, 3, args[3], serialization.Float32, self.Dims); err != nil {
 		return err

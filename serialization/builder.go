@@ -64,6 +64,16 @@ func (b *Builder) Tensor(dt DataType, dims []uint32, memObjID int32) int32 {
 	return b.AddValue(Value{Kind: KindTensor, Tensor: newTensor(dt, dims, -1, memObjID)})
 }
 
+// SetStaging sets tensor id's staging_datatype, the dtype the host feeds
+// or receives for a graph input or output: a force_fp16 export writes
+// FLOAT16 tensors staged as FLOAT32 (Tensor and the constant methods stage
+// a tensor as its own dtype). It does nothing when id is not a tensor.
+func (b *Builder) SetStaging(id int32, dt DataType) {
+	if id >= 0 && int(id) < len(b.g.Values) && b.g.Values[id].Tensor != nil {
+		b.g.Values[id].Tensor.StagingDataType = dt
+	}
+}
+
 // addConstant appends a VkBytes entry and returns its constant id.
 func (b *Builder) addConstant(c Bytes) int32 {
 	b.g.Constants = append(b.g.Constants, c)

@@ -250,7 +250,10 @@ func newGraphInfo(g *serialization.Graph) *graphInfo {
 		if n, err := serialization.TensorNBytes(v.Tensor); err != nil {
 			in.sizeErr[id] = err
 		} else {
-			in.nbytes[id] = n
+			// What the device allocates: a FLOAT16 tensor is held as
+			// float32 (graph.DeviceDType), twice its serialized size.
+			dt := v.Tensor.DataType
+			in.nbytes[id] = n / int64(dt.Size()) * int64(graph.DeviceDType(dt).Size())
 		}
 		if v.Tensor.IsConstant() {
 			in.users[v.Tensor.ConstantID] = append(in.users[v.Tensor.ConstantID], id)
@@ -279,7 +282,7 @@ func (in *graphInfo) printValues(w io.Writer) {
 		v := &in.g.Values[i]
 		if v.Kind == serialization.KindTensor && v.Tensor != nil {
 			tt := v.Tensor
-			t.row(fmt.Sprintf("  %d", i), v.Kind, tt.DataType, list(tt.Dims), tt.ConstantID, tt.MemObjID, "-")
+			t.row(fmt.Sprintf("  %d", i), v.Kind, dtypeLabel(tt), list(tt.Dims), tt.ConstantID, tt.MemObjID, "-")
 			continue
 		}
 		t.row(fmt.Sprintf("  %d", i), v.Kind, "-", "-", "-", "-", scalarString(v))
@@ -434,6 +437,25 @@ func bytesPerWeight(bytes, params int64) float64 {
 	return float64(bytes) / float64(params)
 }
 
+// dtypeLabel is a tensor's serialized dtype, with "(f32 on device)" for
+// FLOAT16, which the device holds as float32 (graph.DeviceDType).
+func dtypeLabel(t *serialization.Tensor) string {
+	if dev := graph.DeviceDType(t.DataType); dev != t.DataType {
+		return fmt.Sprintf("%v(%v on device)", t.DataType, dev)
+	}
+	return t.DataType.String()
+}
+
+// ioDTypeLabel is dtypeLabel for a graph input or output, adding what the
+// host feeds or receives when it differs (graph.HostDType: a force_fp16
+// tensor staged as float32).
+func ioDTypeLabel(t *serialization.Tensor) string {
+	if host := graph.HostDType(t.DataType, t.StagingDataType); host != t.DataType {
+		return fmt.Sprintf("%s,host:%v", dtypeLabel(t), host)
+	}
+	return dtypeLabel(t)
+}
+
 func (in *graphInfo) printIO(w io.Writer) {
 	for _, sec := range []struct {
 		name string
@@ -453,7 +475,7 @@ func (in *graphInfo) printIO(w io.Writer) {
 			}
 			v := &in.g.Values[id]
 			if v.Kind == serialization.KindTensor && v.Tensor != nil {
-				t.row(fmt.Sprintf("  %d", i), id, v.Kind, v.Tensor.DataType, list(v.Tensor.Dims))
+				t.row(fmt.Sprintf("  %d", i), id, v.Kind, ioDTypeLabel(v.Tensor), list(v.Tensor.Dims))
 			} else {
 				t.row(fmt.Sprintf("  %d", i), id, v.Kind, "-", "-")
 			}

@@ -60,11 +60,16 @@ type (
 		ExceedsLimits []limitDoc    `json:"exceeds_limits"`
 	}
 	ioDoc struct {
-		Index int     `json:"index"`
-		Value uint32  `json:"value"`
-		Kind  string  `json:"kind"`
-		DType string  `json:"dtype,omitempty"`
-		Shape []int64 `json:"shape"`
+		Index int    `json:"index"`
+		Value uint32 `json:"value"`
+		Kind  string `json:"kind"`
+		DType string `json:"dtype,omitempty"`
+		// DeviceDType and HostDType, when they differ from DType: a
+		// FLOAT16 tensor is float32 on the device and may be staged
+		// (fed and returned) as float32 (graph.DeviceDType, HostDType).
+		DeviceDType string  `json:"device_dtype,omitempty"`
+		HostDType   string  `json:"host_dtype,omitempty"`
+		Shape       []int64 `json:"shape"`
 	}
 	opDoc struct {
 		Name      string `json:"name"`
@@ -230,7 +235,14 @@ func (in *graphInfo) ioDocs(ids []uint32) []ioDoc {
 			v := &in.g.Values[id]
 			d.Kind = v.Kind.String()
 			if v.Kind == serialization.KindTensor && v.Tensor != nil {
-				d.DType = v.Tensor.DataType.String()
+				dt := v.Tensor.DataType
+				d.DType = dt.String()
+				if dev := graph.DeviceDType(dt); dev != dt {
+					d.DeviceDType = dev.String()
+				}
+				if host := graph.HostDType(dt, v.Tensor.StagingDataType); host != dt {
+					d.HostDType = host.String()
+				}
 				for _, x := range v.Tensor.Dims {
 					d.Shape = append(d.Shape, int64(x))
 				}

@@ -216,6 +216,8 @@ func generateInputs(m *wgdelegate.Model) []wgdelegate.Tensor {
 				binary.LittleEndian.PutUint32(b, math.Float32bits(float32(r.Float64()*2-1)))
 			case serialization.Float64:
 				binary.LittleEndian.PutUint64(b, math.Float64bits(r.Float64()*2-1))
+			case serialization.Float16:
+				binary.LittleEndian.PutUint16(b, wgdelegate.Float32ToHalf(float32(r.Float64()*2-1)))
 			case serialization.Int32:
 				binary.LittleEndian.PutUint32(b, uint32(1+r.IntN(3)))
 			case serialization.Int64:
@@ -225,7 +227,7 @@ func generateInputs(m *wgdelegate.Model) []wgdelegate.Tensor {
 			case serialization.Uint8, serialization.Int8:
 				b[0] = byte(1 + r.IntN(3))
 			}
-			// Float16 and anything else stay zero.
+			// Anything else stays zero.
 		}
 		out[i] = wgdelegate.Tensor{DType: dt, Shape: shape, Data: data}
 	}

@@ -221,7 +221,9 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 		}
 		narrowable := in.DType == serialization.Int64 && dt == serialization.Int32 ||
 			in.DType == serialization.Float64 && dt == serialization.Float32 ||
-			in.DType == serialization.Int32 && dt == serialization.Int64 && len(shape) == 0 // a SymInt
+			in.DType == serialization.Int32 && dt == serialization.Int64 && len(shape) == 0 || // a SymInt
+			// a FLOAT16 input takes float32 and float64 data too (rounded to half)
+			dt == serialization.Float16 && (in.DType == serialization.Float32 || in.DType == serialization.Float64)
 		if in.DType != dt && !narrowable {
 			return fmt.Errorf("input %d (%s): dtype %v, model expects %v", i, paths[i], in.DType, dt)
 		}
@@ -248,6 +250,9 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	tw.row("  uniform bytes", s.UniformBufferBytes)
 	tw.row("  deferred constants", fmt.Sprintf("%d (%d bytes)", s.NumDeferredConstants, s.DeferredConstantBytes))
 	tw.row("  packed weight bytes", s.PackedWeightBytes)
+	if s.NumFloat16Tensors > 0 {
+		tw.row("  float16 tensors", fmt.Sprintf("%d, held as float32 (%d bytes)", s.NumFloat16Tensors, s.Float16TensorBytes))
+	}
 	if s.PersistentCopyBytes > 0 {
 		tw.row("  persistent copy bytes", s.PersistentCopyBytes)
 	}

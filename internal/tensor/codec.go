@@ -10,8 +10,8 @@ import (
 
 // Element decodes the element of dtype dt at the start of b as a float64,
 // which holds every int32, bool and float32 exactly (an int64 beyond 2^53
-// rounds). ok is false for a dtype it does not decode (float16) and when b
-// is shorter than one element.
+// rounds). ok is false for a dtype it does not decode and when b is
+// shorter than one element. A float16 element is its exact value.
 func Element(dt DataType, b []byte) (v float64, ok bool) {
 	if es := dt.Size(); es == 0 || len(b) < es {
 		return 0, false
@@ -21,6 +21,8 @@ func Element(dt DataType, b []byte) (v float64, ok bool) {
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), true
 	case serialization.Float64:
 		return math.Float64frombits(binary.LittleEndian.Uint64(b)), true
+	case serialization.Float16:
+		return float64(HalfToFloat32(binary.LittleEndian.Uint16(b))), true
 	case serialization.Int32:
 		return float64(int32(binary.LittleEndian.Uint32(b))), true
 	case serialization.Int64:
@@ -34,13 +36,16 @@ func Element(dt DataType, b []byte) (v float64, ok bool) {
 }
 
 // PutElement encodes v as one element of dtype dt at the start of b:
-// float32 rounds, integers truncate toward zero and keep their low bits,
-// bool is v != 0. It writes nothing for a dtype it does not encode
-// (float16). b must hold one element.
+// float32 rounds, float16 rounds (through float32) to nearest even,
+// integers truncate toward zero and keep their low bits, bool is v != 0.
+// It writes nothing for a dtype it does not encode. b must hold one
+// element.
 func PutElement(dt DataType, b []byte, v float64) {
 	switch dt {
 	case serialization.Float32:
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case serialization.Float16:
+		binary.LittleEndian.PutUint16(b, Float32ToHalf(float32(v)))
 	case serialization.Float64:
 		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
 	case serialization.Int32:

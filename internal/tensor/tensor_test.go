@@ -161,7 +161,7 @@ func TestElement(t *testing.T) {
 		dt DataType
 		b  []byte
 	}{
-		{serialization.Float16, []byte{0, 0x3c}},
+		{serialization.Float16, []byte{0x3c}},
 		{serialization.Float32, []byte{0, 0, 0}},
 		{serialization.Bool, nil},
 	} {

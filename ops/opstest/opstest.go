@@ -41,7 +41,8 @@ type Case struct {
 	// Build adds values and ops to b (including Inputs and Outputs) and
 	// returns random inputs in input order.
 	Build func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor
-	// Tol overrides DefaultTolerance for float32 outputs when non-zero.
+	// Tol overrides DefaultTolerance for float32 and float16 outputs when
+	// non-zero.
 	Tol Tolerance
 }
 
@@ -222,7 +223,7 @@ func (c Case) compare(got, want []*reference.Tensor) error {
 	}
 	for i := range want {
 		tol := DefaultTolerance[want[i].DType]
-		if c.Tol != (Tolerance{}) && want[i].DType == serialization.Float32 {
+		if c.Tol != (Tolerance{}) && (want[i].DType == serialization.Float32 || want[i].DType == serialization.Float16) {
 			tol = c.Tol
 		}
 		if err := Compare(got[i], want[i], tol); err != nil {

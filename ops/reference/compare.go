@@ -34,7 +34,7 @@ func compareOp(e *Env, op string, scalar bool, args []int32) error {
 		return err
 	}
 	var y *Tensor
-	float := x.DType == serialization.Float32
+	float := isFloat(x.DType)
 	if scalar {
 		s, err := scalarValue(e, args[1])
 		if err != nil {
@@ -46,7 +46,7 @@ func compareOp(e *Env, op string, scalar bool, args []int32) error {
 		if y, err = e.In(args[1]); err != nil {
 			return err
 		}
-		float = float || y.DType == serialization.Float32
+		float = float || isFloat(y.DType)
 	}
 	shape, ok := broadcastShapes(x.Shape, y.Shape)
 	if !ok {

@@ -89,7 +89,7 @@ func arangeRef(e *Env, a []int32) error {
 		return err
 	}
 	start, step := s[0], s[2]
-	if y.DType != serialization.Float32 && y.DType != serialization.Float64 {
+	if !isFloat(y.DType) {
 		// torch casts start and step to the integer type first.
 		start, step = math.Trunc(start), math.Trunc(step)
 	}

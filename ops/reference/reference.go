@@ -181,12 +181,20 @@ func (e *Env) Set(id int32, t *Tensor) {
 	e.vals[id] = t
 }
 
-// Round rounds v to what dtype dt can hold (float32 rounding, integer
+// isFloat reports whether dt is a floating-point dtype.
+func isFloat(dt serialization.DataType) bool {
+	return dt == serialization.Float32 || dt == serialization.Float16 || dt == serialization.Float64
+}
+
+// Round rounds v to what dtype dt can hold (float32 and float16 rounding
+// to nearest even, integer
 // truncation toward zero with int32 wrap-around, bool as 0/1).
 func Round(dt serialization.DataType, v float64) float64 {
 	switch dt {
 	case serialization.Float32:
 		return float64(float32(v))
+	case serialization.Float16:
+		return tensor.RoundHalf(v)
 	case serialization.Int32:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return 0
@@ -205,6 +213,12 @@ func Round(dt serialization.DataType, v float64) float64 {
 
 // Run interprets the blob's graph on inputs (in input_ids order) and returns
 // the outputs (in output_ids order).
+//
+// FLOAT16 tensors hold half values: every op's output is rounded to half
+// (Set), constants are the serialized halves, and an input fed in another
+// dtype is rounded to half. An output whose staging_datatype is FLOAT32
+// (force_fp16) is returned as float32, any other FLOAT16 output as
+// float16: what the host feeds and receives (vkgraph-format §3.2).
 func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tensor) ([]*Tensor, error) {
 	g := blob.Graph
 	e := &Env{blob: blob, named: named, vals: map[int32]*Tensor{}, sym: map[int32]int64{}}
@@ -221,7 +235,17 @@ func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tens
 			e.sym[int32(id)] = int64(inputs[i].V[0])
 			continue
 		}
-		e.vals[int32(id)] = inputs[i]
+		in := inputs[i]
+		if dt, _, err := e.Decl(int32(id)); err == nil && dt == serialization.Float16 && in.DType != dt {
+			// A FLOAT16 input fed in another float dtype (force_fp16
+			// exports stage it as float32): its values as halves.
+			h := &Tensor{DType: dt, Shape: in.Shape, V: make([]float64, len(in.V))}
+			for k, v := range in.V {
+				h.V[k] = Round(dt, v)
+			}
+			in = h
+		}
+		e.vals[int32(id)] = in
 	}
 	for i, op := range g.Chain {
 		fn, ok := registry[op.Name]
@@ -242,6 +266,11 @@ func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tens
 		t, err := e.In(int32(id))
 		if err != nil {
 			return nil, err
+		}
+		if tv := g.Values[id].Tensor; t.DType == serialization.Float16 && tv.StagingDataType == serialization.Float32 {
+			// A FLOAT16 output staged as float32: the host receives
+			// the halves' exact float32 values.
+			t = &Tensor{DType: serialization.Float32, Shape: t.Shape, V: t.V}
 		}
 		outs[i] = t
 	}

@@ -182,7 +182,7 @@ func constantPadRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	if x.DType != serialization.Float32 && x.DType != serialization.Bool {
+	if !isFloat(x.DType) && x.DType != serialization.Bool {
 		value = math.Trunc(value) // torch's fill_ on an integer tensor
 	}
 	rk := len(x.Shape)
@@ -317,7 +317,7 @@ func gridPriorsRef(e *Env, a []int32) error {
 	if err != nil {
 		return err
 	}
-	if out.DType != serialization.Float32 {
+	if !isFloat(out.DType) {
 		return fmt.Errorf("out is %v", out.DType)
 	}
 	for y := int64(0); y < h; y++ {

@@ -1,0 +1,171 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// FLOAT16 linear weights (force_fp16 exports) are float32 on the device
+// like every FLOAT16 tensor (Tensor.Half), which doubles the bytes a
+// linear streams. A FLOAT16 constant weight with K%8 == 0 is read instead
+// from a copy packed as halves (HalfWeightSpec, through the graph's packer
+// and its packed-weight cache): two bytes a weight, eight halves per
+// vec4<u32> load (shaders/gemv_f16.wgsl), float32 accumulation, at every
+// M (the GEMV kernel with 16 output columns per invocation from 8 rows up
+// beats the float32 tiled kernel there). A weight that nothing but
+// linears read then needs no float32 copy: the graph defers it
+// (HalfOnlyWeight) and packs it at load. Config.NoHalfWeights turns the
+// packed path off.
+
+// halfPackWG is pack_f16.wgsl's workgroup size.
+const halfPackWG = 64
+
+// HalfWeightSpec is the PackSpec that packs a FLOAT16 linear weight w
+// ([N, K], held as float32 whose values are halves) into rows of K8/2 u32
+// words, K8 = K rounded up to 8, two halves a word, zero past K (exact).
+func HalfWeightSpec(w Tensor, maxPerDim uint32) (PackSpec, error) {
+	if len(w.MaxDims) != 2 || w.DType != serialization.Float32 || !w.Half {
+		return PackSpec{}, Errorf(-1, "half packing needs a 2-D float16 weight, have %v %v (half %v)", w.DType, w.MaxDims, w.Half)
+	}
+	n, k := w.MaxDims[0], w.MaxDims[1]
+	words := (k + 7) / 8 * 4
+	if n*words >= 1<<32 || k >= 1<<31 {
+		return PackSpec{}, Errorf(-1, "weight %v is too large to pack", w.MaxDims)
+	}
+	grid, err := Grid(uint64(n*words), halfPackWG, maxPerDim)
+	if err != nil {
+		return PackSpec{}, err
+	}
+	kern, err := shaders.Render("pack_f16.wgsl", struct{}{}, "main", shaders.Layout(1, 1, true), halfPackWG)
+	if err != nil {
+		return PackSpec{}, err
+	}
+	var p Params
+	p.U32(uint32(n)).U32(uint32(k)).U32(uint32(words)).U32(grid[0] * halfPackWG)
+	return PackSpec{Name: "half", Kernel: kern, Params: p.Bytes(), Groups: grid, DType: serialization.Int32, Dims: []int64{n, words}}, nil
+}
+
+// linearHalf returns the id of linear weight w (value id) packed as halves
+// when w is a FLOAT16 weight (a constant or a prepack output of one), K is
+// a positive multiple of 8 and the builder can pack; ok is false
+// otherwise. Like linearPacked it packs whatever M is, so that the first
+// recording creates the packed copy and a re-recording never packs.
+func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
+	p, isPacker := b.(Packer)
+	if !isPacker || configOf(b).NoHalfWeights || !w.Half || len(w.Dims) != 2 || w.Dims[1] == 0 || w.Dims[1]%8 != 0 || w.Numel == 0 {
+		return 0, false, nil
+	}
+	spec, err := HalfWeightSpec(w, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return 0, false, nil
+	}
+	t, err := p.PackWeight(id, spec)
+	if errors.Is(err, ErrArg) || errors.Is(err, ErrNotPacked) {
+		// Not a weight (a graph input, an op's output), or first met
+		// when re-recording: the float32 copy serves.
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return t.ID, true, nil
+}
+
+// HalfOnlyWeight reports whether a FLOAT16 linear weight of serialized
+// dims is read as packed halves (unless Config.NoHalfWeights): 2-D, K a
+// positive multiple of 8, not empty. The graph decides it before
+// recording (the float32 copy then gets no buffer) and packs such weights
+// at load.
+func HalfOnlyWeight(dims []int64) bool {
+	return len(dims) == 2 && dims[0] > 0 && dims[1] > 0 && dims[1]%8 == 0
+}
+
+// recordLinearHalf records linear call c (weight [N, K] as exported) with
+// the half GEMV kernel on packed weight half, at any M (the float32 copy
+// may not exist), and as recordMatmul when c is not such a call (nothing
+// to compute, a batched or transposed call).
+func recordLinearHalf(b Builder, c matmulCall, half int32) error {
+	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 {
+		return recordMatmul(b, c)
+	}
+	outT, err := b.Tensor(c.out)
+	if err != nil {
+		return err
+	}
+	epi, fused, err := fuseEpilogue(b, c.out, outT.Dims)
+	if err != nil {
+		return err
+	}
+	dst := c.out
+	if fused {
+		dst = epi.out
+	}
+	return recordGEMVHalf(b, c, epi, dst, half)
+}
+
+// halfManyRowsCols is the output columns per invocation of the half GEMV
+// from halfManyRows rows up (short and long prefill). K = N = 1024,
+// GFLOP/s against the float32 tiled kernel on the float32 copy, same run,
+// 3 iterations each: M = 8: 4 columns 0.82–0.86×, 8 1.03–1.19×, 16
+// 1.37–1.46×; M = 16: 0.68–0.81×, 1.10–1.17×, 1.35–1.55×; M = 64:
+// 0.55–0.61×, 0.94–1.04×, 1.17–1.37×. Fewer rows keep gemvCols' choice
+// (8 columns: 1.46–1.92× the float32 GEMV at M = 1, K = N = 2048).
+const (
+	halfManyRows     = 8
+	halfManyRowsCols = 16
+)
+
+// recordGEMVHalf is recordGEMV with the weight read as packed halves
+// (shaders/gemv_f16.wgsl): K-loop trips count eight k each.
+func recordGEMVHalf(b Builder, c matmulCall, epi matmulEpilogue, dst, half int32) error {
+	sh := gemvShader{Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
+	cfg := configOf(b)
+	cols := gemvCols(len(sh.Rows), cfg)
+	if cfg.GEMVCols == 0 && c.m >= halfManyRows {
+		cols = halfManyRowsCols
+	}
+	sh.Cols = matmulTile(int64(cols), 16)
+	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
+	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
+	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
+	if maxg := int64(b.MaxWorkgroupsPerDim()); gx > maxg || gy > maxg {
+		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
+	}
+	if c.m*c.n > matmulMaxElems {
+		return Errorf(-1, "output of %d×%d elements is too large", c.m, c.n)
+	}
+	inputs := []int32{c.a, half}
+	if sh.Bias {
+		inputs = append(inputs, c.bias)
+	}
+	if sh.Res != "" {
+		inputs = append(inputs, epi.other)
+	}
+	k, err := shaders.Render("gemv_f16.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	trips := c.k / 8
+	for begin := int64(0); begin < trips; begin += matmulMaxTrips {
+		end := min(begin+matmulMaxTrips, trips)
+		accumulate, last := uint32(0), uint32(0)
+		if begin > 0 {
+			accumulate = 1
+		}
+		if end == trips {
+			last = 1
+		}
+		var p Params
+		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin))
+		p.U32(uint32(end)).U32(accumulate).U32(last).U32(uint32(c.biasSM))
+		p.U32(uint32(c.biasSN)).F32(c.alpha).F32(c.beta).F32(epi.lo)
+		p.F32(epi.hi).U32(0).U32(0).U32(0)
+		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
+			return fmt.Errorf("ops: linear (half weight): %w", err)
+		}
+	}
+	return nil
+}
