@@ -91,26 +91,7 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 			xv := RandTensor(r, f, in, -1, 1)
 			x := b.Tensor(f, Dims(in), -1)
 			b.Inputs(x)
-			q := randQ(r, n, k, -8, 7)
-			packed, rb := packInt4(q, n, k, 8, false)
-			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
-			groups, np4 := k/g, (n+3)/4*4
-			// torchao's scales are [N, G]; the exporter stores them
-			// transposed to [G, N], zero-padded to a multiple of 4 columns.
-			sv := randScales(r, n*groups)
-			st := make([]float64, groups*np4)
-			for j := int64(0); j < n; j++ {
-				for gi := int64(0); gi < groups; gi++ {
-					st[gi*np4+j] = sv[j*groups+gi]
-				}
-			}
-			s, _ := b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(st))
-			bv := b.Null()
-			if bias {
-				bb := make([]float64, np4)
-				copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
-				bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
-			}
+			w, s, bv := q4gswWeights(b, r, n, k, g, bias)
 			out := b.Tensor(f, Dims(outShape), -1)
 			b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(g), bv, out)
 			b.Outputs(out)
@@ -119,8 +100,44 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 	}
 }
 
+// q4gswWeights adds linear_q4gsw's constants for an [n, k] weight in
+// groups of g as named data: the packed codes, the scales (ceil(k/g)
+// groups) and, with bias, a bias; bv is Null without.
+func q4gswWeights(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bool) (w, s, bv int32) {
+	f := serialization.Float32
+	q := randQ(r, n, k, -8, 7)
+	packed, rb := packInt4(q, n, k, 8, false)
+	w, _ = b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+	groups, np4 := (k+g-1)/g, (n+3)/4*4
+	// torchao's scales are [N, G]; the exporter stores them transposed
+	// to [G, N], zero-padded to a multiple of 4 columns.
+	sv := randScales(r, n*groups)
+	st := make([]float64, groups*np4)
+	for j := int64(0); j < n; j++ {
+		for gi := int64(0); gi < groups; gi++ {
+			st[gi*np4+j] = sv[j*groups+gi]
+		}
+	}
+	s, _ = b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(st))
+	bv = b.Null()
+	if bias {
+		bb := make([]float64, np4)
+		copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
+		bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
+	}
+	return w, s, bv
+}
+
 func init() {
 	Cases = append(Cases,
+		// The one-row kernel (qgemv.wgsl: M = 1, K and g multiples of 32):
+		// N not a multiple of its 8 columns, K not a multiple of g (a
+		// partial last group), a 3-D input, groups split over two
+		// dispatches (8193 groups of 32).
+		q4gswCase([]int64{1, 64}, 13, 32, true, false),
+		q4gswCase([]int64{1, 160}, 9, 64, false, false),
+		q4gswCase([]int64{1, 1, 384}, 17, 128, true, false),
+		q4gswCase([]int64{1, 262176}, 3, 32, false, false),
 		// GEMV-like path (M ≤ 16: one row block), group sizes 32/64/128.
 		q4gswCase([]int64{1, 128}, 12, 32, true, false),
 		q4gswCase([]int64{3, 128}, 10, 64, false, false),

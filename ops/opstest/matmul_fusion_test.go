@@ -45,7 +45,7 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 			var matmuls, acts int
 			for _, d := range g.Dispatches() {
 				switch d.OpName {
-				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default":
+				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default", "et_vk.linear_q4gsw.default":
 					matmuls++
 				case "aten.neg.default", "aten.permute_copy.default":
 				default:
