@@ -36,6 +36,12 @@ import (
 // out[..., n] = Σ_k x[..., k]·W[n, k] (+ bias[n]). K is x's last dim and
 // must be a multiple of 4 (the exporter checks in_channels % 4). The output
 // rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
+//
+// Every one of them fuses the float linear's epilogues (ops/matmul.go,
+// fuseEpilogue): a following activation, SiLU as exported, then a residual
+// add or SwiGLU's mul. A one-row linear_q4gsw whose K and group size are
+// multiples of 32 runs shaders/qgemv.wgsl (decode), everything else
+// shaders/qlinear.wgsl.
 func init() {
 	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
 	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)

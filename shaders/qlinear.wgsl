@@ -34,6 +34,10 @@
 // Steps are split into chunks (s_begin, s_end) so no invocation loops more
 // than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
 // back-edges); later chunks add to out (accumulate != 0).
+//
+// A fused epilogue (ops.fuseEpilogue: an activation, SiLU, then an add or
+// mul with res, a tensor of out's shape) applies to the final sums: the
+// last chunk's (params.last), or every store without chunks.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
