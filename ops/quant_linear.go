@@ -40,8 +40,8 @@ import (
 // Every one of them fuses the float linear's epilogues (ops/matmul.go,
 // fuseEpilogue): a following activation, SiLU as exported, then a residual
 // add or SwiGLU's mul. A one-row linear_q4gsw whose K and group size are
-// multiples of 32 runs shaders/qgemv.wgsl (decode), everything else
-// shaders/qlinear.wgsl.
+// multiples of 32 (and so a linear_dq8ca_q4gsw) runs shaders/qgemv.wgsl
+// (decode), everything else shaders/qlinear.wgsl.
 func init() {
 	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
 	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)
@@ -441,6 +441,7 @@ const (
 
 // qgemvShader is the template data of shaders/qgemv.wgsl.
 type qgemvShader struct {
+	DQ8   bool // activations quantized to int8 (linear_dq8ca_q4gsw)
 	Bias  bool
 	Act   string // epilogue activation (matmulEpilogue.act), or ""
 	Res   string // epilogue add or mul with the res tensor, or ""
@@ -450,25 +451,29 @@ type qgemvShader struct {
 	Comp  []string // their component names
 	WG    int
 
-	BiasBinding, ResBinding, OutBinding, ParamsBinding int
+	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
 }
 
 // useQGEMV reports whether c runs shaders/qgemv.wgsl: a one-row
-// et_vk.linear_q4gsw (low-nibble int4 codes, plain grouped scales) whose K
-// and group size are multiples of 32, so that weight rows are whole vec4
-// words and groups whole words.
+// et_vk.linear_q4gsw or linear_dq8ca_q4gsw (low-nibble int4 codes, plain
+// grouped scales) whose K and group size are multiples of 32, so that
+// weight rows are whole vec4 words and groups whole words.
 func useQGEMV(c qlinearCall) bool {
 	sh := c.sh
-	plain := sh.Grouped && !sh.SplitScale && !sh.Int8 && !sh.HighEven && !sh.Zeros && !sh.DQ8 && !sh.Unaligned
+	plain := sh.Grouped && !sh.SplitScale && !sh.Int8 && !sh.HighEven && !sh.Zeros && !sh.Unaligned
 	return plain && c.m == 1 && c.k%32 == 0 && c.g%32 == 0 && c.rowBytes*2 == c.k
 }
 
 // recordQGEMV records the one-row q4gsw linear c (useQGEMV) writing dst
 // and applying epi.
 func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error {
-	sh := qgemvShader{Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, WG: qgemvWG,
+	sh := qgemvShader{DQ8: c.sh.DQ8, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, WG: qgemvWG,
 		Cols: matmulTile(qgemvCols, qgemvCols), Words: []int{0, 1, 2, 3}, Comp: []string{"x", "y", "z", "w"}}
 	inputs := []int32{c.x, c.w, c.scales}
+	if sh.DQ8 {
+		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, c.xs, c.xz)
+	}
 	if sh.Bias {
 		sh.BiasBinding = len(inputs)
 		inputs = append(inputs, c.bias)

@@ -1,8 +1,8 @@
 // qgemv.wgsl: one-row (decode) 4-bit group-symmetric linear,
 // out = x·Wᵀ (+ bias), then an optional epilogue. Recorded by
-// ops/quant_linear.go (recordQGEMV) for et_vk.linear_q4gsw with M = 1,
-// K % 32 == 0 and a group size that is a multiple of 32; other shapes run
-// qlinear.wgsl.
+// ops/quant_linear.go (recordQGEMV) for et_vk.linear_q4gsw and
+// linear_dq8ca_q4gsw with M = 1, K % 32 == 0 and a group size that is a
+// multiple of 32; other shapes run qlinear.wgsl.
 //
 // x is [K] (vec4s). w holds N rows of K/2 bytes, read as vec4<u32>: one
 // vec4 is 32 consecutive k, word h of it k = 8h..8h+7, code u of k = 8h+j
@@ -33,6 +33,17 @@
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- if .DQ8}}
+// Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): the row's scale xs
+// and int8 zero point xz (the low byte of word 0) from
+// choose_qparams_affine. Each x value is quantized as it is loaded, xq =
+// clamp(round(x / xs) + xz, −128, 127) (round half to even), the kernel
+// multiplies the weights by xq − xz and the sum by xs. Those products and
+// a group's sums are integers below 2^24, so exact in f32, as the int8 ×
+// int4 accumulation of the reference.
+@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
+@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
+{{- end}}
 {{- if .Bias}}
 @group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
 {{- end}}
@@ -67,6 +78,13 @@ fn act(v: f32) -> f32 {
 }
 {{- end}}
 
+{{- if .DQ8}}
+// qx quantizes and re-centres 4 activations.
+fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
+  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+}
+
+{{end -}}
 // pre returns v's 4 values pre-scaled for nibbles j0..j0+3 (16^-j each;
 // the top nibble, read shifted down, gets 1).
 fn pre(v: vec4<f32>, hi: bool) -> vec4<f32> {
@@ -85,6 +103,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     return;
   }
   let words = params.words;
+{{- if .DQ8}}
+  let xsc = xs[0];
+  let xzp = f32((bitcast<i32>(xz[0]) << 24u) >> 24u);
+{{- end}}
 {{- range .Cols}}
   let n{{.}} = min(col0 + {{.}}u, n - 1u);
   let wr{{.}} = n{{.}} * words;
@@ -99,8 +121,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
     for (var t = t0; t < t1; t++) {
 {{- range $h := .Words}}
+{{- if $.DQ8}}
+      let xa{{$h}} = qx(x[t * 8u + {{$h}}u * 2u], xsc, xzp);
+      let xb{{$h}} = qx(x[t * 8u + {{$h}}u * 2u + 1u], xsc, xzp);
+{{- else}}
       let xa{{$h}} = x[t * 8u + {{$h}}u * 2u];
       let xb{{$h}} = x[t * 8u + {{$h}}u * 2u + 1u];
+{{- end}}
 {{- end}}
       nsx -= 8.0 * ({{range $i, $h := .Words}}{{if $i}} + {{end}}dot(xa{{$h}} + xb{{$h}}, vec4<f32>(1.0)){{end}});
 {{- range $h := .Words}}
@@ -132,7 +159,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 {{- range $c := .Cols}}
   if (col0 + {{$c}}u < n) {
-    var v = acc{{$c}};
+    var v = acc{{$c}}{{if $.DQ8}} * xsc{{end}};
     if (params.accumulate != 0u) {
       v += out[col0 + {{$c}}u];
     }{{if $.Bias}} else {

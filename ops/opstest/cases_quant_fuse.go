@@ -30,6 +30,28 @@ func q4gswLinear(g int64) residualLinear {
 	}
 }
 
+// dq8caLinear is torchao.choose_qparams_affine (per row) then
+// et_vk.linear_dq8ca_q4gsw with groups of g (named weights, a bias) as
+// the linear of a residual or epilogue case.
+func dq8caLinear(g int64) residualLinear {
+	return residualLinear{
+		name: "linear_dq8ca_q4gsw",
+		path: q4gswLinear(g).path,
+		tol:  func(k int64) Tolerance { return Tolerance{Abs: quantTol(k).Abs * 4, Rel: 1e-5} },
+		build: func(b *serialization.Builder, r *rand.Rand, x int32, m, k, n int64, _ *[]*reference.Tensor) int32 {
+			f := serialization.Float32
+			scale := b.Tensor(f, []uint32{uint32(m)}, -1)
+			zp := b.Tensor(serialization.Int8, []uint32{uint32(m)}, -1)
+			b.Op("torchao.choose_qparams_affine.default", x, b.String("ASYMMETRIC"), b.IntList(1, k), b.Null(),
+				b.Int(-128), b.Int(127), b.Null(), b.Null(), b.Null(), b.Bool(false), b.ValueList(scale, zp))
+			w, ws, s, bv := dq8caWeights(b, r, n, k, g, true)
+			h := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+			b.Op("et_vk.linear_dq8ca_q4gsw.default", x, scale, zp, w, ws, s, b.Int(g), bv, h)
+			return h
+		},
+	}
+}
+
 // The matmul epilogues on the quantized linear, both kernels: the residual
 // add (either operand order), SwiGLU's product, SiLU and other activations
 // alone and before an add, K split over dispatches, and the forms that must
@@ -63,5 +85,8 @@ func init() {
 		residualCaseWith(q32, 7, 64, 36, "none", "mul", true, false),
 		residualCaseWith(q32, 1, 64, 36, "none", "add", false, true),
 		residualCaseWith(q32, 3, 64, 36, "none", "add_alpha2", false, false),
+		// The dynamically quantized linear shares both kernels' epilogues.
+		residualCaseWith(dq8caLinear(32), 1, 64, 20, "silu", "add", false, false),
+		residualCaseWith(dq8caLinear(32), 4, 64, 20, "none", "mul", false, false),
 	)
 }
