@@ -39,6 +39,11 @@ type Config struct {
 	// share its input's buffer where that is safe (Aliaser); for tests
 	// and benchmarks of the copy.
 	NoViewAliasing bool
+	// NoQGEMV runs one-row et_vk.linear_q4gsw and linear_dq8ca_q4gsw
+	// linears on the tiled
+	// quantized kernel (shaders/qlinear.wgsl) instead of the one-row
+	// kernel (shaders/qgemv.wgsl); for benchmarks and tests of the former.
+	NoQGEMV bool
 }
 
 // Configurer is implemented by builders that carry a load's Config (the

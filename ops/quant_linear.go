@@ -36,6 +36,12 @@ import (
 // out[..., n] = Σ_k x[..., k]·W[n, k] (+ bias[n]). K is x's last dim and
 // must be a multiple of 4 (the exporter checks in_channels % 4). The output
 // rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
+//
+// Every one of them fuses the float linear's epilogues (ops/matmul.go,
+// fuseEpilogue): a following activation, SiLU as exported, then a residual
+// add or SwiGLU's mul. A one-row linear_q4gsw whose K and group size are
+// multiples of 32 (and so a linear_dq8ca_q4gsw) runs shaders/qgemv.wgsl
+// (decode), everything else shaders/qlinear.wgsl.
 func init() {
 	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
 	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)
@@ -85,9 +91,12 @@ type qlinearShader struct {
 	Rows       []int
 	Cols       []int
 	WG         int
+	Act        string // epilogue activation (matmulEpilogue.act), or ""
+	Res        string // epilogue add or mul with the res tensor (matmulEpilogue.res), or ""
+	Gate       bool   // the activation's result times its input (matmulEpilogue.gate)
 
 	// Binding numbers of the optional bindings and of those after them.
-	XSBinding, XZBinding, BiasBinding, OutBinding, ParamsBinding int
+	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
 }
 
 // qlinearCall is one quantized linear to record.
@@ -302,8 +311,20 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	if c.m*c.n > matmulMaxElems || c.m*c.k > matmulMaxElems {
 		return Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
 	}
+	epi, fused, err := fuseEpilogue(b, c.out, dims)
+	if err != nil {
+		return err
+	}
+	dst := c.out
+	if fused {
+		dst = epi.out
+	}
+	if useQGEMV(c) && !configOf(b).NoQGEMV {
+		return recordQGEMV(b, c, epi, dst)
+	}
 	sh := c.sh
 	sh.Bias = c.bias >= 0
+	sh.Act, sh.Res, sh.Gate = epi.act, epi.res, epi.gate
 	sh.WG = qlinearWG
 	if c.m <= qlinearGEMVRows {
 		sh.Rows = matmulTile(c.m, qlinearGEMVRows)
@@ -332,6 +353,10 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 		sh.BiasBinding = len(inputs)
 		inputs = append(inputs, c.bias)
 	}
+	if sh.Res != "" {
+		sh.ResBinding = len(inputs)
+		inputs = append(inputs, epi.other)
+	}
 	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
 	kern, err := shaders.Render("qlinear.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
@@ -350,8 +375,8 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(c.k / 4)).U32(uint32(steps))
 		p.U32(uint32(tail)).U32(uint32(c.rowBytes)).U32(uint32(c.g)).U32(uint32(c.ldS))
 		p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate).U32(last)
-		p.U32(uint32(colBlocks)).U32(0).U32(0).U32(0)
-		if err := b.Dispatch(kern, inputs, []int32{c.out}, p.Bytes(), groups); err != nil {
+		p.U32(uint32(colBlocks)).F32(epi.lo).F32(epi.hi).U32(0)
+		if err := b.Dispatch(kern, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
 			return fmt.Errorf("ops: quantized linear: %w", err)
 		}
 	}
@@ -392,4 +417,98 @@ func linearWeightInt4Op(b Builder, args []int32) error {
 		m: m, n: n, k: k, rowBytes: w.Dims[1], g: g, ldS: n,
 		sh: qlinearShader{HighEven: true, Grouped: true, Zeros: true}}
 	return recordQLinear(b, c, x, 5)
+}
+
+// qgemvMaxTrips bounds the loop trips (groups plus vec4 words) of one
+// invocation of the one-row kernel, well below llvmpipe's 65535 back-edges.
+const qgemvMaxTrips = 16384
+
+// qgemvCols and qgemvWG are the one-row kernel's output columns per
+// invocation and lanes per workgroup. Measured on lavapipe with the
+// kernel's loop written out in a Go test (K = N = 2048, g = 64, µs per
+// dispatch over 12 weights of 2 MiB, medians of 21 interleaved runs,
+// load 3-5): qlinear.wgsl's 1×8 tile 2400; this kernel with 8 columns
+// 1970-2020 (16 or 64 lanes), 16 columns 1760-1770 (16 or 64 lanes);
+// x read from a uniform buffer instead of storage 1700 (not done: a
+// tensor is not bindable as uniform). 16 lanes keep several workgroups
+// for both threads at N = 768 (48 invocations).
+const (
+	qgemvCols = 16
+	qgemvWG   = 16
+)
+
+// qgemvShader is the template data of shaders/qgemv.wgsl.
+type qgemvShader struct {
+	DQ8   bool // activations quantized to int8 (linear_dq8ca_q4gsw)
+	Bias  bool
+	Act   string // epilogue activation (matmulEpilogue.act), or ""
+	Res   string // epilogue add or mul with the res tensor, or ""
+	Gate  bool   // the activation's result times its input
+	Cols  []int
+	Words []int    // the 4 u32 words of a vec4 weight word
+	Comp  []string // their component names
+	WG    int
+
+	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
+}
+
+// useQGEMV reports whether c runs shaders/qgemv.wgsl: a one-row
+// et_vk.linear_q4gsw or linear_dq8ca_q4gsw (low-nibble int4 codes, plain
+// grouped scales) whose K and group size are multiples of 32, so that
+// weight rows are whole vec4 words and groups whole words.
+func useQGEMV(c qlinearCall) bool {
+	sh := c.sh
+	plain := sh.Grouped && !sh.SplitScale && !sh.Int8 && !sh.HighEven && !sh.Zeros && !sh.Unaligned
+	return plain && c.m == 1 && c.k%32 == 0 && c.g%32 == 0 && c.rowBytes*2 == c.k
+}
+
+// recordQGEMV records the one-row q4gsw linear c (useQGEMV) writing dst
+// and applying epi.
+func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error {
+	sh := qgemvShader{DQ8: c.sh.DQ8, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, WG: qgemvWG,
+		Cols: matmulTile(qgemvCols, qgemvCols), Words: []int{0, 1, 2, 3}, Comp: []string{"x", "y", "z", "w"}}
+	inputs := []int32{c.x, c.w, c.scales}
+	if sh.DQ8 {
+		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, c.xs, c.xz)
+	}
+	if sh.Bias {
+		sh.BiasBinding = len(inputs)
+		inputs = append(inputs, c.bias)
+	}
+	if sh.Res != "" {
+		sh.ResBinding = len(inputs)
+		inputs = append(inputs, epi.other)
+	}
+	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	kern, err := shaders.Render("qgemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	colBlocks := (c.n + qgemvCols - 1) / qgemvCols
+	groups, err := Grid(uint64(colBlocks), uint32(sh.WG), b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	words, gw := c.k/32, c.g/32
+	ngroups := (words + gw - 1) / gw
+	perChunk := max(1, qgemvMaxTrips/(gw+1))
+	for begin := int64(0); begin == 0 || begin < ngroups; begin += perChunk {
+		end := min(begin+perChunk, ngroups)
+		var accumulate, last uint32
+		if begin > 0 {
+			accumulate = 1
+		}
+		if end == ngroups {
+			last = 1
+		}
+		var p Params
+		p.U32(uint32(c.n)).U32(uint32(words)).U32(uint32(gw)).U32(uint32(c.ldS))
+		p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate).U32(last)
+		p.F32(epi.lo).F32(epi.hi).U32(0).U32(0)
+		if err := b.Dispatch(kern, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
+			return fmt.Errorf("ops: quantized linear: %w", err)
+		}
+	}
+	return nil
 }

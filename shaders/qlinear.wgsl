@@ -34,6 +34,10 @@
 // Steps are split into chunks (s_begin, s_end) so no invocation loops more
 // than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
 // back-edges); later chunks add to out (accumulate != 0).
+//
+// A fused epilogue (ops.fuseEpilogue: an activation, SiLU, then an add or
+// mul with res, a tensor of out's shape) applies to the final sums: the
+// last chunk's (params.last), or every store without chunks.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
@@ -49,8 +53,39 @@
 {{- if .Bias}}
 @group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
 {{- end}}
+{{- if .Res}}
+@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
+{{- end}}
 @group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
 @group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- if .Act}}
+
+{{template "unary_helpers" (args "S" "f32" "T" "f32")}}
+
+// act is the fused activation epilogue (see shaders/matmul.wgsl).
+fn act(v: f32) -> f32 {
+  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" "f32" "A" "params.act_lo" "B" "params.act_hi")}};
+}
+{{- end}}
+{{- if or .Act .Res}}
+
+// epi applies the fused epilogue to output element o's value v: the
+// activation (or v times it: SiLU), then the add or mul with res.
+fn epi(v0: f32, o: u32) -> f32 {
+  var v = v0;
+{{- if .Gate}}
+  v = v * act(v);
+{{- else if .Act}}
+  v = act(v);
+{{- end}}
+{{- if eq .Res "add"}}
+  v = v + res[o];
+{{- else if eq .Res "mul"}}
+  v = v * res[o];
+{{- end}}
+  return v;
+}
+{{- end}}
 {{- if .DQ8}}
 
 // qx quantizes and re-centres 4 activations of a row.
@@ -74,9 +109,9 @@ struct Params {
   accumulate: u32,
   last: u32,       // this chunk runs the tail
   col_blocks: u32,
+  act_lo: f32,     // clamp bounds of the epilogue
+  act_hi: f32,
   _p0: u32,
-  _p1: u32,
-  _p2: u32,
 }
 
 // word returns the 4 weight bytes at byte offset a (a multiple of 2).
@@ -275,6 +310,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       }{{if $.Bias}} else {
         v += bias[n{{$c}}];
       }{{end}}
+{{- if or $.Act $.Res}}
+      if (params.last != 0u) {
+        v = epi(v, o);
+      }
+{{- end}}
       out[o] = v;
     }
 {{- end}}
@@ -298,7 +338,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   {
     let o = r{{$r}} * params.n;
 {{- range $c := $.Cols}}
+{{- if or $.Act $.Res}}
+    out[o + oc{{$c}}] = epi(acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}}, o + oc{{$c}});
+{{- else}}
     out[o + oc{{$c}}] = acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}};
+{{- end}}
 {{- end}}
   }
 {{- end}}

@@ -16,7 +16,10 @@
 // runs it with temperature 0 for the same number of steps, and prints its
 // "achieved tok/s", the ratio, and whether its greedy tokens equal ours.
 // The runs alternate (ours, run.c's, ours, ...), so that on a shared
-// machine both see the same load. Both count tokens/s the same way: steps
+// machine both see the same load. -baseline-kernels loads the model a
+// second time with the tiled kernel for one-row quantized linears
+// (KernelConfig.NoQGEMV) and alternates its runs with the default load's,
+// a same-process comparison of the two kernels. Both count tokens/s the same way: steps
 // after the first, over the time they took. The classifier is a weight of
 // its own unless -shared makes it the embedding, as in the TinyStories
 // checkpoints.
@@ -68,6 +71,7 @@ func main() {
 	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
 	q4 := flag.Int64("q4", 0, "write every linear as et_vk.linear_q4gsw with 4-bit weights in groups of this size (-qmode 4w); run.c then runs the float weights, so only the speeds compare")
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
+	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
 
@@ -103,7 +107,7 @@ func main() {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4}
+	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
 	switch *cpuThreads {
 	case "inline":
 		o.cpuThreads = wgdelegate.CPUThreadsInline
@@ -134,6 +138,9 @@ type options struct {
 	threads      int
 	profile      bool  // print where one step's GPU time goes
 	q4           int64 // the graph's linears are 4-bit (LlamaConfig.Q4Group)
+	// baseline also loads the model with KernelConfig.NoQGEMV and times
+	// it in alternation with the default load.
+	baseline bool
 	// cpuThreads is the device's llvmpipe worker setting
 	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
 	cpuThreads int
@@ -142,6 +149,8 @@ type options struct {
 // result is what one benchmark measured.
 type result struct {
 	rates, stepMs []float64 // tok/s per run; ms of every timed step
+	// baseRates and baseStepMs are the same for the -baseline-kernels load.
+	baseRates, baseStepMs []float64
 	// fixedMs are the times of steps that repeat one input_pos: the
 	// graph is then not recorded again, as it is for every new position.
 	fixedMs    []float64
@@ -222,6 +231,14 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 	defer m.Close()
 	fmt.Printf("loaded in %v (cpu threads %s)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads))
+	var base *wgdelegate.Model
+	if o.baseline {
+		base, err = wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(wgdelegate.KernelConfig{NoQGEMV: true}))...)
+		if err != nil {
+			return nil, err
+		}
+		defer base.Close()
+	}
 
 	res := &result{mismatch: -1}
 	for r := range o.runs {
@@ -242,6 +259,21 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
 		res.dispatches = m.MemoryStats().NumDispatches
 		res.records = m.RecordStats()
+		if base != nil {
+			ids, times, err := decode(ctx, base, l, cfg, o.steps)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Equal(ids, res.ours) {
+				return nil, fmt.Errorf("llm: the baseline-kernels load decoded other tokens than the default one")
+			}
+			var total time.Duration
+			for _, t := range times[1:] {
+				total += t
+				res.baseStepMs = append(res.baseStepMs, float64(t)/float64(time.Millisecond))
+			}
+			res.baseRates = append(res.baseRates, float64(o.steps-1)/total.Seconds())
+		}
 		if runC != nil {
 			ids, rate, err := runC()
 			if err != nil {
@@ -296,6 +328,10 @@ func (res *result) print(o options) {
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
 		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
 	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
+	if len(res.baseRates) > 0 {
+		fmt.Printf("baseline kernels (NoQGEMV), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); default / baseline %.3f (medians)\n",
+			summary(res.baseRates), quantile(res.baseStepMs, 0.5), quantile(res.baseStepMs, 0.1), quantile(res.baseStepMs, 0.9), median(res.rates)/median(res.baseRates))
+	}
 	if len(res.cRates) == 0 {
 		return
 	}

@@ -41,6 +41,23 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunQ4Baseline runs a 4-bit tiny llama whose linears take the
+// one-row quantized kernel (dims and group multiples of 32) with
+// -baseline-kernels: the tiled-kernel load must decode the same tokens
+// (run checks it) and be timed as often.
+func TestRunQ4Baseline(t *testing.T) {
+	cfg := models.LlamaConfig{Dim: 64, Hidden: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 64,
+		MaxSeq: 16, MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000, Seed: 2, Q4Group: 32}
+	o := options{name: "test", steps: 6, runs: 2, dir: t.TempDir(), q4: 32, baseline: true}
+	res, err := run(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.baseRates) != o.runs || len(res.baseStepMs) != o.runs*(o.steps-1) {
+		t.Errorf("%d baseline rates, %d step times; want %d, %d", len(res.baseRates), len(res.baseStepMs), o.runs, o.runs*(o.steps-1))
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	for _, tc := range []struct {
 		v    []float64

@@ -12,9 +12,11 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// BenchmarkLinearQ4gsw runs et_vk.linear_q4gsw (group size 32, bias) at
-// K = N = 2048 for M = 1 (decode) and M = 16, next to aten.linear on the
-// same shapes with a float32 weight.
+// BenchmarkLinearQ4gsw runs et_vk.linear_q4gsw (bias) at K = N = 2048 for
+// M = 1 (decode; group sizes 32 and 64) and M = 16 (32), next to
+// aten.linear on the same shapes with a float32 weight and to the same q4
+// graph loaded with ops.Config.NoQGEMV (x-tiled: that graph's kernel time
+// over the default's; at M = 16 both run the same kernel).
 //
 // Method as BenchmarkMatmul: each iteration executes the q4gsw graph, the
 // float32 linear graph and an identity graph (aten.clone of the same
@@ -29,9 +31,10 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	const k, n, g = 2048, 2048, 32
-	for _, m := range []int64{1, 16} {
-		b.Run(fmt.Sprintf("M%d_K%d_N%d", m, k, n), func(b *testing.B) {
+	const k, n = 2048, 2048
+	for _, mg := range [][2]int64{{1, 32}, {1, 64}, {16, 32}} {
+		m, g := mg[0], mg[1]
+		b.Run(fmt.Sprintf("M%d_K%d_N%d_g%d", m, k, n, g), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
 			in := []int64{m, k}
@@ -41,7 +44,7 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 			packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 8, false)
 			w, _ := qb.NamedConst(serialization.Uint8, []uint32{n, uint32(rb)}, packed)
 			scales := randScales(r, (k/g)*n)
-			s, _ := qb.NamedConst(f, []uint32{k / g, n}, f32Bytes(scales))
+			s, _ := qb.NamedConst(f, []uint32{uint32(k / g), n}, f32Bytes(scales))
 			bias, _ := qb.NamedConst(f, []uint32{n}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
 			out := qb.Tensor(f, []uint32{uint32(m), n}, -1)
 			qb.Op("et_vk.linear_q4gsw.default", x, w, s, qb.Int(g), bias, out)
@@ -64,9 +67,13 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 			ib.Inputs(ix)
 			ib.Outputs(iy)
 
-			var gs [3]*graph.WebGPUGraph
-			for i, sb := range []*serialization.Builder{qb, fb, ib} {
-				gr, _, err := Load(dev, sb, graph.Options{})
+			var gs [4]*graph.WebGPUGraph
+			for i, sb := range []*serialization.Builder{qb, fb, ib, qb} {
+				opts := graph.Options{}
+				if i == 3 {
+					opts.Kernels.NoQGEMV = true
+				}
+				gr, _, err := Load(dev, sb, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -85,11 +92,12 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 			for _, gr := range gs { // JIT compile outside the timing
 				exec(gr)
 			}
-			var tq, tf, tid time.Duration
+			var tq, tf, tid, tt time.Duration
 			for b.Loop() {
 				tq += exec(gs[0])
 				tf += exec(gs[1])
 				tid += exec(gs[2])
+				tt += exec(gs[3])
 			}
 			per := func(t time.Duration) float64 { return max((t-tid).Seconds()/float64(b.N), 1e-9) }
 			kq, kf := per(tq), per(tf)
@@ -100,6 +108,7 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 			b.ReportMetric(kq*1e3, "q4-kernel-ms")
 			b.ReportMetric(flops/kf/1e9, "f32-GFLOP/s")
 			b.ReportMetric(kf/kq, "q4-speedup")
+			b.ReportMetric(per(tt)/kq, "x-tiled")
 		})
 	}
 }

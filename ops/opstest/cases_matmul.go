@@ -633,9 +633,41 @@ func init() {
 // other tensor comes from an op before the linear (neg of an input), or,
 // with late, from one after it (a permute_copy), which the kernel cannot
 // read yet; with
-// bcast it is a [n] row that broadcasts. Fused exactly when the form is
+// bcast it is a [n] row that broadcasts; res "none" leaves the activation
+// alone (the second input is then unused). Fused exactly when the form is
 // "fused" in the name.
 func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
+	return residualCaseWith(floatLinear, m, k, n, act, res, late, bcast)
+}
+
+// residualLinear makes the linear of a residual or epilogue case: the op's
+// name for the case's name, the kernel path it takes, the tolerance, and
+// build, which adds the weights (to inputs, when they are graph inputs)
+// and the op from x [m, k] to a new [m, n] tensor h.
+type residualLinear struct {
+	name  string
+	path  func(m, k, n int64) string
+	tol   func(k int64) Tolerance
+	build func(b *serialization.Builder, r *rand.Rand, x int32, m, k, n int64, inputs *[]*reference.Tensor) (h int32)
+}
+
+// floatLinear is aten.linear with a named weight and an inline bias.
+var floatLinear = residualLinear{
+	name: "linear",
+	path: linearPathName,
+	tol:  matmulTol,
+	build: func(b *serialization.Builder, r *rand.Rand, x int32, m, k, n int64, inputs *[]*reference.Tensor) int32 {
+		f := serialization.Float32
+		wt := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), weightNamed, inputs)
+		bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightInline, inputs)
+		h := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+		b.Op("aten.linear.default", x, wt, bias, h)
+		return h
+	},
+}
+
+// residualCaseWith is residualCase with the linear lin.
+func residualCaseWith(lin residualLinear, m, k, n int64, act, res string, late, bcast bool) Case {
 	form := "fused"
 	switch {
 	case late:
@@ -645,10 +677,10 @@ func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
 	case res == "add_alpha2":
 		form = "unfused_alpha"
 	}
-	name := fmt.Sprintf("linear/epilogue/residual_%s_%s/%s/M%d_K%d_N%d/%s", act, res, form, m, k, n, linearPathName(m, k, n))
+	name := fmt.Sprintf("%s/epilogue/residual_%s_%s/%s/M%d_K%d_N%d/%s", lin.name, act, res, form, m, k, n, lin.path(m, k, n))
 	return Case{
 		Name: name,
-		Tol:  matmulTol(k),
+		Tol:  lin.tol(k),
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			outDims := []int64{m, n}
@@ -664,10 +696,7 @@ func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
 			if !late {
 				b.Op("aten.neg.default", y, other)
 			}
-			wt := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), weightNamed, &inputs)
-			bias := addWeight(b, RandTensor(r, f, []int64{n}, -1, 1), weightInline, &inputs)
-			h := b.Tensor(f, Dims(outDims), -1)
-			b.Op("aten.linear.default", x, wt, bias, h)
+			h := lin.build(b, r, x, m, k, n, &inputs)
 			switch act {
 			case "none":
 			case "silu": // x·sigmoid(x), as an export writes SiLU
@@ -682,6 +711,10 @@ func residualCase(m, k, n int64, act, res string, late, bcast bool) Case {
 				// A copy that elementwise fusion leaves alone, so the add
 				// keeps a dispatch of its own.
 				b.Op("aten.permute_copy.default", y, b.IntList(0, 1), other)
+			}
+			if res == "none" { // the activation alone
+				b.Outputs(h)
+				return inputs
 			}
 			out := b.Tensor(f, Dims(outDims), -1)
 			switch res {

@@ -91,26 +91,7 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 			xv := RandTensor(r, f, in, -1, 1)
 			x := b.Tensor(f, Dims(in), -1)
 			b.Inputs(x)
-			q := randQ(r, n, k, -8, 7)
-			packed, rb := packInt4(q, n, k, 8, false)
-			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
-			groups, np4 := k/g, (n+3)/4*4
-			// torchao's scales are [N, G]; the exporter stores them
-			// transposed to [G, N], zero-padded to a multiple of 4 columns.
-			sv := randScales(r, n*groups)
-			st := make([]float64, groups*np4)
-			for j := int64(0); j < n; j++ {
-				for gi := int64(0); gi < groups; gi++ {
-					st[gi*np4+j] = sv[j*groups+gi]
-				}
-			}
-			s, _ := b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(st))
-			bv := b.Null()
-			if bias {
-				bb := make([]float64, np4)
-				copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
-				bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
-			}
+			w, s, bv := q4gswWeights(b, r, n, k, g, bias)
 			out := b.Tensor(f, Dims(outShape), -1)
 			b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(g), bv, out)
 			b.Outputs(out)
@@ -119,8 +100,44 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 	}
 }
 
+// q4gswWeights adds linear_q4gsw's constants for an [n, k] weight in
+// groups of g as named data: the packed codes, the scales (ceil(k/g)
+// groups) and, with bias, a bias; bv is Null without.
+func q4gswWeights(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bool) (w, s, bv int32) {
+	f := serialization.Float32
+	q := randQ(r, n, k, -8, 7)
+	packed, rb := packInt4(q, n, k, 8, false)
+	w, _ = b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+	groups, np4 := (k+g-1)/g, (n+3)/4*4
+	// torchao's scales are [N, G]; the exporter stores them transposed
+	// to [G, N], zero-padded to a multiple of 4 columns.
+	sv := randScales(r, n*groups)
+	st := make([]float64, groups*np4)
+	for j := int64(0); j < n; j++ {
+		for gi := int64(0); gi < groups; gi++ {
+			st[gi*np4+j] = sv[j*groups+gi]
+		}
+	}
+	s, _ = b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(st))
+	bv = b.Null()
+	if bias {
+		bb := make([]float64, np4)
+		copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
+		bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
+	}
+	return w, s, bv
+}
+
 func init() {
 	Cases = append(Cases,
+		// The one-row kernel (qgemv.wgsl: M = 1, K and g multiples of 32):
+		// N not a multiple of its 8 columns, K not a multiple of g (a
+		// partial last group), a 3-D input, groups split over two
+		// dispatches (8193 groups of 32).
+		q4gswCase([]int64{1, 64}, 13, 32, true, false),
+		q4gswCase([]int64{1, 160}, 9, 64, false, false),
+		q4gswCase([]int64{1, 1, 384}, 17, 128, true, false),
+		q4gswCase([]int64{1, 262176}, 3, 32, false, false),
 		// GEMV-like path (M ≤ 16: one row block), group sizes 32/64/128.
 		q4gswCase([]int64{1, 128}, 12, 32, true, false),
 		q4gswCase([]int64{3, 128}, 10, 64, false, false),
@@ -300,25 +317,7 @@ func dq8caCase(in []int64, n, g int64, bias bool, nargs int) Case {
 			}
 			b.Op("torchao.choose_qparams_affine.default", append(qa, b.ValueList(scale, zp))...)
 
-			q := randQ(r, n, k, -8, 7)
-			packed, rb := packInt4(q, n, k, 8, false)
-			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
-			groups, np4, np8 := k/g, (n+3)/4*4, (n+7)/8*8
-			sums := &reference.Tensor{DType: serialization.Int32, Shape: []int64{groups, np8}, V: make([]float64, groups*np8)}
-			for j := int64(0); j < n; j++ {
-				for p := int64(0); p < k; p++ {
-					sums.V[(p/g)*np8+j] += float64(q[j*k+p])
-				}
-			}
-			ws, _ := b.NamedConst(serialization.Int32, []uint32{uint32(groups), uint32(np8)}, sums.Encode())
-			sv := randScales(r, groups*np4)
-			s, _ := b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(sv))
-			bv := b.Null()
-			if bias {
-				bb := make([]float64, np4)
-				copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
-				bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
-			}
+			w, ws, s, bv := dq8caWeights(b, r, n, k, g, bias)
 			out := b.Tensor(f, Dims(append(append([]int64(nil), lead...), n)), -1)
 			b.Op("et_vk.linear_dq8ca_q4gsw.default", x, scale, zp, w, ws, s, b.Int(g), bv, out)
 			b.Outputs(out, scale, zp)
@@ -327,8 +326,38 @@ func dq8caCase(in []int64, n, g int64, bias bool, nargs int) Case {
 	}
 }
 
+// dq8caWeights adds linear_dq8ca_q4gsw's constants for an [n, k] weight
+// in groups of g (k % g == 0) as named data: the packed codes, the weight
+// sums, the scales and, with bias, a bias; bv is Null without.
+func dq8caWeights(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bool) (w, ws, s, bv int32) {
+	f := serialization.Float32
+	q := randQ(r, n, k, -8, 7)
+	packed, rb := packInt4(q, n, k, 8, false)
+	w, _ = b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+	groups, np4, np8 := k/g, (n+3)/4*4, (n+7)/8*8
+	sums := &reference.Tensor{DType: serialization.Int32, Shape: []int64{groups, np8}, V: make([]float64, groups*np8)}
+	for j := int64(0); j < n; j++ {
+		for p := int64(0); p < k; p++ {
+			sums.V[(p/g)*np8+j] += float64(q[j*k+p])
+		}
+	}
+	ws, _ = b.NamedConst(serialization.Int32, []uint32{uint32(groups), uint32(np8)}, sums.Encode())
+	sv := randScales(r, groups*np4)
+	s, _ = b.NamedConst(f, []uint32{uint32(groups), uint32(np4)}, f32Bytes(sv))
+	bv = b.Null()
+	if bias {
+		bb := make([]float64, np4)
+		copy(bb, RandTensor(r, f, []int64{n}, -1, 1).V)
+		bv, _ = b.NamedConst(f, []uint32{uint32(np4)}, f32Bytes(bb))
+	}
+	return w, ws, s, bv
+}
+
 func init() {
 	Cases = append(Cases,
+		// One row on the one-row kernel (qgemv.wgsl), N past its 16 columns.
+		dq8caCase([]int64{1, 256}, 37, 64, false, 11),
+		dq8caCase([]int64{1, 1, 96}, 9, 96, true, 10),
 		dq8caCase([]int64{1, 128}, 12, 32, true, 11),
 		dq8caCase([]int64{3, 64}, 9, 64, false, 10),
 		dq8caCase([]int64{1, 5, 128}, 8, 128, true, 14),

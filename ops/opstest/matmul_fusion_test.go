@@ -45,9 +45,9 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 			var matmuls, acts int
 			for _, d := range g.Dispatches() {
 				switch d.OpName {
-				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default":
+				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default", "et_vk.linear_q4gsw.default", "et_vk.linear_dq8ca_q4gsw.default":
 					matmuls++
-				case "aten.neg.default", "aten.permute_copy.default":
+				case "aten.neg.default", "aten.permute_copy.default", "torchao.choose_qparams_affine.default":
 				default:
 					acts++
 				}
