@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -56,5 +59,39 @@ func TestInspectFP16(t *testing.T) {
 	}
 	if mp := doc.Graphs[0].MemoryPlan; mp.SharedBytes != 24 || mp.DeferredConstants != 1 || mp.DeferredBytes != 4*8*4 {
 		t.Errorf("memory plan %+v, want 24 shared bytes and the 128-byte weight deferred", mp)
+	}
+}
+
+// TestRunFP16: run feeds a float32 .npy to a FLOAT16 input (rounded to
+// half) and writes FLOAT16 outputs as float32 .npy, with both stagings:
+// FLOAT32 (the host sees float32) and FLOAT16 (the host sees halves).
+func TestRunFP16(t *testing.T) {
+	for _, staging := range []serialization.DataType{serialization.Float32, serialization.Float16} {
+		h := serialization.Float16
+		b := serialization.NewBuilder()
+		x := b.Tensor(h, []uint32{2, 3}, -1)
+		b.SetStaging(x, staging)
+		y := b.Tensor(h, []uint32{2, 3}, -1)
+		b.SetStaging(y, staging)
+		b.Op("aten.mul.Tensor", x, x, y)
+		b.Inputs(x)
+		b.Outputs(y)
+		dir := t.TempDir()
+		model := write(t, dir, "fp16.bin", mustBlob(t, b))
+		// 1/3 is not a half: it rounds to 0.333251953125 before squaring.
+		in := []float32{1.0 / 3, -2, 0.5, 300, 1e-3, 7}
+		xp := writeNPY(t, dir, "x.npy", graph.Float32Tensor([]int64{2, 3}, in))
+		out := filepath.Join(dir, "out")
+		mustRun(t, "run", "--input", xp, "--output-dir", out, model)
+		got := readNPY(t, filepath.Join(out, "output_0.npy"))
+		if got.DType != serialization.Float32 || !slices.Equal(got.Shape, []int64{2, 3}) {
+			t.Fatalf("staging %v: output %v %v, want float32 [2 3]", staging, got.DType, got.Shape)
+		}
+		for i, v := range float32s(t, got) {
+			xh := wgdelegate.HalfToFloat32(wgdelegate.Float32ToHalf(in[i]))
+			if want := wgdelegate.HalfToFloat32(wgdelegate.Float32ToHalf(xh * xh)); v != want {
+				t.Errorf("staging %v: output[%d] = %v, want %v (the half of x²)", staging, i, v, want)
+			}
+		}
 	}
 }

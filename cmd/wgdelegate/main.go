@@ -45,8 +45,10 @@ const runUsage = `Usage:
   wgdelegate run [flags] MODEL
 
 Runs MODEL once on the default WebGPU adapter and writes its outputs as
-output_0.npy, output_1.npy, ... in output order. Flags may come before or
-after MODEL; "--" ends the flags.
+output_0.npy, output_1.npy, ... in output order; a float16 output is
+written as float32 (exactly: every half is a float32), as float inputs may
+be given as float32 for a float16 input. Flags may come before or after
+MODEL; "--" ends the flags.
 
 Flags:
   --data FILE        a .ptd file holding named constants (repeatable)

@@ -133,6 +133,13 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	}
 	tab := newTable(stdout)
 	for i, t := range outs {
+		if t.DType == serialization.Float16 {
+			// Float outputs go out as float32 .npy (what tools compare
+			// against); widening a half is exact.
+			if t, err = widenHalf(t); err != nil {
+				return fmt.Errorf("output %d: %w", i, err)
+			}
+		}
 		p := filepath.Join(o.outDir, fmt.Sprintf("output_%d.npy", i))
 		if err := npy.WriteFile(p, t); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
@@ -278,4 +285,17 @@ func cpuThreadsNote(dev *wgdelegate.Device) string {
 		return fmt.Sprintf(", cpu threads: %d", n)
 	}
 	return ""
+}
+
+// widenHalf returns a float16 tensor's values as a float32 tensor.
+func widenHalf(t wgdelegate.Tensor) (wgdelegate.Tensor, error) {
+	h, err := t.Float16s()
+	if err != nil {
+		return t, err
+	}
+	f := make([]float32, len(h))
+	for i, v := range h {
+		f[i] = wgdelegate.HalfToFloat32(v)
+	}
+	return wgdelegate.FromFloat32(t.Shape, f), nil
 }
