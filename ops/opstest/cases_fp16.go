@@ -100,6 +100,9 @@ var fp16Families = []struct {
 	// to half, the device keeps float32, so an activation element can
 	// quantize one int8 step apart (6e-3 on outputs of ~0.2).
 	{pattern: `^linear_dq8ca_q4gsw/`, max: 2, tol: Tolerance{Abs: 1e-2, Rel: 1e-2}},
+	// Static int8 (PT2E) ops in a force_fp16 graph: float16 scales, biases
+	// and float inputs/outputs around int8 tensors.
+	{pattern: `^(quantize_per_tensor|dequantize_per_tensor|q8ta_add|q8ta_relu|linear_q8ta_q8csw|q8ta_linear|q8ta_linear_gemv|q8ta_conv2d|q8ta_conv2d_pw|q8ta_conv2d_dw)/`, max: 1},
 	{pattern: `^(mean|sum)/float32/`, max: 2},
 	{pattern: `^(permute|cat|index_select|embedding|where)/float32`, max: 2},
 	{pattern: `^pool/max/2x3x12x11`, max: 1},
