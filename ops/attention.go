@@ -440,8 +440,8 @@ func checkCacheUpdate(value, cache Tensor, half bool, va, ca, posArg int, pos in
 		return cacheWrite{}, Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
 	}
 	row := vd[2] * vd[3]
-	if half && row%2 != 0 {
-		return cacheWrite{}, Errorf(ca, "half cache dims %v: heads·head_dim must be even", cd)
+	if half && cd[3]%2 != 0 {
+		return cacheWrite{}, Errorf(ca, "half cache dims %v: head_dim must be even", cd)
 	}
 	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row, half: half}, nil
 }

@@ -31,11 +31,12 @@ func KVCacheArgs(op string) []int {
 }
 
 // HalfKVCacheDims reports whether a KV cache of serialized dims can be held
-// as packed halves: [B, max_seq_len, heads, head_dim] with heads·head_dim
-// even (every cache row then starts on a word, so a row update writes
-// whole words and no two invocations share one), not empty.
+// as packed halves: [B, max_seq_len, heads, head_dim] with head_dim even
+// (every head's row then starts on a word: a row update writes whole
+// words, no two invocations share one, and the attention's chunks of four
+// are two words), not empty.
 func HalfKVCacheDims(dims []int64) bool {
-	return len(dims) == 4 && dims[0] > 0 && dims[1] > 0 && dims[2] > 0 && dims[3] > 0 && dims[2]*dims[3]%2 == 0
+	return len(dims) == 4 && dims[0] > 0 && dims[1] > 0 && dims[2] > 0 && dims[3] > 0 && dims[3]%2 == 0
 }
 
 // HalfCacheWords is the u32 words of a half KV cache of numel elements.

@@ -27,8 +27,8 @@
 // Half KV caches (HalfK/HalfV, Half1/Half2; ops/attention_f16.go): the
 // cache holds packed halves, two a u32 word, the lower element in the low
 // 16 bits. The update writes one word per invocation from two consecutive
-// src elements with pack2x16float (every cache row starts on a word:
-// heads·head_dim is even); the attention unpacks each head-dim chunk of k
+// src elements with pack2x16float (every head's row starts on a word:
+// head_dim is even); the attention unpacks each head-dim chunk of k
 // or v with unpack2x16float and computes in float32.
 {{- if .Update}}
 
