@@ -29,7 +29,8 @@
 // 16 bits. The update writes one word per invocation from two consecutive
 // src elements with pack2x16float (every head's row starts on a word:
 // head_dim is even); the attention unpacks each head-dim chunk of k
-// or v with unpack2x16float and computes in float32.
+// or v with unpack2x16float and computes in float32. With Vec4 a half
+// cache binds as vec2<u32>: one load a chunk of four.
 {{- if .Update}}
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
@@ -98,8 +99,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 {{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
 @group(0) @binding(0) var<storage, read> q: array<{{$t}}>;
-@group(0) @binding(1) var<storage, read> k: array<{{if .HalfK}}u32{{else}}{{$t}}{{end}}>;
-@group(0) @binding(2) var<storage, read> v: array<{{if .HalfV}}u32{{else}}{{$t}}{{end}}>;
+{{- $h := "u32"}}{{if .Vec4}}{{$h = "vec2<u32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> k: array<{{if .HalfK}}{{$h}}{{else}}{{$t}}{{end}}>;
+@group(0) @binding(2) var<storage, read> v: array<{{if .HalfV}}{{$h}}{{else}}{{$t}}{{end}}>;
 {{- if .Mask}}
 @group(0) @binding(3) var<storage, read> mask: array<{{if .BoolMask}}u32{{else}}f32{{end}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<{{$t}}>;
@@ -181,7 +183,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var j = lane; j < nk_max; j += L) {
     let ko = kb + j * params.k_ss;
 {{- range .QChunks}}
-{{- if $.HalfK}}
+{{- if and $.HalfK $.Vec4}}
+    let kh{{.I}} = k[(ko >> 2u) + {{.I}}u];
+    let k{{.I}} = vec4<f32>(unpack2x16float(kh{{.I}}.x), unpack2x16float(kh{{.I}}.y));
+{{- else if $.HalfK}}
     let k{{.I}} = vec4<f32>(unpack2x16float(k[(ko + {{.Off}}u) >> 1u]), {{if gt .N 2}}unpack2x16float(k[((ko + {{.Off}}u) >> 1u) + 1u]){{else}}vec2<f32>(0.0){{end}});
 {{- else if $.Vec4}}
     let k{{.I}} = k[(ko >> 2u) + {{.I}}u];
@@ -191,7 +196,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
     let vo = vb + j * params.v_ss;
 {{- range .VChunks}}
-{{- if $.HalfV}}
+{{- if and $.HalfV $.Vec4}}
+    let vh{{.I}} = v[(vo >> 2u) + {{.I}}u];
+    let v{{.I}} = vec4<f32>(unpack2x16float(vh{{.I}}.x), unpack2x16float(vh{{.I}}.y));
+{{- else if $.HalfV}}
     let v{{.I}} = vec4<f32>(unpack2x16float(v[(vo + {{.Off}}u) >> 1u]), {{if gt .N 2}}unpack2x16float(v[((vo + {{.Off}}u) >> 1u) + 1u]){{else}}vec2<f32>(0.0){{end}});
 {{- else if $.Vec4}}
     let v{{.I}} = v[(vo >> 2u) + {{.I}}u];
