@@ -237,3 +237,64 @@ func TestKVCacheHalfBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestKVCacheHalfRounding writes chosen values through update_cache into a
+// half cache and reads them back through a one-key custom_sdpa, whose
+// output is the cached v itself: every value must come back exactly as
+// round-to-nearest-even to half gives it (ties both ways, signs, values
+// half holds exactly, half subnormals, which lavapipe's pack2x16float
+// keeps).
+func TestKVCacheHalfRounding(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	vals := []float64{
+		1 + 0x1p-11,    // tie: down to 1 (even)
+		1 + 3*0x1p-11,  // tie: up to 1+2⁻⁹ (even)
+		-(1 + 0x1p-11), // the same, negative
+		1 + 0x1p-11 + 0x1p-20,
+		0.1, -0.3333, 2048 + 1, 2048 + 3, 60000.7, 0.000123,
+		0.5, -2, 0, 1024.25, 3.14159, -65504,
+		3e-6, -1e-5, 6e-8, 2e-8, 1e-4, 5e-5, 7e-6, 1e-7, // half subnormals
+	}
+	f := serialization.Float32
+	const d = 8
+	n := int64(len(vals)) / d
+	b := serialization.NewBuilder()
+	shape := []int64{1, 1, n, d}
+	q, k, v := b.Tensor(f, Dims(shape), -1), b.Tensor(f, Dims(shape), -1), b.Tensor(f, Dims(shape), -1)
+	b.Inputs(q, k, v)
+	zero := reference.New(f, []int64{1, 4, n, d})
+	kc, vc := cacheSrc(b, zero), cacheSrc(b, zero)
+	b.Op("update_cache.default", k, kc, b.Int(0), b.Tensor(f, []uint32{1}, -1))
+	b.Op("update_cache.default", v, vc, b.Int(0), b.Tensor(f, []uint32{1}, -1))
+	out := b.Tensor(f, Dims(shape), -1)
+	b.Op("llama.custom_sdpa.default", q, kc, vc, b.Int(0), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
+	b.Outputs(out)
+	blob, named, err := encodeGraph(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named, Kernels: ops.Config{HalfKVCache: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s := g.MemoryStats(); s.NumHalfKVCaches != 2 {
+		t.Fatalf("%d half caches, want 2", s.NumHalfKVCaches)
+	}
+	qv, vv := reference.New(f, shape), reference.New(f, shape)
+	copy(vv.V, vals)
+	got, err := g.Execute(context.Background(), hostTensors(qv, qv, vv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := decodeOut(t, got[0])
+	for i, x := range vals {
+		if want := reference.Round(serialization.Float16, x); res.V[i] != want {
+			t.Errorf("value %v: read back %v, want %v", x, res.V[i], want)
+		}
+	}
+}
