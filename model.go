@@ -356,6 +356,8 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.DeferredConstantBytes += gs.DeferredConstantBytes
 		s.PackedWeightBytes += gs.PackedWeightBytes
 		s.PersistentCopyBytes += gs.PersistentCopyBytes
+		s.NumHalfKVCaches += gs.NumHalfKVCaches
+		s.HalfKVCacheBytes += gs.HalfKVCacheBytes
 		s.MovedTensors += gs.MovedTensors
 		s.AddedSharedObjects += gs.AddedSharedObjects
 		s.AddedSharedBytes += gs.AddedSharedBytes

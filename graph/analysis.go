@@ -35,6 +35,13 @@ type Analysis struct {
 	// deferred (no float32 buffer), packed at load before recording.
 	// Ascending ids.
 	HalfOnly []int32
+	// HalfKV: with Limits.HalfKVCache, the KV caches held as packed
+	// halves (ops/attention_f16.go): constants, or et_vk.prepack outputs
+	// of one, read only as cache arguments of the KV-cache ops
+	// (ops.KVCacheArgs), neither graph inputs nor outputs, with
+	// ops.HalfKVCacheDims. Deferred (no float32 buffer); Build makes
+	// their packed buffers before recording. Ascending ids.
+	HalfKV []int32
 	// Lazy: prepack outputs (not graph inputs or outputs) whose buffer
 	// their et_vk.prepack creates, with the constant's bytes.
 	Lazy map[int32]bool
@@ -115,6 +122,9 @@ type Limits struct {
 	// linear weights read as packed halves (not ops.Config.NoHalfWeights),
 	// so those only linears read need no float32 copy (Analysis.HalfOnly).
 	HalfWeights bool
+	// HalfKVCache is the load's ops.Config.HalfKVCache: KV caches only
+	// the cache ops use are held as packed halves (Analysis.HalfKV).
+	HalfKVCache bool
 }
 
 // Analyze reads blob once and decides, without a device, everything Build
@@ -133,6 +143,9 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
 	if lim.HalfWeights {
 		a.HalfOnly = halfOnly(g, a.Deferred)
+	}
+	if lim.HalfKVCache {
+		a.HalfKV = halfKV(g, a.Deferred)
 	}
 	if err := a.values(blob, named); err != nil {
 		return nil, err
@@ -197,6 +210,35 @@ func halfOnly(g *serialization.Graph, deferred map[int32]bool) []int32 {
 			dims[i] = int64(d)
 		}
 		if ops.HalfOnlyWeight(dims) {
+			deferred[id] = true
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// halfKV finds the caches Analysis.HalfKV describes, adds them to deferred
+// and returns them: the values prepack.Deferred defers when only the
+// KV-cache ops' cache arguments count as packed uses, beyond those it
+// defers anyway (deferred), that are float32 or FLOAT16 with
+// ops.HalfKVCacheDims. A value any other op reads (even packed), or a
+// graph input or output, is a direct use there, so it stays float32.
+func halfKV(g *serialization.Graph, deferred map[int32]bool) []int32 {
+	var out []int32
+	for id := range prepack.Deferred(g, ops.KVCacheArgs) {
+		if deferred[id] || id < 0 || int(id) >= len(g.Values) {
+			continue
+		}
+		t := g.Values[id].Tensor
+		if t == nil || DeviceDType(t.DataType) != serialization.Float32 {
+			continue
+		}
+		dims := make([]int64, len(t.Dims))
+		for i, d := range t.Dims {
+			dims[i] = int64(d)
+		}
+		if ops.HalfKVCacheDims(dims) {
 			deferred[id] = true
 			out = append(out, id)
 		}

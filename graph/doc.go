@@ -71,6 +71,22 @@
 // a weight that other ops read too has its float32 copy, which the linear
 // then reads). ops.Config.NoHalfWeights keeps the float32 path.
 //
+// # Half KV caches
+//
+// ops.Config.HalfKVCache (the reference runtime's enable_f16_kv_cache)
+// holds KV caches as packed halves, two bytes an element
+// (ops/attention_f16.go). Analyze picks them (Analysis.HalfKV): constants,
+// or et_vk.prepack outputs of one, that nothing but the cache arguments
+// of sdpa_with_kv_cache, update_cache and llama.custom_sdpa reads, that
+// are neither graph inputs nor outputs, with an even head_dim; it defers
+// them (no float32 buffer, not even the writable copy a constant cache
+// otherwise gets), and Build makes each one's half buffer from its
+// constant's values rounded to half before recording (makeHalfKV). Every
+// other cache stays float32, so a graph output or another op's read of a
+// cache sees its exact float32 values, never halves; a cache op may then
+// get one half and one float32 cache. MemoryStats.HalfKVCacheBytes counts
+// the half buffers.
+//
 // # Rejected inputs
 //
 // Every rejection is a returned error that errors.Is/As can classify; none

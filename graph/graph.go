@@ -184,6 +184,7 @@ type WebGPUGraph struct {
 	prepackSrc  map[int32]int32     // prepack output -> its constant
 	weightKeys  map[int32]string    // constant id -> content ID
 	persistent  map[int32]int32     // constant id -> its writable copy
+	halfKV      map[int32]int32     // KV cache id -> its packed halves (makeHalfKV)
 	hostConst   map[hostKey]float64 // constant elements read at load
 	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
@@ -206,7 +207,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
 	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
-		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{},
+		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}, halfKV: map[int32]int32{},
 		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
@@ -228,7 +229,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	lim := dev.Limits()
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
 		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
-		HalfWeights: !opts.Kernels.NoHalfWeights})
+		HalfWeights: !opts.Kernels.NoHalfWeights, HalfKVCache: opts.Kernels.HalfKVCache})
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +259,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	if err := g.packHalfOnly(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.makeHalfKV(); err != nil {
 		return nil, err
 	}
 	allocated := time.Now()

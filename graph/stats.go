@@ -24,6 +24,13 @@ type MemoryStats struct {
 	// op updates in place. Neither is part of the memory plan.
 	PackedWeightBytes   int64
 	PersistentCopyBytes int64
+	// NumHalfKVCaches counts the KV caches held as packed halves
+	// (ops.Config.HalfKVCache) and HalfKVCacheBytes their buffers' size,
+	// two bytes an element; not part of the memory plan. Each such
+	// cache's float32 tensor gets no buffer: its size is among
+	// DeferredConstantBytes.
+	NumHalfKVCaches  int
+	HalfKVCacheBytes int64
 	// MovedTensors counts the tensors the last recording bound to another
 	// shared object than their mem_obj_id: a record-time rewrite (a fused
 	// kernel) made a tensor live together with one the exporter let share
@@ -57,9 +64,9 @@ type MemoryStats struct {
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
-// copy bytes: all the device memory the graph holds.
+// copy + half KV cache bytes: all the device memory the graph holds.
 func (s MemoryStats) TotalBytes() int64 {
-	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes
+	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes + s.HalfKVCacheBytes
 }
 
 func (g *WebGPUGraph) computeStats() {

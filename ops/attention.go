@@ -31,7 +31,9 @@ import (
 // cache rows [0, input_pos+S); custom_sdpa only attends. With is_causal
 // (the llama export passes True) query i sits at absolute position
 // input_pos+i and sees keys up to it. attn_mask must be Null there (as in
-// the Vulkan backend's SDPA.cpp) and dropout_p 0. float32 only.
+// the Vulkan backend's SDPA.cpp) and dropout_p 0. float32 only; with
+// Config.HalfKVCache the caches may be held as packed halves
+// (attention_f16.go).
 //
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
 // workgroup of attnLanes lanes per up to attnMaxRows query rows that read
@@ -75,6 +77,7 @@ type attnCall struct {
 	nkeys, d, dv       int64
 	causal             bool
 	causalOff          int64
+	halfK, halfV       bool // k, v: KV caches held as packed halves
 	scale              float64
 	qs, ks, vs, os     attnStrides
 	ms                 [4]int64 // mask strides over (b, h, i, j)
@@ -88,6 +91,10 @@ type attnChunk struct{ I, Off, N int }
 type attnShader struct {
 	Update   bool
 	Pair     bool // Update: both caches in one dispatch
+	Half1    bool // Update: cache (Half2: cache2) holds packed halves
+	Half2    bool
+	HalfK    bool // k (HalfV: v) holds packed halves
+	HalfV    bool
 	Out      bool
 	WG       int
 	Lanes    int
@@ -123,7 +130,11 @@ func recordAttention(b Builder, c attnCall) error {
 		return Errorf(-1, "head dims %d/%d, at most %d supported", c.d, c.dv, attnMaxHeadDim)
 	}
 	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
-		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv)}
+		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv), HalfK: c.halfK, HalfV: c.halfV}
+	if (c.halfK && (c.d%2 != 0 || c.ks.s%2 != 0 || c.ks.h%2 != 0 || c.ks.b%2 != 0)) ||
+		(c.halfV && (c.dv%2 != 0 || c.vs.s%2 != 0 || c.vs.h%2 != 0 || c.vs.b%2 != 0)) {
+		return Errorf(-1, "half KV cache rows must start on a word (head dims %d/%d)", c.d, c.dv)
+	}
 	// Several query rows per workgroup share the k and v loads; one row
 	// when there is only one (decode) or the head dims are large.
 	r := int64(1)
@@ -376,14 +387,19 @@ func atenSDPAOp(b Builder, args []int32) error {
 	return bhsdAttention(b, args, 3, len(args)-1, args[6], 6, causal, gqa)
 }
 
-// kvCache fetches a [B, max_seq_len, H, D] cache argument.
-func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
+// kvCache fetches a [B, max_seq_len, H, D] cache argument; half reports
+// that it is held as packed halves (the returned tensor's id is then the
+// packed buffer's, see halfCache).
+func kvCache(b Builder, args []int32, ca int, what string) (_ Tensor, half bool, _ error) {
 	c, err := attnTensor(b, args, ca, what)
 	if err != nil {
-		return Tensor{}, err
+		return Tensor{}, false, err
 	}
 	if len(c.Dims) != 4 {
-		return Tensor{}, Errorf(ca, "%s dims %v: want [B, max_seq_len, heads, head_dim]", what, c.Dims)
+		return Tensor{}, false, Errorf(ca, "%s dims %v: want [B, max_seq_len, heads, head_dim]", what, c.Dims)
+	}
+	if h, ok, err := halfCache(b, c, ca); err != nil || ok {
+		return h, ok, err
 	}
 	if p, ok := b.(Persister); ok && c.Constant {
 		// sdpa_with_kv_cache handles its own prepacking: the exporter
@@ -392,11 +408,11 @@ func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
 		// does with a tensor "like" the constant).
 		pc, err := p.Persistent(c.ID)
 		if err != nil {
-			return Tensor{}, argErr(ca, err)
+			return Tensor{}, false, argErr(ca, err)
 		}
-		return pc, nil
+		return pc, false, nil
 	}
-	return c, nil
+	return c, false, nil
 }
 
 // cacheWrite is one validated cache row update: src's n elements into
@@ -404,11 +420,12 @@ func kvCache(b Builder, args []int32, ca int, what string) (Tensor, error) {
 type cacheWrite struct {
 	src, cache              int32
 	n, block, dst0, bstride int64
+	half                    bool // cache holds packed halves
 }
 
 // checkCacheUpdate validates writing value ([B, S, H, D]) into cache rows
 // pos.. .
-func checkCacheUpdate(value, cache Tensor, va, ca, posArg int, pos int64) (cacheWrite, error) {
+func checkCacheUpdate(value, cache Tensor, half bool, va, ca, posArg int, pos int64) (cacheWrite, error) {
 	if len(value.Dims) != 4 {
 		return cacheWrite{}, Errorf(va, "value dims %v: want [B, S, heads, head_dim]", value.Dims)
 	}
@@ -423,16 +440,26 @@ func checkCacheUpdate(value, cache Tensor, va, ca, posArg int, pos int64) (cache
 		return cacheWrite{}, Errorf(posArg, "input_pos %d + seq_len %d outside the cache's %d rows", pos, vd[1], cd[1])
 	}
 	row := vd[2] * vd[3]
-	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row}, nil
+	if half && cd[3]%2 != 0 {
+		return cacheWrite{}, Errorf(ca, "half cache dims %v: head_dim must be even", cd)
+	}
+	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row, half: half}, nil
 }
 
 // recordCacheWrites records one dispatch for one or two cache updates
 // (sdpa_with_kv_cache's k and v) and, when out >= 0 (one update only),
 // zeroes the one-element placeholder out.
 func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
+	// An update into a half cache takes one invocation per pair of
+	// elements (one word), so that no two write the same word.
 	var n int64
-	for _, w := range ws {
-		n += w.n
+	units := make([]int64, len(ws))
+	for i, w := range ws {
+		units[i] = w.n
+		if w.half {
+			units[i] = w.n / 2
+		}
+		n += units[i]
 	}
 	if n == 0 {
 		return nil
@@ -440,7 +467,10 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 	if n >= 1<<32 {
 		return Errorf(-1, "%d cache elements is too many for one dispatch", n)
 	}
-	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64}
+	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64, Half1: ws[0].half}
+	if sh.Pair {
+		sh.Half2 = ws[1].half
+	}
 	var ins, outs []int32
 	for _, w := range ws {
 		ins, outs = append(ins, w.src), append(outs, w.cache)
@@ -457,8 +487,8 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 		return err
 	}
 	var p Params
-	for _, w := range ws {
-		p.U32(uint32(w.n)).U32(uint32(w.block)).U32(uint32(w.dst0)).U32(uint32(w.bstride))
+	for i, w := range ws {
+		p.U32(uint32(units[i])).U32(uint32(w.block)).U32(uint32(w.dst0)).U32(uint32(w.bstride))
 	}
 	if len(ws) == 1 {
 		p.U32s(nil, 4) // the second update's fields, unused
@@ -477,7 +507,7 @@ func updateCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
-	cache, err := kvCache(b, args, 1, "cache")
+	cache, half, err := kvCache(b, args, 1, "cache")
 	if err != nil {
 		return err
 	}
@@ -492,7 +522,7 @@ func updateCacheOp(b Builder, args []int32) error {
 		}
 		out = args[3]
 	}
-	w, err := checkCacheUpdate(value, cache, 0, 1, 2, pos)
+	w, err := checkCacheUpdate(value, cache, half, 0, 1, 2, pos)
 	if err != nil {
 		return err
 	}
@@ -507,11 +537,11 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 	if err != nil {
 		return none, err
 	}
-	kc, err := kvCache(b, args, ka, "k_cache")
+	kc, halfK, err := kvCache(b, args, ka, "k_cache")
 	if err != nil {
 		return none, err
 	}
-	vc, err := kvCache(b, args, va, "v_cache")
+	vc, halfV, err := kvCache(b, args, va, "v_cache")
 	if err != nil {
 		return none, err
 	}
@@ -553,6 +583,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 	}
 	return attnCall{q: args[qa], k: kc.ID, v: vc.ID, mask: -1, out: args[outArg],
 		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale,
+		halfK: halfK, halfV: halfV,
 		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
 		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
 		vs: attnStrides{b: vd[1] * hk * dv, h: dv, s: hk * dv},
@@ -588,19 +619,19 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 			return Errorf(1+i, "dims %v: want [B, %d, heads, head_dim] like q", x.Dims, call.sq)
 		}
 	}
-	kc, err := kvCache(b, args, 3, "k_cache")
+	kc, halfK, err := kvCache(b, args, 3, "k_cache")
 	if err != nil {
 		return err
 	}
-	vc, err := kvCache(b, args, 4, "v_cache")
+	vc, halfV, err := kvCache(b, args, 4, "v_cache")
 	if err != nil {
 		return err
 	}
-	kw, err := checkCacheUpdate(k, kc, 1, 3, 5, pos)
+	kw, err := checkCacheUpdate(k, kc, halfK, 1, 3, 5, pos)
 	if err != nil {
 		return err
 	}
-	vw, err := checkCacheUpdate(v, vc, 2, 4, 5, pos)
+	vw, err := checkCacheUpdate(v, vc, halfV, 2, 4, 5, pos)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,14 @@ type Config struct {
 	// quantized kernel (shaders/qlinear.wgsl) instead of the one-row
 	// kernel (shaders/qgemv.wgsl); for benchmarks and tests of the former.
 	NoQGEMV bool
+	// HalfKVCache stores the KV caches of the llama cache ops
+	// (sdpa_with_kv_cache, update_cache, llama.custom_sdpa) as packed
+	// halves, two bytes an element (the reference runtime's
+	// enable_f16_kv_cache): cache writes round to half, attention reads
+	// unpack them and computes in float32 (attention_f16.go). A cache
+	// that anything else reads, or that is a graph input or output,
+	// stays float32.
+	HalfKVCache bool
 }
 
 // Configurer is implemented by builders that carry a load's Config (the

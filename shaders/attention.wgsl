@@ -23,16 +23,24 @@
 // dim contiguous), so [B, H, S, D] and [B, S, H, D] layouts, KV caches
 // with more rows than keys, broadcast batches and grouped-query heads
 // (kv head = h / g) all use the same kernel.
+//
+// Half KV caches (HalfK/HalfV, Half1/Half2; ops/attention_f16.go): the
+// cache holds packed halves, two a u32 word, the lower element in the low
+// 16 bits. The update writes one word per invocation from two consecutive
+// src elements with pack2x16float (every head's row starts on a word:
+// head_dim is even); the attention unpacks each head-dim chunk of k
+// or v with unpack2x16float and computes in float32. With Vec4 a half
+// cache binds as vec2<u32>: one load a chunk of four.
 {{- if .Update}}
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 {{- if .Pair}}
 @group(0) @binding(1) var<storage, read> src2: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<f32>;
-@group(0) @binding(3) var<storage, read_write> cache2: array<f32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<{{if .Half1}}u32{{else}}f32{{end}}>;
+@group(0) @binding(3) var<storage, read_write> cache2: array<{{if .Half2}}u32{{else}}f32{{end}}>;
 @group(0) @binding(4) var<uniform> params: Params;
 {{- else}}
-@group(0) @binding(1) var<storage, read_write> cache: array<f32>;
+@group(0) @binding(1) var<storage, read_write> cache: array<{{if .Half1}}u32{{else}}f32{{end}}>;
 {{- if .Out}}
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
@@ -42,7 +50,7 @@
 {{- end}}
 
 struct Params {
-  n: u32,       // elements of src
+  n: u32,       // invocations: elements of src (Half1: element pairs)
   block: u32,   // S·H·D: one batch of src, contiguous in the cache too
   dst0: u32,    // input_pos·H·D: the first cache element written per batch
   bstride: u32, // max_S·H·D: one batch of the cache
@@ -55,7 +63,9 @@ struct Params {
 
 // Cache row update: cache[b, pos + s, h, d] = src[b, s, h, d]. Per batch the
 // S rows of H·D elements are contiguous in both tensors. With Pair, the
-// invocations past src's n elements do src2 into cache2.
+// invocations past the first n do src2 into cache2. A half cache's
+// invocation writes elements 2e and 2e+1 (one batch: block is even) as
+// one word.
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
@@ -66,21 +76,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (e >= params.n) {
     let f = e - params.n;
     if (f >= params.n2) { return; }
+{{- if .Half2}}
+    let t = 2u * f;
+    cache2[(t / params.block2 * params.bstride2 + params.dst02 + t % params.block2) >> 1u] = pack2x16float(vec2<f32>(src2[t], src2[t + 1u]));
+{{- else}}
     cache2[f / params.block2 * params.bstride2 + params.dst02 + f % params.block2] = src2[f];
+{{- end}}
     return;
   }
 {{- else}}
   if (e >= params.n) { return; }
 {{- end}}
+{{- if .Half1}}
+  let t = 2u * e;
+  cache[(t / params.block * params.bstride + params.dst0 + t % params.block) >> 1u] = pack2x16float(vec2<f32>(src[t], src[t + 1u]));
+{{- else}}
   let b = e / params.block;
   cache[b * params.bstride + params.dst0 + e % params.block] = src[e];
+{{- end}}
 }
 {{- else}}
 
 {{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
 @group(0) @binding(0) var<storage, read> q: array<{{$t}}>;
-@group(0) @binding(1) var<storage, read> k: array<{{$t}}>;
-@group(0) @binding(2) var<storage, read> v: array<{{$t}}>;
+{{- $h := "u32"}}{{if .Vec4}}{{$h = "vec2<u32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> k: array<{{if .HalfK}}{{$h}}{{else}}{{$t}}{{end}}>;
+@group(0) @binding(2) var<storage, read> v: array<{{if .HalfV}}{{$h}}{{else}}{{$t}}{{end}}>;
 {{- if .Mask}}
 @group(0) @binding(3) var<storage, read> mask: array<{{if .BoolMask}}u32{{else}}f32{{end}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<{{$t}}>;
@@ -162,7 +183,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var j = lane; j < nk_max; j += L) {
     let ko = kb + j * params.k_ss;
 {{- range .QChunks}}
-{{- if $.Vec4}}
+{{- if and $.HalfK $.Vec4}}
+    let kh{{.I}} = k[(ko >> 2u) + {{.I}}u];
+    let k{{.I}} = vec4<f32>(unpack2x16float(kh{{.I}}.x), unpack2x16float(kh{{.I}}.y));
+{{- else if $.HalfK}}
+    let k{{.I}} = vec4<f32>(unpack2x16float(k[(ko + {{.Off}}u) >> 1u]), {{if gt .N 2}}unpack2x16float(k[((ko + {{.Off}}u) >> 1u) + 1u]){{else}}vec2<f32>(0.0){{end}});
+{{- else if $.Vec4}}
     let k{{.I}} = k[(ko >> 2u) + {{.I}}u];
 {{- else}}
     let k{{.I}} = vec4<f32>(k[ko + {{.Off}}u], {{if gt .N 1}}k[ko + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}k[ko + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}k[ko + {{.Off}}u + 3u]{{else}}0.0{{end}});
@@ -170,7 +196,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
     let vo = vb + j * params.v_ss;
 {{- range .VChunks}}
-{{- if $.Vec4}}
+{{- if and $.HalfV $.Vec4}}
+    let vh{{.I}} = v[(vo >> 2u) + {{.I}}u];
+    let v{{.I}} = vec4<f32>(unpack2x16float(vh{{.I}}.x), unpack2x16float(vh{{.I}}.y));
+{{- else if $.HalfV}}
+    let v{{.I}} = vec4<f32>(unpack2x16float(v[(vo + {{.Off}}u) >> 1u]), {{if gt .N 2}}unpack2x16float(v[((vo + {{.Off}}u) >> 1u) + 1u]){{else}}vec2<f32>(0.0){{end}});
+{{- else if $.Vec4}}
     let v{{.I}} = v[(vo >> 2u) + {{.I}}u];
 {{- else}}
     let v{{.I}} = vec4<f32>(v[vo + {{.Off}}u], {{if gt .N 1}}v[vo + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}v[vo + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}v[vo + {{.Off}}u + 3u]{{else}}0.0{{end}});

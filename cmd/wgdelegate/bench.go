@@ -55,6 +55,7 @@ Flags:
   --packed-cache DIR   use DIR as the packed-weight cache
   --json               print the results as one JSON object
   --no-fusion          do not fuse elementwise chains: one dispatch per op
+  --f16-kv-cache       hold KV caches only the cache ops use as halves (enable_f16_kv_cache)
   --cpu-threads N      compute threads of a CPU adapter (llvmpipe/lavapipe):
                        "inline" runs every dispatch on the driver's own
                        thread, N (1..64) asks for N workers, "default" (or 0)
@@ -86,6 +87,7 @@ type benchOptions struct {
 	iterations  int
 	packedCache string
 	json        bool
+	f16KV       bool
 	noFusion    bool
 	verbose     bool
 	cpuThreads  int // DeviceOptions.CPUThreads (--cpu-threads)
@@ -98,6 +100,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 		{names: []string{"packed-cache"}, value: true, set: func(v string) error { o.packedCache = v; return nil }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
 		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
+		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
@@ -204,7 +207,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	var lm loadMeasure
-	opts := []wgdelegate.Option{wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion})}
+	opts := []wgdelegate.Option{wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV})}
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}

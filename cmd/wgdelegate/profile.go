@@ -46,6 +46,7 @@ Flags:
                    chrome://tracing)
   --json           print JSON instead of the table
   --no-fusion      do not fuse elementwise chains: one dispatch per op
+  --f16-kv-cache   hold KV caches only the cache ops use as halves (enable_f16_kv_cache)
   --cpu-threads N  compute threads of a CPU adapter (llvmpipe/lavapipe):
                    "inline" runs every dispatch on the driver's own thread, N
                    (1..64) asks for N workers, "default" (or 0) keeps
@@ -75,6 +76,7 @@ type profileOptions struct {
 	iterations int
 	trace      string
 	json       bool
+	f16KV      bool
 	noFusion   bool
 	verbose    bool
 	cpuThreads int // DeviceOptions.CPUThreads (--cpu-threads)
@@ -103,6 +105,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 		{names: []string{"trace"}, value: true, set: func(v string) error { o.trace = v; return nil }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
 		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
+		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
@@ -351,7 +354,7 @@ func sourceDescription(s string) string {
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, stderr, nil,
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion}))
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
 	if err != nil {
 		return err
 	}

@@ -263,6 +263,9 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	if s.PersistentCopyBytes > 0 {
 		tw.row("  persistent copy bytes", s.PersistentCopyBytes)
 	}
+	if s.NumHalfKVCaches > 0 {
+		tw.row("  half KV caches", fmt.Sprintf("%d (%d bytes)", s.NumHalfKVCaches, s.HalfKVCacheBytes))
+	}
 	if s.NumQuantizedWeights > 0 {
 		// A breakdown of the bytes above, not an addition.
 		tw.row("  quantized weights", fmt.Sprintf("%d (%d parameters in %d bytes, %.3f bytes each)",

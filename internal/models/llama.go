@@ -211,6 +211,15 @@ type LlamaReference struct {
 // model.
 func (l *Llama) NewReference() *LlamaReference { return &LlamaReference{r: l.s.newReference()} }
 
+// NewHalfKVReference is NewReference for a model loaded with
+// ops.Config.HalfKVCache: the attentions read the cached k and v rounded
+// to half (reference.Options.HalfKVCache).
+func (l *Llama) NewHalfKVReference() *LlamaReference {
+	r := l.s.newReference()
+	r.opts.HalfKVCache = true
+	return &LlamaReference{r: r}
+}
+
 // Step runs tokens at input_pos pos and returns the logits of the last of
 // them, [1, Vocab].
 func (r *LlamaReference) Step(tokens []int32, pos int64) (*reference.Tensor, error) {

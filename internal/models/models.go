@@ -46,6 +46,11 @@ func Encode(b *serialization.Builder, separateWeights bool) (Files, error) {
 // reference, in float64, with inputs in the graph's input order (a SymInt
 // input is a one-element tensor).
 func RunReference(b *serialization.Builder, inputs []*reference.Tensor) ([]*reference.Tensor, error) {
+	return RunReferenceOptions(b, inputs, reference.Options{})
+}
+
+// RunReferenceOptions is RunReference with the reference's opts.
+func RunReferenceOptions(b *serialization.Builder, inputs []*reference.Tensor, opts reference.Options) ([]*reference.Tensor, error) {
 	raw, err := b.Blob()
 	if err != nil {
 		return nil, err
@@ -60,7 +65,7 @@ func RunReference(b *serialization.Builder, inputs []*reference.Tensor) ([]*refe
 			return nil, err
 		}
 	}
-	return reference.Run(blob, named, inputs)
+	return reference.RunOptions(blob, named, inputs, opts)
 }
 
 // ToReference converts a host tensor (a model input or output) to a

@@ -308,6 +308,7 @@ func (s *stack) numOutputs() int {
 type stackReference struct {
 	s      *stack
 	caches [][]float32
+	opts   reference.Options
 }
 
 func (s *stack) newReference() *stackReference {
@@ -329,7 +330,7 @@ func (r *stackReference) step(tokens []int32, pos int64) ([]*reference.Tensor, e
 	}
 	p := reference.New(serialization.Int64, []int64{1})
 	p.V[0] = float64(pos)
-	outs, err := RunReference(b, []*reference.Tensor{tok, p})
+	outs, err := RunReferenceOptions(b, []*reference.Tensor{tok, p}, r.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -99,16 +99,19 @@ func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlo
 	return outs, len(g.Dispatches()), nil
 }
 
-// Reference is the Backend of the plain-Go reference interpreter.
-type Reference struct{}
+// Reference is the Backend of the plain-Go reference interpreter, run
+// with Options (the counterparts of kernel choices that change results).
+type Reference struct {
+	Options reference.Options
+}
 
 // Run implements Backend.
-func (Reference) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
+func (b Reference) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
 	blob, nd, err := decode(raw, named)
 	if err != nil {
 		return nil, 0, err
 	}
-	outs, err := reference.Run(blob, nd, inputs)
+	outs, err := reference.RunOptions(blob, nd, inputs, b.Options)
 	return outs, 0, err
 }
 
@@ -130,6 +133,11 @@ func decode(raw []byte, named []serialization.NamedBlob) (*serialization.Blob, *
 // Run runs every case on backend be and on the reference, Seeds input
 // sets each (one with -short: the first, under both memory plans).
 func Run(t *testing.T, be Backend, cases []Case) {
+	RunAgainst(t, be, Reference{}, cases)
+}
+
+// RunAgainst is Run with ref as the reference.
+func RunAgainst(t *testing.T, be Backend, ref Reference, cases []Case) {
 	seeds := uint64(Seeds)
 	if testing.Short() {
 		seeds = 1
@@ -137,7 +145,7 @@ func Run(t *testing.T, be Backend, cases []Case) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			for seed := uint64(1); seed <= seeds; seed++ {
-				if err := RunCase(be, c, seed); err != nil {
+				if err := RunCaseAgainst(be, ref, c, seed); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			}
@@ -177,6 +185,11 @@ func plansFor(seed uint64) []Plan {
 // many dispatches (a fusion the exporter's plan prevented would show
 // there).
 func RunCase(be Backend, c Case, seed uint64) error {
+	return RunCaseAgainst(be, Reference{}, c, seed)
+}
+
+// RunCaseAgainst is RunCase with ref as the reference.
+func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	b := serialization.NewBuilder()
@@ -196,7 +209,7 @@ func RunCase(be Backend, c Case, seed uint64) error {
 			return fmt.Errorf("encode: %w", err)
 		}
 		if want == nil {
-			if want, _, err = (Reference{}).Run(ctx, raw, named, inputs); err != nil {
+			if want, _, err = ref.Run(ctx, raw, named, inputs); err != nil {
 				return err
 			}
 		}

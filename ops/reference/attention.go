@@ -267,6 +267,10 @@ func cacheAttend(e *Env, qID, kcID, vcID int32, pos int64, causalID, scaleID, ou
 		return err
 	}
 	g := hq / hk
+	cached := func(v float64) float64 { return v }
+	if e.opts.HalfKVCache {
+		cached = func(v float64) float64 { return Round(serialization.Float16, v) }
+	}
 	for b := int64(0); b < bsz; b++ {
 		for i := int64(0); i < sq; i++ {
 			for h := int64(0); h < hq; h++ {
@@ -279,8 +283,8 @@ func cacheAttend(e *Env, qID, kcID, vcID int32, pos int64, causalID, scaleID, ou
 				}
 				o := out.V[((b*sq+i)*hq+h)*dv : ((b*sq+i)*hq+h+1)*dv]
 				attendRow(func(x int64) float64 { return q.V[((b*sq+i)*hq+h)*d+x] },
-					func(j, x int64) float64 { return kc.V[((b*maxS+j)*hk+kh)*d+x] },
-					func(j, x int64) float64 { return vc.V[((b*maxS+j)*hk+kh)*dv+x] },
+					func(j, x int64) float64 { return cached(kc.V[((b*maxS+j)*hk+kh)*d+x]) },
+					func(j, x int64) float64 { return cached(vc.V[((b*maxS+j)*hk+kh)*dv+x]) },
 					bias, pos+sq, d, dv, scale, o)
 			}
 		}

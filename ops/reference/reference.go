@@ -91,6 +91,18 @@ type Env struct {
 	named serialization.NamedData
 	vals  map[int32]*Tensor
 	sym   map[int32]int64
+	opts  Options
+}
+
+// Options are the reference's counterparts of a load's kernel choices
+// that change results.
+type Options struct {
+	// HalfKVCache models ops.Config.HalfKVCache: the KV-cache attentions
+	// (sdpa_with_kv_cache, llama.custom_sdpa) read every cached k and v
+	// value rounded to half (round to nearest even), as a cache held as
+	// halves holds them. The cache tensors themselves keep their float32
+	// values (rounding on read is the same, and idempotent).
+	HalfKVCache bool
 }
 
 // Decl returns the dtype and shape the graph declares for tensor id.
@@ -220,8 +232,13 @@ func Round(dt serialization.DataType, v float64) float64 {
 // (force_fp16) is returned as float32, any other FLOAT16 output as
 // float16: what the host feeds and receives (vkgraph-format §3.2).
 func Run(blob *serialization.Blob, named serialization.NamedData, inputs []*Tensor) ([]*Tensor, error) {
+	return RunOptions(blob, named, inputs, Options{})
+}
+
+// RunOptions is Run with opts.
+func RunOptions(blob *serialization.Blob, named serialization.NamedData, inputs []*Tensor, opts Options) ([]*Tensor, error) {
 	g := blob.Graph
-	e := &Env{blob: blob, named: named, vals: map[int32]*Tensor{}, sym: map[int32]int64{}}
+	e := &Env{blob: blob, named: named, vals: map[int32]*Tensor{}, sym: map[int32]int64{}, opts: opts}
 	e.Values = ops.Values{G: g, Sym: func(id int32) (int64, bool) { v, ok := e.sym[id]; return v, ok }}
 	if len(inputs) != len(g.InputIDs) {
 		return nil, fmt.Errorf("reference: %d inputs for %d", len(inputs), len(g.InputIDs))
