@@ -54,6 +54,8 @@ Flags:
                        "inline" runs every dispatch on the driver's thread,
                        which suits decoding small models (see 'wgdelegate
                        help run'); N (1..64) workers; "default"
+  --f16-kv-cache       hold the KV caches as halves (enable_f16_kv_cache):
+                       half the cache memory, values rounded to half
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
@@ -77,6 +79,7 @@ type generateOptions struct {
 	gen              llm.GenerateOptions
 	json, verbose    bool
 	cpuThreads       int
+	f16KV            bool
 }
 
 func parseGenerateArgs(args []string) (generateOptions, error) {
@@ -107,6 +110,7 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"stop"}, value: true, set: func(v string) error { o.stopSet = true; return idsFlag(&o.stop)(v) }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("generate", args, specs)
@@ -227,7 +231,8 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	pr := newProgress(stderr, filepath.Base(o.model))
 	start := time.Now()
 	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
-		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
+		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update),
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: o.f16KV}))
 	pr.finish(err == nil)
 	if err != nil {
 		return err

@@ -220,6 +220,15 @@ func TestGenerate(t *testing.T) {
 	if r.PromptTokPerS <= 0 || r.DecodeTokPerS <= 0 || r.TTFTMS <= 0 || r.GPUBytes <= 0 || r.GoHeapBytes == 0 {
 		t.Fatalf("--json numbers: %+v", r)
 	}
+	// --f16-kv-cache holds the caches as halves: less GPU memory (each
+	// cache element 2 bytes instead of 4), and on this model the same
+	// greedy tokens.
+	h := jsonRun("--ids", "1,20,30,40,50,60,70,80,90,100,110", "-n", "12", "--temperature", "0", "--f16-kv-cache")
+	cacheBytes := 2 * genCfg.Layers * genCfg.MaxSeq * genCfg.KVHeads * genCfg.HeadDim() * 4
+	if saved := r.GPUBytes - h.GPUBytes; saved < cacheBytes/2 || !slices.Equal(h.Tokens, r.Tokens) {
+		t.Fatalf("--f16-kv-cache: GPU bytes %d (float32 caches: %d, %d cache bytes), tokens %v (float32: %v)",
+			h.GPUBytes, r.GPUBytes, cacheBytes, h.Tokens, r.Tokens)
+	}
 	// The same prompt one token per Execute: run.c's way, as text ids.
 	var ids []string
 	for _, id := range r.Tokens[:3] {
