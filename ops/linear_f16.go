@@ -2,7 +2,6 @@ package ops
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -121,51 +120,10 @@ const (
 // recordGEMVHalf is recordGEMV with the weight read as packed halves
 // (shaders/gemv_f16.wgsl): K-loop trips count eight k each.
 func recordGEMVHalf(b Builder, c matmulCall, epi matmulEpilogue, dst, half int32) error {
-	sh := gemvShader{Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
 	cfg := configOf(b)
-	cols := gemvCols(len(sh.Rows), cfg)
+	cols := gemvCols(len(matmulTile(c.m, gemvMaxRows)), cfg)
 	if cfg.GEMVCols == 0 && c.m >= halfManyRows {
 		cols = halfManyRowsCols
 	}
-	sh.Cols = matmulTile(int64(cols), 16)
-	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
-	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
-	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
-	if maxg := int64(b.MaxWorkgroupsPerDim()); gx > maxg || gy > maxg {
-		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
-	}
-	if c.m*c.n > matmulMaxElems {
-		return Errorf(-1, "output of %d×%d elements is too large", c.m, c.n)
-	}
-	inputs := []int32{c.a, half}
-	if sh.Bias {
-		inputs = append(inputs, c.bias)
-	}
-	if sh.Res != "" {
-		inputs = append(inputs, epi.other)
-	}
-	k, err := shaders.Render("gemv_f16.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
-	if err != nil {
-		return err
-	}
-	trips := c.k / 8
-	for begin := int64(0); begin < trips; begin += matmulMaxTrips {
-		end := min(begin+matmulMaxTrips, trips)
-		accumulate, last := uint32(0), uint32(0)
-		if begin > 0 {
-			accumulate = 1
-		}
-		if end == trips {
-			last = 1
-		}
-		var p Params
-		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin))
-		p.U32(uint32(end)).U32(accumulate).U32(last).U32(uint32(c.biasSM))
-		p.U32(uint32(c.biasSN)).F32(c.alpha).F32(c.beta).F32(epi.lo)
-		p.F32(epi.hi).U32(0).U32(0).U32(0)
-		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
-			return fmt.Errorf("ops: linear (half weight): %w", err)
-		}
-	}
-	return nil
+	return recordGEMVKernel(b, c, epi, dst, gemvKernel{file: "gemv_f16.wgsl", weight: half, perTrip: 8, cols: cols, what: "linear (half weight)"})
 }

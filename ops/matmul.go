@@ -833,8 +833,31 @@ func gemvCols(rows int, cfg Config) int {
 // dst, applying epi.
 func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	vec4 := c.k%4 == 0
-	sh := gemvShader{Vec4: vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
-	sh.Cols = matmulTile(int64(gemvCols(len(sh.Rows), configOf(b))), 16)
+	g := gemvKernel{file: "gemv.wgsl", weight: c.b, perTrip: 1, vec4: vec4, what: "matmul"}
+	if vec4 {
+		g.perTrip = 4
+	}
+	g.cols = gemvCols(len(matmulTile(c.m, gemvMaxRows)), configOf(b))
+	return recordGEMVKernel(b, c, epi, dst, g)
+}
+
+// gemvKernel is what tells the few-row GEMV kernels apart: the float32
+// one (gemv.wgsl) and the packed-half one (gemv_f16.wgsl, linear_f16.go).
+type gemvKernel struct {
+	file    string // the shader
+	weight  int32  // the weight value, bound after the input
+	perTrip int64  // k per K-loop trip
+	vec4    bool   // the float32 kernel's vec4 loads
+	cols    int    // output columns per invocation
+	what    string // the error prefix's op
+}
+
+// recordGEMVKernel records c with the GEMV kernel g: one dispatch per
+// chunk of at most matmulMaxTrips K-loop trips (later chunks accumulate,
+// the last applies epi), writing dst.
+func recordGEMVKernel(b Builder, c matmulCall, epi matmulEpilogue, dst int32, g gemvKernel) error {
+	sh := gemvShader{Vec4: g.vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
+	sh.Cols = matmulTile(int64(g.cols), 16)
 	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
 	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
 	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
@@ -844,21 +867,18 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	if c.m*c.n > matmulMaxElems {
 		return Errorf(-1, "output of %d×%d elements is too large", c.m, c.n)
 	}
-	inputs := []int32{c.a, c.b}
+	inputs := []int32{c.a, g.weight}
 	if sh.Bias {
 		inputs = append(inputs, c.bias)
 	}
 	if sh.Res != "" {
 		inputs = append(inputs, epi.other)
 	}
-	k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	k, err := shaders.Render(g.file, sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
 	}
-	trips := c.k
-	if vec4 {
-		trips = c.k / 4
-	}
+	trips := c.k / g.perTrip
 	// K == 0 still needs one dispatch to write the bias (or 0).
 	for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
 		end := min(begin+matmulMaxTrips, trips)
@@ -875,7 +895,7 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 		p.U32(uint32(c.biasSN)).F32(c.alpha).F32(c.beta).F32(epi.lo)
 		p.F32(epi.hi).U32(0).U32(0).U32(0)
 		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
-			return fmt.Errorf("ops: matmul: %w", err)
+			return fmt.Errorf("ops: %s: %w", g.what, err)
 		}
 	}
 	return nil
