@@ -95,8 +95,7 @@ type qlinearShader struct {
 	Res        string // epilogue add or mul with the res tensor (matmulEpilogue.res), or ""
 	Gate       bool   // the activation's result times its input (matmulEpilogue.gate)
 
-	// Binding numbers of the optional bindings and of those after them.
-	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
+	qBindings
 }
 
 // qlinearCall is one quantized linear to record.
@@ -344,20 +343,8 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	}
 	steps, tail := c.k/8, c.k%8/4
 	sh.Chunked = steps > qlinearMaxSteps
-	inputs := []int32{c.x, c.w, c.scales}
-	if sh.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, c.xs, c.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, c.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	var inputs []int32
+	inputs, sh.qBindings = qInputs(c, sh.DQ8, sh.Bias, epi)
 	kern, err := shaders.Render("qlinear.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
@@ -449,7 +436,36 @@ type qgemvShader struct {
 	Comp  []string // their component names
 	WG    int
 
+	qBindings
+}
+
+// qBindings are the binding numbers of the quantized linear kernels'
+// optional bindings and of those after them (the templates read them as
+// .XSBinding, ...).
+type qBindings struct {
 	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
+}
+
+// qInputs returns the values the quantized linear kernels bind, in order
+// (x, weight, scales, then the dq8 qparams, the bias and the epilogue's
+// res tensor when present), and their binding numbers.
+func qInputs(c qlinearCall, dq8, bias bool, epi matmulEpilogue) ([]int32, qBindings) {
+	var q qBindings
+	inputs := []int32{c.x, c.w, c.scales}
+	if dq8 {
+		q.XSBinding, q.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, c.xs, c.xz)
+	}
+	if bias {
+		q.BiasBinding = len(inputs)
+		inputs = append(inputs, c.bias)
+	}
+	if epi.res != "" {
+		q.ResBinding = len(inputs)
+		inputs = append(inputs, epi.other)
+	}
+	q.OutBinding, q.ParamsBinding = len(inputs), len(inputs)+1
+	return inputs, q
 }
 
 // useQGEMV reports whether c runs shaders/qgemv.wgsl: a one-row
@@ -467,20 +483,8 @@ func useQGEMV(c qlinearCall) bool {
 func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error {
 	sh := qgemvShader{DQ8: c.sh.DQ8, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, WG: qgemvWG,
 		Cols: matmulTile(qgemvCols, qgemvCols), Words: []int{0, 1, 2, 3}, Comp: []string{"x", "y", "z", "w"}}
-	inputs := []int32{c.x, c.w, c.scales}
-	if sh.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, c.xs, c.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, c.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	var inputs []int32
+	inputs, sh.qBindings = qInputs(c, sh.DQ8, sh.Bias, epi)
 	kern, err := shaders.Render("qgemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
