@@ -225,18 +225,7 @@ func q8Linear(e *Env, a []int32, x *Tensor, sIn float64, zp int64, ep *epilogue,
 			xq[i] = quantize(v, inv, zp, -128, 127)
 		}
 	}
-	_, decl, err := e.Decl(outID)
-	if err != nil {
-		return err
-	}
-	shape := append(append([]int64(nil), x.Shape[:len(x.Shape)-1]...), n)
-	if len(decl) == 2 && len(shape) != 2 {
-		shape = []int64{m, n}
-	}
-	for len(shape) < len(decl) {
-		shape = append([]int64{1}, shape...)
-	}
-	out, err := e.NewOut(outID, shape)
+	out, err := e.newLinearOut(outID, x, m, n)
 	if err != nil {
 		return err
 	}

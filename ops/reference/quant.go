@@ -34,17 +34,14 @@ func nibble(row []float64, j int64, highEven bool) float64 {
 	return float64(b>>4) - 8
 }
 
-// quantLinearOut computes out = x·Wᵀ (+ bias) for W [n, k] and stores it
-// in id with the output's declared rank (x's leading dims, or [M, N]).
-func quantLinearOut(e *Env, x *Tensor, wm []float64, n int64, bias []float64, id int32) error {
-	k := x.Shape[len(x.Shape)-1]
-	m := int64(1)
-	for _, d := range x.Shape[:len(x.Shape)-1] {
-		m *= d
-	}
+// newLinearOut makes a quantized linear's output for x [..., K] with n
+// columns (m rows in all) in the rank the graph declares for id: x's
+// leading dims then n, [m, n] when declared 2-D, or with leading 1s
+// added up to the declared rank.
+func (e *Env) newLinearOut(id int32, x *Tensor, m, n int64) (*Tensor, error) {
 	_, decl, err := e.Decl(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	shape := append(append([]int64(nil), x.Shape[:len(x.Shape)-1]...), n)
 	if len(decl) == 2 && len(shape) != 2 {
@@ -53,7 +50,18 @@ func quantLinearOut(e *Env, x *Tensor, wm []float64, n int64, bias []float64, id
 	for len(shape) < len(decl) {
 		shape = append([]int64{1}, shape...)
 	}
-	out, err := e.NewOut(id, shape)
+	return e.NewOut(id, shape)
+}
+
+// quantLinearOut computes out = x·Wᵀ (+ bias) for W [n, k] and stores it
+// in id with the output's declared rank (x's leading dims, or [M, N]).
+func quantLinearOut(e *Env, x *Tensor, wm []float64, n int64, bias []float64, id int32) error {
+	k := x.Shape[len(x.Shape)-1]
+	m := int64(1)
+	for _, d := range x.Shape[:len(x.Shape)-1] {
+		m *= d
+	}
+	out, err := e.newLinearOut(id, x, m, n)
 	if err != nil {
 		return err
 	}
