@@ -417,11 +417,21 @@ const qgemvMaxTrips = 16384
 // load 3-5): qlinear.wgsl's 1×8 tile 2400; this kernel with 8 columns
 // 1970-2020 (16 or 64 lanes), 16 columns 1760-1770 (16 or 64 lanes);
 // x read from a uniform buffer instead of storage 1700 (not done: a
-// tensor is not bindable as uniform). 16 lanes keep several workgroups
-// for both threads at N = 768 (48 invocations).
+// tensor is not bindable as uniform).
+//
+// 32 columns and 8 lanes: at the stories110M shapes (g = 64, 24
+// dispatches each, medians of 15, three interleaved runs), 16×16 over
+// 32×8 was 1.06-1.26 at K = N = 768, 1.04-1.30 at K = 768, N = 2048,
+// 0.93-1.09 at K = 2048, N = 768 and 1.09-1.11 at K = 768, N = 32000;
+// the whole 110M q4 decode step 55.1 against 50.7 ms (medians of 8
+// alternating runs in one process). llvmpipe runs every storage load as
+// a loop over the lanes, and x (the same for all lanes) is loaded once
+// per column block, so more columns per invocation spread that cost:
+// with x's loads replaced by arithmetic the kernel ran 1.2-1.4× faster
+// at every column count. 64 columns spill and were slower again.
 const (
-	qgemvCols = 16
-	qgemvWG   = 16
+	qgemvCols = 32
+	qgemvWG   = 8
 )
 
 // qgemvShader is the template data of shaders/qgemv.wgsl.

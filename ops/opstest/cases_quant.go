@@ -131,10 +131,12 @@ func q4gswWeights(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bo
 func init() {
 	Cases = append(Cases,
 		// The one-row kernel (qgemv.wgsl: M = 1, K and g multiples of 32):
-		// N not a multiple of its 8 columns, K not a multiple of g (a
+		// N not a multiple of its 32 columns, N over three workgroups of
+		// 256 columns (the last one partial), K not a multiple of g (a
 		// partial last group), a 3-D input, groups split over two
 		// dispatches (8193 groups of 32).
 		q4gswCase([]int64{1, 64}, 13, 32, true, false),
+		q4gswCase([]int64{1, 96}, 517, 32, true, false),
 		q4gswCase([]int64{1, 160}, 9, 64, false, false),
 		q4gswCase([]int64{1, 1, 384}, 17, 128, true, false),
 		q4gswCase([]int64{1, 262176}, 3, 32, false, false),
@@ -357,6 +359,7 @@ func init() {
 	Cases = append(Cases,
 		// One row on the one-row kernel (qgemv.wgsl), N past its 16 columns.
 		dq8caCase([]int64{1, 256}, 37, 64, false, 11),
+		dq8caCase([]int64{1, 64}, 301, 32, true, 11), // one-row kernel, two workgroups
 		dq8caCase([]int64{1, 1, 96}, 9, 96, true, 10),
 		dq8caCase([]int64{1, 128}, 12, 32, true, 11),
 		dq8caCase([]int64{3, 64}, 9, 64, false, 10),
