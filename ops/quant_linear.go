@@ -445,8 +445,21 @@ type qgemvShader struct {
 	Words []int    // the 4 u32 words of a vec4 weight word
 	Comp  []string // their component names
 	WG    int
+	// VecScales reads the scales as vec4s (ld_s % 4 == 0), ScaleCols
+	// naming the vec4 (V) and component of each column C.
+	VecScales bool
+	ScaleCols []qgemvScaleCol
 
 	qBindings
+}
+
+// qgemvScaleCol is column C's scale in the vec4 scale loads of
+// shaders/qgemv.wgsl: component Comp of vec4 V, First for a vec4's first
+// column (where it is loaded).
+type qgemvScaleCol struct {
+	C, V  int
+	Comp  string
+	First bool
 }
 
 // qBindings are the binding numbers of the quantized linear kernels'
@@ -493,6 +506,12 @@ func useQGEMV(c qlinearCall) bool {
 func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error {
 	sh := qgemvShader{DQ8: c.sh.DQ8, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, WG: qgemvWG,
 		Cols: matmulTile(qgemvCols, qgemvCols), Words: []int{0, 1, 2, 3}, Comp: []string{"x", "y", "z", "w"}}
+	if c.ldS%4 == 0 {
+		sh.VecScales = true
+		for _, col := range sh.Cols {
+			sh.ScaleCols = append(sh.ScaleCols, qgemvScaleCol{C: col, V: col / 4, Comp: sh.Comp[col%4], First: col%4 == 0})
+		}
+	}
 	var inputs []int32
 	inputs, sh.qBindings = qInputs(c, sh.DQ8, sh.Bias, epi)
 	kern, err := shaders.Render("qgemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))

@@ -7,7 +7,13 @@
 // x is [K] (vec4s). w holds N rows of K/2 bytes, read as vec4<u32>: one
 // vec4 is 32 consecutive k, word h of it k = 8h..8h+7, code u of k = 8h+j
 // in bits 4j..4j+3 (even k in the low nibble), value u − 8. Scales are
-// s[gi·ld_s + n] per group gi of g consecutive k.
+// s[gi·ld_s + n] per group gi of g consecutive k; when ld_s is a multiple
+// of 4 (the exporter's roundup(N, 4)) an invocation reads its columns'
+// scales of a group as vec4s, a quarter of the loads (llvmpipe runs each
+// storage load as a loop over the lanes; 1.02-1.10× the kernel's rate at
+// the stories110M shapes). The vec4s of a last, partial column block may
+// reach past N (into padding, the next row or past the end: values that
+// no written column uses).
 //
 // Each invocation computes {{len .Cols}} output columns. Lanes run along
 // columns, {{.WG}} per workgroup. The loop walks groups, and within a group
@@ -32,7 +38,11 @@
 // not written.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+{{- if .VecScales}}
+@group(0) @binding(2) var<storage, read> s: array<vec4<f32>>;
+{{- else}}
 @group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- end}}
 {{- if .DQ8}}
 // Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): the row's scale xs
 // and int8 zero point xz (the low byte of word 0) from
@@ -153,8 +163,18 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       }
 {{- end}}
     }
+{{- if .VecScales}}
+    let sb = (gi * params.ld_s + col0) / 4u;
+{{- range .ScaleCols}}
+{{- if .First}}
+    let sv{{.V}} = s[sb + {{.V}}u];
+{{- end}}
+    acc{{.C}} = fma(sv{{.V}}.{{.Comp}}, q{{.C}} + nsx, acc{{.C}});
+{{- end}}
+{{- else}}
 {{- range .Cols}}
     acc{{.}} = fma(s[gi * params.ld_s + n{{.}}], q{{.}} + nsx, acc{{.}});
+{{- end}}
 {{- end}}
   }
 {{- range $c := .Cols}}

@@ -100,15 +100,41 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 	}
 }
 
+// q4gswUnpaddedCase is a one-row linear_q4gsw whose scale rows are N
+// wide (not padded to a multiple of 4): the one-row kernel then reads
+// them one by one instead of as vec4s.
+func q4gswUnpaddedCase(k, n, g int64) Case {
+	return Case{
+		Name: fmt.Sprintf("linear_q4gsw/1x%d_N%d_g%d/scales_unpadded", k, n, g),
+		Tol:  quantTol(k),
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			xv := RandTensor(r, f, []int64{1, k}, -1, 1)
+			x := b.Tensor(f, []uint32{1, uint32(k)}, -1)
+			b.Inputs(x)
+			w, s, bv := q4gswWeightsLd(b, r, n, k, g, true, n)
+			out := b.Tensor(f, []uint32{1, uint32(n)}, -1)
+			b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(g), bv, out)
+			b.Outputs(out)
+			return []*reference.Tensor{xv}
+		},
+	}
+}
+
 // q4gswWeights adds linear_q4gsw's constants for an [n, k] weight in
 // groups of g as named data: the packed codes, the scales (ceil(k/g)
 // groups) and, with bias, a bias; bv is Null without.
 func q4gswWeights(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bool) (w, s, bv int32) {
+	return q4gswWeightsLd(b, r, n, k, g, bias, (n+3)/4*4)
+}
+
+// q4gswWeightsLd is q4gswWeights with scale rows of np4 >= n columns.
+func q4gswWeightsLd(b *serialization.Builder, r *rand.Rand, n, k, g int64, bias bool, np4 int64) (w, s, bv int32) {
 	f := serialization.Float32
 	q := randQ(r, n, k, -8, 7)
 	packed, rb := packInt4(q, n, k, 8, false)
 	w, _ = b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
-	groups, np4 := (k+g-1)/g, (n+3)/4*4
+	groups := (k + g - 1) / g
 	// torchao's scales are [N, G]; the exporter stores them transposed
 	// to [G, N], zero-padded to a multiple of 4 columns.
 	sv := randScales(r, n*groups)
@@ -137,6 +163,8 @@ func init() {
 		// dispatches (8193 groups of 32).
 		q4gswCase([]int64{1, 64}, 13, 32, true, false),
 		q4gswCase([]int64{1, 96}, 517, 32, true, false),
+		q4gswUnpaddedCase(64, 301, 32),
+		q4gswUnpaddedCase(128, 13, 64),
 		q4gswCase([]int64{1, 160}, 9, 64, false, false),
 		q4gswCase([]int64{1, 1, 384}, 17, 128, true, false),
 		q4gswCase([]int64{1, 262176}, 3, 32, false, false),
