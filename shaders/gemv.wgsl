@@ -70,15 +70,7 @@ struct Params {
   _p1: u32,
   _p2: u32,
 }
-{{- if .Act}}
-
-{{template "unary_helpers" (args "S" "f32" "T" "f32")}}
-
-// act is the fused activation epilogue (see shaders/matmul.wgsl).
-fn act(v: f32) -> f32 {
-  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" "f32" "A" "params.act_lo" "B" "params.act_hi")}};
-}
-{{- end}}
+{{- template "epilogue_act" .}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

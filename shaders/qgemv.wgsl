@@ -78,15 +78,7 @@ struct Params {
   _p0: u32,
   _p1: u32,
 }
-{{- if .Act}}
-
-{{template "unary_helpers" (args "S" "f32" "T" "f32")}}
-
-// act is the fused activation epilogue (see shaders/matmul.wgsl).
-fn act(v: f32) -> f32 {
-  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" "f32" "A" "params.act_lo" "B" "params.act_hi")}};
-}
-{{- end}}
+{{- template "epilogue_act" .}}
 
 {{- if .DQ8}}
 // qx quantizes and re-centres 4 activations.

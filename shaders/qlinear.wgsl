@@ -58,15 +58,7 @@
 {{- end}}
 @group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
 @group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
-{{- if .Act}}
-
-{{template "unary_helpers" (args "S" "f32" "T" "f32")}}
-
-// act is the fused activation epilogue (see shaders/matmul.wgsl).
-fn act(v: f32) -> f32 {
-  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" "f32" "A" "params.act_lo" "B" "params.act_hi")}};
-}
-{{- end}}
+{{- template "epilogue_act" .}}
 {{- if or .Act .Res}}
 
 // epi applies the fused epilogue to output element o's value v: the
