@@ -17,7 +17,8 @@
 // graph as Graphviz DOT, or SVG when dot is installed.
 //
 // Every failure exits with status 1 and exactly one line on stderr,
-// "wgdelegate: <message>" (a load slower than a second may have printed
-// progress lines before it, and --verbose adds debug logs); -h and --help
+// "wgdelegate: <message>" (with --verbose, debug logs and the progress
+// lines of a load slower than a second may come before it; without it,
+// progress shows only on a terminal, as a bar erased on failure); -h and --help
 // print usage and exit 0.
 package main
