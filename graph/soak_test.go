@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
 
 var soak = flag.Bool("soak", false, "run the soak test at full length (10,000 executes, 200 load/close cycles)")
@@ -31,14 +32,15 @@ func takeSnapshot(dev *gpu.Device) snapshot {
 // TestSoak executes a graph many times and loads/closes graphs repeatedly,
 // then checks that the Go heap, the goroutine count and the device's live
 // GPU objects (buffers, bind groups, cached pipelines and modules) are back
-// at their baseline. Short in CI; -soak runs the full length.
+// at their baseline. 50 executes and 5 cycles by default and with -short,
+// 300 and 20 in the long sweeps (testenv.Long); -soak runs the full length.
 func TestSoak(t *testing.T) {
-	executes, cycles := 300, 20
-	if *soak {
+	executes, cycles := 50, 5
+	switch {
+	case *soak:
 		executes, cycles = 10000, 200
-	}
-	if testing.Short() {
-		executes, cycles = 50, 5
+	case testenv.Long() && !testing.Short():
+		executes, cycles = 300, 20
 	}
 	dev := device(t)
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
@@ -49,7 +50,9 @@ type Case struct {
 // Cases is the registry of every family's cases.
 var Cases []Case
 
-// Seeds is how many random input sets each case runs.
+// Seeds is how many random input sets each case runs in the long sweeps
+// (testenv.Long: WGDELEGATE_TEST_LONG=1, as CI runs); the default and
+// -short run the first, under both memory plans.
 const Seeds = 3
 
 // Backend runs a graph for the suite: the GPU graph (GPU), the plain-Go
@@ -130,17 +133,18 @@ func decode(raw []byte, named []serialization.NamedBlob) (*serialization.Blob, *
 	return blob, nd, nil
 }
 
-// Run runs every case on backend be and on the reference, Seeds input
-// sets each (one with -short: the first, under both memory plans).
+// Run runs every case on backend be and on the reference: the first input
+// set under both memory plans, and Seeds sets in the long sweeps
+// (testenv.Long).
 func Run(t *testing.T, be Backend, cases []Case) {
 	RunAgainst(t, be, Reference{}, cases)
 }
 
 // RunAgainst is Run with ref as the reference.
 func RunAgainst(t *testing.T, be Backend, ref Reference, cases []Case) {
-	seeds := uint64(Seeds)
-	if testing.Short() {
-		seeds = 1
+	seeds := uint64(1)
+	if testenv.Long() && !testing.Short() {
+		seeds = Seeds
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 )
@@ -29,8 +30,8 @@ func TestConformance(t *testing.T) {
 // comparing) must agree with itself, and a second backend plugs in with
 // one line.
 func TestConformanceReference(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the reference against itself: run without -short (CI's race run is -short)")
+	if !testenv.Long() || testing.Short() {
+		t.Skipf("the reference against itself: a long sweep (%s=1, without -short)", testenv.LongEnv)
 	}
 	t.Parallel()
 	Run(t, Reference{}, Cases)

@@ -1,0 +1,15 @@
+package testenv
+
+import "testing"
+
+func TestLong(t *testing.T) {
+	for _, tc := range []struct {
+		val  string
+		want bool
+	}{{"", false}, {"0", false}, {"1", true}, {"yes", true}} {
+		t.Setenv(LongEnv, tc.val)
+		if got := Long(); got != tc.want {
+			t.Errorf("%s=%q: Long() = %v, want %v", LongEnv, tc.val, got, tc.want)
+		}
+	}
+}
