@@ -2,6 +2,7 @@ package wgdelegate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -91,11 +92,11 @@ func ExampleLoad() {
 	}
 	defer m.Close()
 	for i := 0; i < m.NumInputs(); i++ {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // no error: i < NumInputs()
 		fmt.Println("input", i, dt, shape)
 	}
 	for i := 0; i < m.NumOutputs(); i++ {
-		dt, shape := m.OutputInfo(i)
+		dt, shape, _ := m.OutputInfo(i)
 		fmt.Println("output", i, dt, shape)
 	}
 	// Output:
@@ -104,6 +105,30 @@ func ExampleLoad() {
 	// done: 24/24 constant bytes
 	// input 0 float32 [2 3]
 	// output 0 float32 [3 2]
+}
+
+// ExampleModel_InputInfo lists a model's inputs and outputs; an index it
+// does not have is an *IndexError.
+func ExampleModel_InputInfo() {
+	pte, ptd := transposeModel()
+	ctx := context.Background()
+	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithData(ptd))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	for i := range m.NumInputs() {
+		dt, shape, err := m.InputInfo(i)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("input", i, dt, shape)
+	}
+	_, _, err = m.InputInfo(5)
+	fmt.Println(errors.Is(err, wgdelegate.ErrIndex), err)
+	// Output:
+	// input 0 float32 [2 3]
+	// true wgdelegate: input 5 out of range: the model has 1 input(s)
 }
 
 // ExampleModel_Execute runs one model several times on one device opened by

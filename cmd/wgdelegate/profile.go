@@ -208,7 +208,7 @@ func generateInputs(m *wgdelegate.Model) []wgdelegate.Tensor {
 	r := rand.New(rand.NewPCG(1, 2))
 	out := make([]wgdelegate.Tensor, m.NumInputs())
 	for i := range out {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // i < NumInputs()
 		n := int(wgdelegate.Numel(shape))
 		size := dt.Size()
 		data := make([]byte, n*size)

@@ -207,13 +207,13 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 	if len(inputs) != m.NumInputs() {
 		want := make([]string, m.NumInputs())
 		for i := range want {
-			dt, shape := m.InputInfo(i)
+			dt, shape, _ := m.InputInfo(i) // i < NumInputs()
 			want[i] = fmt.Sprintf("%v %v", dt, shape)
 		}
 		return fmt.Errorf("model takes %d input(s) (%s), got %d --input file(s)", m.NumInputs(), strings.Join(want, ", "), len(inputs))
 	}
 	for i, in := range inputs {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // i < NumInputs(), checked above
 		// Serialized dims are upper bounds (dynamic shapes): an input may
 		// be smaller in any dim, not larger, and has the same rank.
 		fits := len(in.Shape) == len(shape)
