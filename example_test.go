@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -129,6 +130,52 @@ func ExampleModel_InputInfo() {
 	// Output:
 	// input 0 float32 [2 3]
 	// true wgdelegate: input 5 out of range: the model has 1 input(s)
+}
+
+// Example_npy feeds a model from a .npy file and writes its output as one,
+// with the npy package: its Tensor is wgdelegate.Tensor, so nothing is
+// converted on the way.
+func Example_npy() {
+	dir, err := os.MkdirTemp("", "wgdelegate-npy")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// What np.save("x.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
+	// writes.
+	xPath := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(xPath, wgdelegate.FromFloat32([]int64{2, 3}, []float32{0, 1, 2, 3, 4, 5})); err != nil {
+		log.Fatal(err)
+	}
+
+	pte, ptd := transposeModel()
+	ctx := context.Background()
+	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithData(ptd))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	x, err := npy.ReadFile(xPath)
+	if err != nil {
+		log.Fatal(err) // a *npy.FormatError for a malformed or unsupported file
+	}
+	outs, err := m.Execute(ctx, x)
+	if err != nil {
+		log.Fatal(err)
+	}
+	yPath := filepath.Join(dir, "y.npy")
+	if err := npy.WriteFile(yPath, outs[0]); err != nil {
+		log.Fatal(err)
+	}
+
+	y, err := npy.ReadFile(yPath) // np.load(yPath) reads the same
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := y.Float32s()
+	fmt.Println(y.DType, y.Shape, v)
+	// Output:
+	// float32 [3 2] [10 21 32 43 54 65]
 }
 
 // ExampleModel_Execute runs one model several times on one device opened by

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
-	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
