@@ -28,7 +28,9 @@ package: the prompt is prefilled in as few Executes as the model allows,
 then one token is decoded per Execute. The generated text (with
 --tokenizer) or token ids are printed on stdout as they are produced; then
 stderr gets the prompt tokens/s, decode tokens/s, time to first token and
-memory. Ctrl-C stops the generation.
+memory. Ctrl-C stops the generation: the statistics so far are printed
+(with --json, the object with "interrupted": true) and the exit status is
+130.
 
 Flags:
   --data FILE          a .ptd file holding named constants (repeatable)
@@ -179,6 +181,9 @@ func generateCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// After the first Ctrl-C, which stops the generation and prints the
+	// statistics, a second one kills the process as usual.
+	context.AfterFunc(ctx, stop)
 	return generate(ctx, o, stdout, stderr)
 }
 
@@ -200,6 +205,9 @@ type generateResult struct {
 	GoHeapBytes     uint64  `json:"go_heap_bytes"`
 	MaxSeqLen       int64   `json:"max_seq_len"`
 	MaxTokens       int64   `json:"max_tokens_per_execute"`
+	// Interrupted is true when Ctrl-C stopped the generation: the rest
+	// is what was done until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) error {
@@ -235,7 +243,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: o.f16KV}))
 	pr.finish(err == nil)
 	if err != nil {
-		return err
+		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
 	load := time.Since(start)
@@ -288,7 +296,8 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	res, err := r.Generate(ctx, prompt, gen)
-	if err != nil {
+	interrupted := err != nil && ctx.Err() != nil
+	if err != nil && !interrupted {
 		if !o.json && text.Len() > 0 {
 			fmt.Fprintln(stdout)
 		}
@@ -301,7 +310,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		PrefillMS: ms(st.Prefill), PromptTokPerS: st.PromptTokensPerSecond(), DecodeSteps: st.DecodeSteps,
 		DecodeMS: ms(st.Decode), DecodeTokPerS: st.DecodeTokensPerSecond(), TTFTMS: ms(st.TimeToFirstToken),
 		LoadMS: ms(load), GPUBytes: m.MemoryStats().TotalBytes(), GoHeapBytes: mem.HeapAlloc,
-		MaxSeqLen: r.Convention().MaxSeqLen, MaxTokens: r.Convention().MaxTokens}
+		MaxSeqLen: r.Convention().MaxSeqLen, MaxTokens: r.Convention().MaxTokens, Interrupted: interrupted}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
@@ -312,12 +321,22 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		if interrupted {
+			fmt.Fprintf(stderr, "interrupted after %d generated tokens\n", out.GeneratedTokens)
+		}
+		fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s)\n", out.PromptTokens, out.PrefillMS, out.PromptTokPerS)
+		fmt.Fprintf(stderr, "decode: %d tokens, %d steps in %.1f ms (%.1f tok/s)\n", out.GeneratedTokens, out.DecodeSteps, out.DecodeMS, out.DecodeTokPerS)
+		fmt.Fprintf(stderr, "time to first token: %.1f ms (load %.1f ms)\n", out.TTFTMS, out.LoadMS)
+		fmt.Fprintf(stderr, "memory: GPU %s, Go heap %s\n", mib(out.GPUBytes), mib(int64(out.GoHeapBytes)))
 	}
-	fmt.Fprintln(stdout)
-	fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s)\n", out.PromptTokens, out.PrefillMS, out.PromptTokPerS)
-	fmt.Fprintf(stderr, "decode: %d tokens, %d steps in %.1f ms (%.1f tok/s)\n", out.GeneratedTokens, out.DecodeSteps, out.DecodeMS, out.DecodeTokPerS)
-	fmt.Fprintf(stderr, "time to first token: %.1f ms (load %.1f ms)\n", out.TTFTMS, out.LoadMS)
-	fmt.Fprintf(stderr, "memory: GPU %s, Go heap %s\n", mib(out.GPUBytes), mib(int64(out.GoHeapBytes)))
+	if interrupted {
+		// context.Canceled in the chain makes the exit status 130.
+		return fmt.Errorf("generate: interrupted: %w", ctx.Err())
+	}
 	return nil
 }

@@ -186,7 +186,7 @@ func openModel(ctx context.Context, path string, data, inputPaths []string, devO
 	pr.finish(err == nil)
 	if err != nil {
 		l.close()
-		return nil, err
+		return nil, withDataHint(err, path, data)
 	}
 	l.m = m
 	if len(inputPaths) == 0 {
