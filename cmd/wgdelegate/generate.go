@@ -46,6 +46,22 @@ Flags:
   --top-p P            sample from the most likely tokens whose
                        probabilities sum past P; 0 or 1 turns it off
                        (default 0.9)
+  --top-k K            sample from the K most likely tokens only; 0 turns
+                       it off (default 0)
+  --min-p P            drop the tokens less than P times as likely as the
+                       most likely one; 0 turns it off (default 0)
+  --repeat-penalty R   make the tokens among the last --repeat-last-n
+                       less likely (R above 1): a positive logit is
+                       divided by R, a negative one multiplied; 1 or 0
+                       turns it off (default 1)
+  --frequency-penalty F
+                       subtract F from a token's logit for each time it
+                       occurs among the last --repeat-last-n (default 0)
+  --presence-penalty F subtract F from the logit of every token that
+                       occurs among the last --repeat-last-n (default 0)
+  --repeat-last-n N    how many of the latest tokens (prompt, then output)
+                       the three penalties look at: -1 all, 0 turns the
+                       penalties off (default 64)
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
@@ -61,6 +77,13 @@ Flags:
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
+Sampling runs as llama.cpp's samplers, in this order: the penalties on
+the raw logits, greedy at --temperature 0 (then nothing else runs),
+top-k, temperature and softmax, top-p, min-p, the draw. Unlike
+llama.cpp's default chain the temperature comes before top-p and min-p
+(as in run.c). The defaults are run.c's sampling: temperature 0.8, top-p
+0.9, nothing else.
+
 Decode tokens/s counts the decode steps (every token after the first)
 over their time; prompt tokens/s the prompt over its prefill.
 
@@ -68,6 +91,7 @@ Examples:
   wgdelegate generate --ids 1 -n 64 --temperature 0 llama.pte
   wgdelegate generate --data llama.ptd --tokenizer tokenizer.model --prompt "Once upon a time" llama.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Hello" --seed 7 --top-p 0.95 stories.pte
+  wgdelegate generate --tokenizer tokenizer.bin --top-k 40 --min-p 0.05 --repeat-penalty 1.1 stories.pte
   wgdelegate generate --json --ids 1,450,2 -n 32 llama.pte | jq .decode_tokens_per_s
 `
 
@@ -85,7 +109,7 @@ type generateOptions struct {
 }
 
 func parseGenerateArgs(args []string) (generateOptions, error) {
-	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1}}
+	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}}
 	specs := []flagSpec{
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
@@ -101,6 +125,26 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		}},
 		{names: []string{"temperature"}, value: true, set: floatFlag(&o.gen.Temperature)},
 		{names: []string{"top-p"}, value: true, set: floatFlag(&o.gen.TopP)},
+		{names: []string{"top-k"}, value: true, set: func(v string) error {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 {
+				return fmt.Errorf("%q is not a token count (0 or more)", v)
+			}
+			o.gen.TopK = k
+			return nil
+		}},
+		{names: []string{"min-p"}, value: true, set: floatFlag(&o.gen.MinP)},
+		{names: []string{"repeat-penalty"}, value: true, set: floatFlag(&o.gen.RepeatPenalty)},
+		{names: []string{"frequency-penalty"}, value: true, set: floatFlag(&o.gen.FrequencyPenalty)},
+		{names: []string{"presence-penalty"}, value: true, set: floatFlag(&o.gen.PresencePenalty)},
+		{names: []string{"repeat-last-n"}, value: true, set: func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -1 {
+				return fmt.Errorf("%q is not -1 (every token), 0 (off) or a token count", v)
+			}
+			o.gen.RepeatLastN = n
+			return nil
+		}},
 		{names: []string{"seed"}, value: true, set: func(v string) error {
 			s, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -118,6 +162,11 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 	pos, err := parseArgs("generate", args, specs)
 	if err != nil {
 		return o, err
+	}
+	if o.gen.RepeatLastN == 0 {
+		// llama.cpp's --repeat-last-n 0: no penalties (GenerateOptions'
+		// 0 means the default window instead).
+		o.gen.RepeatPenalty, o.gen.FrequencyPenalty, o.gen.PresencePenalty = 0, 0, 0
 	}
 	if o.prompt != nil && o.ids != nil {
 		return o, errors.New("generate: give --prompt or --ids, not both")

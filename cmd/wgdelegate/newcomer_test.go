@@ -3,21 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/llm"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // Tests of the rough edges a first session with the CLI ran into (issue
 // 29): what bare and --help invocations print, graph's rendered formats,
 // the hint for a model whose weights are in a .ptd, one wording for a
-// directory given as the model, and Ctrl-C during generate.
+// directory given as the model, Ctrl-C during generate, and generate's
+// sampling flags.
 
 // TestBareCommand: no arguments print the usage, as help does, and
 // succeed.
@@ -238,4 +242,75 @@ func mustPTD(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestGenerateSamplingFlags: each sampling flag reaches GenerateOptions;
+// the defaults are the ones generate always had (run.c's temperature 0.8
+// and top-p 0.9, nothing else); --repeat-last-n 0 turns the penalties off,
+// as in llama.cpp; bad values are errors.
+func TestGenerateSamplingFlags(t *testing.T) {
+	base := llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}
+	for _, tc := range []struct {
+		args []string
+		want func(o *llm.GenerateOptions)
+	}{
+		{nil, func(*llm.GenerateOptions) {}},
+		{[]string{"--top-k", "40"}, func(o *llm.GenerateOptions) { o.TopK = 40 }},
+		{[]string{"--min-p", "0.05"}, func(o *llm.GenerateOptions) { o.MinP = 0.05 }},
+		{[]string{"--repeat-penalty", "1.1"}, func(o *llm.GenerateOptions) { o.RepeatPenalty = 1.1 }},
+		{[]string{"--frequency-penalty", "0.5", "--presence-penalty=-0.25"}, func(o *llm.GenerateOptions) { o.FrequencyPenalty, o.PresencePenalty = 0.5, -0.25 }},
+		{[]string{"--repeat-last-n", "-1", "--repeat-penalty", "1.3"}, func(o *llm.GenerateOptions) { o.RepeatLastN, o.RepeatPenalty = -1, 1.3 }},
+		{[]string{"--repeat-last-n", "0", "--repeat-penalty", "1.3", "--presence-penalty", "1"}, func(o *llm.GenerateOptions) { o.RepeatLastN = 0 }},
+	} {
+		o, err := parseGenerateArgs(append(tc.args, "m.pte"))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		want := base
+		tc.want(&want)
+		if !reflect.DeepEqual(o.gen, want) {
+			t.Errorf("%v: %+v, want %+v", tc.args, o.gen, want)
+		}
+	}
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"--top-k", "-1"}, []string{"--top-k", "token count"}},
+		{[]string{"--top-k", "many"}, []string{"--top-k"}},
+		{[]string{"--min-p", "x"}, []string{"--min-p", "not a number"}},
+		{[]string{"--repeat-last-n", "-2"}, []string{"--repeat-last-n", "-1 (every token), 0 (off)"}},
+		{[]string{"--repeat-penalty", "none"}, []string{"--repeat-penalty", "not a number"}},
+	} {
+		mustFail(t, tc.want, append(append([]string{"generate"}, tc.args...), "m.pte")...)
+	}
+	out := mustRun(t, "help", "generate")
+	for _, f := range []string{"--top-k K", "--min-p P", "--repeat-penalty R", "--frequency-penalty F", "--presence-penalty F", "--repeat-last-n N", "in this order"} {
+		if !strings.Contains(out, f) {
+			t.Errorf("generate --help lacks %q", f)
+		}
+	}
+}
+
+// TestGenerateSampling runs the new samplers end to end: a range the
+// sampler rejects is an error, and a presence penalty far above any logit
+// over the whole history makes greedy decoding never repeat a token.
+func TestGenerateSampling(t *testing.T) {
+	dir := t.TempDir()
+	pte, _, _ := writeGenModel(t, dir, "m", 0)
+	ptd := strings.TrimSuffix(pte, ".pte") + ".ptd"
+	mustFail(t, []string{"min-p 2"}, "generate", "--data", ptd, "--min-p", "2", pte)
+	out := mustRun(t, "generate", "--json", "--data", ptd, "--ids", "1,2,3", "-n", "40", "--temperature", "0",
+		"--presence-penalty", "1e6", "--repeat-last-n", "-1", "--top-k", "5", "--min-p", "0.1", pte)
+	var r generateResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]bool{1: true, 2: true, 3: true}
+	for i, tok := range r.Tokens {
+		if seen[tok] {
+			t.Fatalf("token %d (%d) repeats: %v", i, tok, r.Tokens)
+		}
+		seen[tok] = true
+	}
+	if len(r.Tokens) != 40 {
+		t.Fatalf("%d tokens, want 40", len(r.Tokens))
+	}
 }
