@@ -48,7 +48,7 @@ reports what loading and executing cost:
 
 Without --input, inputs are generated: small random values of each input's
 dtype and shape (integers 1..3, floats in [-1, 1)). Runs longer than a
-second show progress on stderr.
+second show progress on stderr (on a terminal, or with --verbose).
 
 Flags:
   --iterations N       timed executes after the first (default 10)
@@ -211,7 +211,7 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}
-	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, stderr, &lm, opts...)
+	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), &lm, opts...)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 		CPUThreads:    l.dev.CPUThreads(),
 	}
 
-	pr := newIterProgress(stderr, filepath.Base(o.model), o.iterations+1)
+	pr := newIterProgress(newProgressOut(stderr, o.verbose), filepath.Base(o.model), o.iterations+1)
 	defer pr.finish()
 	start := time.Now()
 	if _, err := m.Execute(ctx, l.inputs...); err != nil {
@@ -304,12 +304,13 @@ func printBench(w io.Writer, r benchResult) {
 	tab.flush()
 }
 
-// iterProgress shows a benchmark's executes on stderr once they have run
-// longer than progressDelay (the load's own progress is newProgress's):
+// iterProgress shows a benchmark's executes once they have run longer
+// than the progressOut's delay (the load's own progress is newProgress's):
 // a redrawn bar on a terminal, a plain line per second otherwise.
 type iterProgress struct {
-	w      io.Writer
+	w      io.Writer // nil: show nothing
 	tty    bool
+	delay  time.Duration
 	label  string
 	total  int
 	start  time.Time
@@ -319,8 +320,8 @@ type iterProgress struct {
 	closed bool
 }
 
-func newIterProgress(w io.Writer, label string, total int) *iterProgress {
-	return &iterProgress{w: w, tty: isTerminal(w), label: label, total: total, start: time.Now()}
+func newIterProgress(po progressOut, label string, total int) *iterProgress {
+	return &iterProgress{w: po.w, tty: po.tty, delay: po.delay, label: label, total: total, start: time.Now()}
 }
 
 // set reports that done executes have finished.
@@ -328,7 +329,7 @@ func (p *iterProgress) set(done int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	elapsed := time.Since(p.start)
-	if p.closed || elapsed < progressDelay {
+	if p.w == nil || p.closed || elapsed < p.delay {
 		return
 	}
 	line := fmt.Sprintf("bench %s: execute %d/%d", p.label, done, p.total)

@@ -93,17 +93,22 @@ func TestBenchText(t *testing.T) {
 }
 
 func TestIterProgress(t *testing.T) {
-	defer func(d time.Duration) { progressDelay = d }(progressDelay)
-	progressDelay = time.Hour
 	var buf bytes.Buffer
-	p := newIterProgress(&buf, "m.pte", 3)
+	p := newIterProgress(progressOut{w: &buf, delay: time.Hour}, "m.pte", 3)
 	p.set(1)
 	p.finish()
 	if buf.Len() != 0 {
 		t.Errorf("quick run printed %q", buf.String())
 	}
-	progressDelay = 0
-	p = newIterProgress(&buf, "m.pte", 3)
+	// Not a terminal and not --verbose: nothing, however slow.
+	p = newIterProgress(newProgressOut(&buf, false), "m.pte", 3)
+	p.delay = 0
+	p.set(3)
+	p.finish()
+	if buf.Len() != 0 {
+		t.Errorf("progress on a pipe without --verbose: %q", buf.String())
+	}
+	p = newIterProgress(progressOut{w: &buf}, "m.pte", 3)
 	for i := 1; i <= 3; i++ {
 		p.set(i)
 	}
@@ -114,7 +119,7 @@ func TestIterProgress(t *testing.T) {
 		t.Errorf("plain progress %q", buf.String())
 	}
 	buf.Reset()
-	p = &iterProgress{w: &buf, tty: true, label: "m.pte", total: 4, start: time.Now()}
+	p = newIterProgress(progressOut{w: &buf, tty: true}, "m.pte", 4)
 	p.set(2)
 	p.finish()
 	if s := buf.String(); !strings.Contains(s, "\r\033[K[############            ] bench m.pte: execute 2/4") || !strings.HasSuffix(s, "\n") {

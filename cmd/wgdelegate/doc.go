@@ -18,8 +18,9 @@
 // installed.
 //
 // Every failure exits with status 1 and exactly one line on stderr,
-// "wgdelegate: <message>" (a load slower than a second may have printed
-// progress lines before it, and --verbose adds debug logs); Ctrl-C exits
-// with status 130 (generate prints its statistics so far first); no
+// "wgdelegate: <message>" (with --verbose, debug logs and the progress
+// lines of a load slower than a second may come before it; without it,
+// progress shows only on a terminal, as a bar erased on failure); Ctrl-C
+// exits with status 130 (generate prints its statistics so far first); no
 // arguments, -h and --help print usage and exit 0.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -188,35 +189,71 @@ func TestGraphSVG(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	defer func(d time.Duration) { progressDelay = d }(progressDelay)
-	load := func() string {
-		var buf bytes.Buffer
-		p := newProgress(&buf, "m.pte")
+	load := func(po progressOut) {
+		p := newProgress(po, "m.pte")
 		p.update(wgdelegate.Progress{Phase: wgdelegate.PhaseParse, Delegates: 2, BytesTotal: 3 << 20})
 		p.update(wgdelegate.Progress{Phase: wgdelegate.PhaseBuild, Delegate: 1, Delegates: 2, BytesDone: 1 << 20, BytesTotal: 3 << 20})
 		p.update(wgdelegate.Progress{Phase: wgdelegate.PhaseBuild, Delegate: 1, Delegates: 2, BytesDone: 1 << 20, BytesTotal: 3 << 20})
 		p.update(wgdelegate.Progress{Phase: wgdelegate.PhaseDone, Delegates: 2, BytesDone: 3 << 20, BytesTotal: 3 << 20})
 		p.finish(true)
-		return buf.String()
 	}
-	progressDelay = time.Hour
-	if s := load(); s != "" {
-		t.Errorf("a quick load printed %q", s)
+	var buf bytes.Buffer
+	if load(progressOut{w: &buf, delay: time.Hour}); buf.Len() != 0 {
+		t.Errorf("a quick load printed %q", buf.String())
 	}
-	progressDelay = 0
-	s := load()
+	// A slow load on a stderr that is not a terminal prints nothing
+	// without --verbose, plain lines with it.
+	buf.Reset()
+	po := newProgressOut(&buf, false)
+	po.delay = 0
+	if load(po); buf.Len() != 0 {
+		t.Errorf("progress on a pipe without --verbose: %q", buf.String())
+	}
+	po = newProgressOut(&buf, true)
+	po.delay = 0
+	load(po)
+	s := buf.String()
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "loading m.pte: parse, 0.0 MiB of 3.0 MiB weights") ||
 		!strings.HasPrefix(lines[1], "loading m.pte: build delegate 2/2, 1.0 MiB of 3.0 MiB weights") || !strings.HasPrefix(lines[2], "loading m.pte: done") {
 		t.Errorf("plain progress:\n%s", s)
 	}
 	// The bar, as drawn on a terminal.
-	var buf bytes.Buffer
-	p := &progress{w: &buf, tty: true, label: "m.pte", start: time.Now(), done: make(chan struct{})}
+	buf.Reset()
+	p := newProgress(progressOut{w: &buf, tty: true}, "m.pte")
 	p.update(wgdelegate.Progress{Phase: wgdelegate.PhaseBuild, Delegate: 0, Delegates: 1, BytesDone: 1, BytesTotal: 2})
 	p.finish(true)
 	if s := buf.String(); !strings.Contains(s, "\r\033[K[############            ] loading m.pte: build") || !strings.HasSuffix(s, "\n") {
 		t.Errorf("bar %q", s)
+	}
+}
+
+// TestSlowLoadErrorIsOneLine reproduces, deterministically, a load slow
+// enough to show progress (delay 0) that then fails: stderr, a pipe here,
+// must hold only the error line main prints, as the CLI promises. Under
+// load a small model once took over a second to open and its progress
+// lines came before the error.
+func TestSlowLoadErrorIsOneLine(t *testing.T) {
+	path := newFixture(t).pteInline
+	for _, verbose := range []bool{false, true} {
+		args := []string{"--ids", "1", path}
+		if verbose {
+			args = append([]string{"-v"}, args...)
+		}
+		o, err := parseGenerateArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.progressDelay = 0
+		var stdout, stderr bytes.Buffer
+		err = generate(context.Background(), o, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "not a Llama-style decoder") {
+			t.Fatalf("verbose %v: err %v", verbose, err)
+		}
+		progressShown := strings.Contains(stderr.String(), "loading inline.pte")
+		if progressShown != verbose {
+			t.Errorf("verbose %v: stderr before the error line %q", verbose, stderr.String())
+		}
 	}
 }
 

@@ -106,10 +106,13 @@ type generateOptions struct {
 	json, verbose    bool
 	cpuThreads       int
 	f16KV            bool
+	// progressDelay is how long the load runs before its progress shows
+	// (progressDelay; a test makes every load "slow" with 0).
+	progressDelay time.Duration
 }
 
 func parseGenerateArgs(args []string) (generateOptions, error) {
-	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}}
+	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}, progressDelay: progressDelay}
 	specs := []flagSpec{
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
@@ -285,7 +288,9 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	defer release()
-	pr := newProgress(stderr, filepath.Base(o.model))
+	po := newProgressOut(stderr, o.verbose)
+	po.delay = o.progressDelay
+	pr := newProgress(po, filepath.Base(o.model))
 	start := time.Now()
 	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update),

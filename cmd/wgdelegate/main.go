@@ -78,8 +78,8 @@ value that does not fit is an error. A model's input shapes are upper
 bounds (dynamic shapes): an input may be smaller in any dim, with the same
 rank, and the outputs are written with their live shapes. A SymInt input
 takes a one-element int32 or int64 array. A load that takes more than a
-second shows its progress on stderr (a bar on a terminal, plain lines
-otherwise).
+second shows its progress on stderr: a bar on a terminal, plain lines on
+any other stderr only with --verbose.
 
 Examples:
   # a model whose weights are inside the .pte

@@ -160,10 +160,10 @@ func readInputs(paths []string) ([]wgdelegate.Tensor, error) {
 }
 
 // openModel opens the device and loads path with opts, showing progress on
-// stderr for a load over a second. The inputs are read from inputPaths, or
+// po for a load over its delay. The inputs are read from inputPaths, or
 // generated when there are none.
 // When lm is not nil it receives what the load itself cost.
-func openModel(ctx context.Context, path string, data, inputPaths []string, devOpts wgdelegate.DeviceOptions, stderr io.Writer, lm *loadMeasure, opts ...wgdelegate.Option) (*loaded, error) {
+func openModel(ctx context.Context, path string, data, inputPaths []string, devOpts wgdelegate.DeviceOptions, po progressOut, lm *loadMeasure, opts ...wgdelegate.Option) (*loaded, error) {
 	if err := checkModelFile(path); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func openModel(ctx context.Context, path string, data, inputPaths []string, devO
 	}
 	log := devOpts.Logger
 	l := &loaded{dev: dev, release: release}
-	pr := newProgress(stderr, filepath.Base(path))
+	pr := newProgress(po, filepath.Base(path))
 	opts = append([]wgdelegate.Option{wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update)}, opts...)
 	lm.begin(dev)
@@ -353,7 +353,7 @@ func sourceDescription(s string) string {
 
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
-	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, stderr, nil,
+	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), nil,
 		wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
 	if err != nil {
 		return err

@@ -13,15 +13,36 @@ import (
 
 // progressDelay is how long a load runs before progress is shown: quick
 // loads print nothing.
-var progressDelay = time.Second
+const progressDelay = time.Second
 
-// progress shows a load's progress on stderr once it has taken longer than
-// progressDelay: a redrawn bar on a terminal, plain lines (one per phase or
-// delegate) otherwise. Updates come from the loading goroutine; a ticker
-// redraws the bar meanwhile.
+// progressOut is where and how a command shows progress: a redrawn bar
+// when stderr is a terminal; plain lines on any other stderr only with
+// --verbose (whose debug logs are there anyway); otherwise nothing, so
+// that a script reading stderr sees only the one "wgdelegate: " line of
+// an error, however long the load took before it failed.
+type progressOut struct {
+	w     io.Writer // nil: show nothing
+	tty   bool
+	delay time.Duration // how long to wait before the first line
+}
+
+// newProgressOut chooses how to show progress on stderr.
+func newProgressOut(stderr io.Writer, verbose bool) progressOut {
+	po := progressOut{tty: isTerminal(stderr), delay: progressDelay}
+	if po.tty || verbose {
+		po.w = stderr
+	}
+	return po
+}
+
+// progress shows a load's progress once it has taken longer than the
+// progressOut's delay: a redrawn bar on a terminal, plain lines (one per
+// phase or delegate) otherwise. Updates come from the loading goroutine;
+// a ticker redraws the bar meanwhile.
 type progress struct {
 	w     io.Writer
 	tty   bool
+	delay time.Duration
 	label string
 	start time.Time
 
@@ -43,9 +64,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// newProgress starts reporting the load of label to w.
-func newProgress(w io.Writer, label string) *progress {
-	p := &progress{w: w, tty: isTerminal(w), label: label, start: time.Now(), done: make(chan struct{})}
+// newProgress starts reporting the load of label to po.
+func newProgress(po progressOut, label string) *progress {
+	p := &progress{w: po.w, tty: po.tty, delay: po.delay, label: label, start: time.Now(), done: make(chan struct{})}
+	if p.w == nil {
+		return p
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -67,6 +91,9 @@ func newProgress(w io.Writer, label string) *progress {
 
 // update is the wgdelegate.WithProgress callback.
 func (p *progress) update(pr wgdelegate.Progress) {
+	if p.w == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = pr
@@ -76,6 +103,9 @@ func (p *progress) update(pr wgdelegate.Progress) {
 // finish stops the ticker and ends the bar's line. ok is false when the
 // load failed: a bar is then erased so the error stays one line.
 func (p *progress) finish(ok bool) {
+	if p.w == nil {
+		return
+	}
 	close(p.done)
 	p.wg.Wait()
 	p.mu.Lock()
@@ -108,10 +138,10 @@ func (p *progress) describe() string {
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// draw prints the state if the load has run past progressDelay (or final).
+// draw prints the state if the load has run past p.delay (or final).
 func (p *progress) draw(final bool) {
 	elapsed := time.Since(p.start)
-	if !final && elapsed < progressDelay {
+	if !final && elapsed < p.delay {
 		return
 	}
 	p.shown = true

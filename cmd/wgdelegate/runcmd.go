@@ -104,7 +104,7 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	}
 
 	start = time.Now()
-	pr := newProgress(stderr, filepath.Base(o.model))
+	pr := newProgress(newProgressOut(stderr, o.verbose), filepath.Base(o.model))
 	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
 	pr.finish(err == nil)
