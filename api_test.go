@@ -235,8 +235,8 @@ func TestChainedDelegates(t *testing.T) {
 	if m.NumDelegates() != 2 || m.NumInputs() != 2 || m.NumOutputs() != 2 {
 		t.Fatalf("delegates %d, inputs %d, outputs %d", m.NumDelegates(), m.NumInputs(), m.NumOutputs())
 	}
-	if dt, shape := m.OutputInfo(1); dt != serialization.Float32 || !slices.Equal(shape, []int64{5}) {
-		t.Errorf("output 1 info %v %v", dt, shape)
+	if dt, shape, err := m.OutputInfo(1); err != nil || dt != serialization.Float32 || !slices.Equal(shape, []int64{5}) {
+		t.Errorf("output 1 info %v %v, %v", dt, shape, err)
 	}
 	x := []float32{-3, -1, 0, 2, 4}
 	w := []float32{1, 2, -1, -5, 0.5}
@@ -265,6 +265,62 @@ func TestChainedDelegates(t *testing.T) {
 	m.Close()
 	if _, err := m.Execute(ctx, wgdelegate.FromFloat32([]int64{5}, x), wgdelegate.FromFloat32([]int64{5}, w)); !errors.Is(err, graph.ErrClosed) {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestInfoIndex: InputInfo and OutputInfo answer an index the model does
+// not have with an *IndexError (ErrIndex), not a panic, for a one-delegate
+// model and a chained plan alike.
+func TestInfoIndex(t *testing.T) {
+	requireOps(t, "aten.add.Tensor", "aten.relu.default")
+	ctx := context.Background()
+	single, err := wgdelegate.Load(ctx, reluBlob(t, 4), wgdelegate.WithDevice(device(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	chained, err := wgdelegate.Load(ctx, encodePlan(t, chainSpec(t)), wgdelegate.WithDevice(device(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chained.Close()
+	for _, tc := range []struct {
+		name  string
+		m     *wgdelegate.Model
+		what  string
+		index int
+		count int // the model's count; index < count is in range
+	}{
+		{"single input 0", single, "input", 0, 1},
+		{"single input 5", single, "input", 5, 1},
+		{"single input -1", single, "input", -1, 1},
+		{"single output 0", single, "output", 0, 1},
+		{"single output 1", single, "output", 1, 1},
+		{"chained input 1", chained, "input", 1, 2},
+		{"chained input 2", chained, "input", 2, 2},
+		{"chained output 1", chained, "output", 1, 2},
+		{"chained output 7", chained, "output", 7, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := tc.m.InputInfo
+			if tc.what == "output" {
+				info = tc.m.OutputInfo
+			}
+			dt, shape, err := info(tc.index)
+			if tc.index >= 0 && tc.index < tc.count {
+				if err != nil || dt != serialization.Float32 || len(shape) != 1 {
+					t.Fatalf("%s(%d) = %v %v, %v", tc.what, tc.index, dt, shape, err)
+				}
+				return
+			}
+			var ie *wgdelegate.IndexError
+			if !errors.Is(err, wgdelegate.ErrIndex) || !errors.As(err, &ie) || ie.What != tc.what || ie.Index != tc.index || ie.Count != tc.count {
+				t.Fatalf("%s(%d): %v (%#v), want an *IndexError{%s %d of %d}", tc.what, tc.index, err, ie, tc.what, tc.index, tc.count)
+			}
+			if shape != nil {
+				t.Errorf("shape %v with an error", shape)
+			}
+		})
 	}
 }
 

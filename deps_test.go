@@ -12,7 +12,7 @@ const module = "github.com/wgdelegate/wgdelegate"
 
 // TestPurePackages checks that the plain-Go packages link neither the cgo
 // WebGPU binding nor the GPU seam, so they build and test without cgo or a
-// device, and that two package edges stay cut: internal/npy does not import
+// device, and that two package edges stay cut: npy does not import
 // graph, prepack does not import ops. It asks the go tool for each
 // package's dependencies (not counting tests) and is skipped when the go
 // tool is not on PATH.
@@ -32,7 +32,7 @@ func TestPurePackages(t *testing.T) {
 		{"./serialization", nil},
 		{"./memplan", nil},
 		{"./internal/tensor", nil},
-		{"./internal/npy", []string{module + "/graph"}},
+		{"./npy", []string{module + "/graph"}},
 		{"./prepack", []string{module + "/ops"}},
 		{"./ops", nil},
 		{"./ops/reference", nil},

@@ -68,10 +68,10 @@ func TestE2EFP16MLP(t *testing.T) {
 						t.Fatal(err)
 					}
 					model := openModel(t, f)
-					if dt, _ := model.InputInfo(0); dt != staging {
+					if dt, _, _ := model.InputInfo(0); dt != staging {
 						t.Errorf("InputInfo dtype %v, want %v", dt, staging)
 					}
-					if dt, _ := model.OutputInfo(0); dt != staging {
+					if dt, _, _ := model.OutputInfo(0); dt != staging {
 						t.Errorf("OutputInfo dtype %v, want %v", dt, staging)
 					}
 					st := model.MemoryStats()

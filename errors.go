@@ -1,6 +1,9 @@
 package wgdelegate
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -115,3 +118,23 @@ var ErrDeviceLost = gpu.ErrDeviceLost
 // OptionError reports a DeviceOptions field out of range (OpenDevice
 // returns it before touching the driver).
 type OptionError = gpu.OptionError
+
+// ErrIndex: Model.InputInfo or Model.OutputInfo was given an index the
+// model does not have; the error is an *IndexError. Unlike the errors
+// above it is this package's own.
+var ErrIndex = errors.New("index out of range")
+
+// IndexError reports an input or output index outside the model's:
+// What is "input" or "output", Count how many the model has.
+type IndexError struct {
+	What  string
+	Index int
+	Count int
+}
+
+func (e *IndexError) Error() string {
+	return fmt.Sprintf("wgdelegate: %s %d out of range: the model has %d %s(s)", e.What, e.Index, e.Count, e.What)
+}
+
+// Unwrap returns ErrIndex.
+func (e *IndexError) Unwrap() error { return ErrIndex }

@@ -2,12 +2,14 @@ package wgdelegate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -91,11 +93,11 @@ func ExampleLoad() {
 	}
 	defer m.Close()
 	for i := 0; i < m.NumInputs(); i++ {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // no error: i < NumInputs()
 		fmt.Println("input", i, dt, shape)
 	}
 	for i := 0; i < m.NumOutputs(); i++ {
-		dt, shape := m.OutputInfo(i)
+		dt, shape, _ := m.OutputInfo(i)
 		fmt.Println("output", i, dt, shape)
 	}
 	// Output:
@@ -104,6 +106,76 @@ func ExampleLoad() {
 	// done: 24/24 constant bytes
 	// input 0 float32 [2 3]
 	// output 0 float32 [3 2]
+}
+
+// ExampleModel_InputInfo lists a model's inputs and outputs; an index it
+// does not have is an *IndexError.
+func ExampleModel_InputInfo() {
+	pte, ptd := transposeModel()
+	ctx := context.Background()
+	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithData(ptd))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	for i := range m.NumInputs() {
+		dt, shape, err := m.InputInfo(i)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("input", i, dt, shape)
+	}
+	_, _, err = m.InputInfo(5)
+	fmt.Println(errors.Is(err, wgdelegate.ErrIndex), err)
+	// Output:
+	// input 0 float32 [2 3]
+	// true wgdelegate: input 5 out of range: the model has 1 input(s)
+}
+
+// Example_npy feeds a model from a .npy file and writes its output as one,
+// with the npy package: its Tensor is wgdelegate.Tensor, so nothing is
+// converted on the way.
+func Example_npy() {
+	dir, err := os.MkdirTemp("", "wgdelegate-npy")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// What np.save("x.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
+	// writes.
+	xPath := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(xPath, wgdelegate.FromFloat32([]int64{2, 3}, []float32{0, 1, 2, 3, 4, 5})); err != nil {
+		log.Fatal(err)
+	}
+
+	pte, ptd := transposeModel()
+	ctx := context.Background()
+	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithData(ptd))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	x, err := npy.ReadFile(xPath)
+	if err != nil {
+		log.Fatal(err) // a *npy.FormatError for a malformed or unsupported file
+	}
+	outs, err := m.Execute(ctx, x)
+	if err != nil {
+		log.Fatal(err)
+	}
+	yPath := filepath.Join(dir, "y.npy")
+	if err := npy.WriteFile(yPath, outs[0]); err != nil {
+		log.Fatal(err)
+	}
+
+	y, err := npy.ReadFile(yPath) // np.load(yPath) reads the same
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := y.Float32s()
+	fmt.Println(y.DType, y.Shape, v)
+	// Output:
+	// float32 [3 2] [10 21 32 43 54 65]
 }
 
 // ExampleModel_Execute runs one model several times on one device opened by

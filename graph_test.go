@@ -538,7 +538,7 @@ func TestInt64OutputsWidened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if dt, _ := m.OutputInfo(0); dt != serialization.Int64 {
+	if dt, _, _ := m.OutputInfo(0); dt != serialization.Int64 {
 		t.Fatalf("output dtype %v, want int64", dt)
 	}
 	outs, err := m.Execute(context.Background(), []wgdelegate.Tensor{wgdelegate.Int64Tensor([]int64{3}, []int64{-5, 0, math.MaxInt32})}...)

@@ -302,17 +302,24 @@ func (m *Model) NumOutputs() int { return len(m.outputs) }
 // InputInfo returns the dtype and shape input i expects on the device. An
 // int32 (float32) input also accepts int64 (float64) data. For a FLOAT16
 // input it is the host dtype (its staging_datatype: float32 for a
-// force_fp16 export, else float16), and the input accepts either.
-func (m *Model) InputInfo(i int) (DataType, []int64) {
+// force_fp16 export, else float16), and the input accepts either. An i
+// outside [0, NumInputs()) is an *IndexError (ErrIndex).
+func (m *Model) InputInfo(i int) (DataType, []int64, error) {
+	if i < 0 || i >= len(m.inputs) {
+		return serialization.Unset, nil, &IndexError{What: "input", Index: i, Count: len(m.inputs)}
+	}
 	s := m.inputs[i]
-	return s.dtype, slices.Clone(s.shape)
+	return s.dtype, slices.Clone(s.shape), nil
 }
 
 // OutputInfo returns the dtype and (largest) shape of output i as Execute
-// returns it.
-func (m *Model) OutputInfo(i int) (DataType, []int64) {
+// returns it. An i outside [0, NumOutputs()) is an *IndexError (ErrIndex).
+func (m *Model) OutputInfo(i int) (DataType, []int64, error) {
+	if i < 0 || i >= len(m.outputs) {
+		return serialization.Unset, nil, &IndexError{What: "output", Index: i, Count: len(m.outputs)}
+	}
 	s := m.outputs[i]
-	return s.dtype, slices.Clone(s.shape)
+	return s.dtype, slices.Clone(s.shape), nil
 }
 
 // NumDelegates returns how many delegate graphs the model built.

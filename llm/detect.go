@@ -174,7 +174,7 @@ func Detect(m *wgdelegate.Model, maxSeqLen int64, tokenType wgdelegate.DataType)
 	if m.NumOutputs() < 1 {
 		return c, &NotDecoderError{Reason: "no outputs"}
 	}
-	dt, shape := m.InputInfo(0)
+	dt, shape, _ := m.InputInfo(0) // indices in range: the counts are checked above
 	if (dt != wgdelegate.Int32 && dt != wgdelegate.Int64) || len(shape) != 2 || shape[0] != 1 || shape[1] < 1 {
 		return c, &NotDecoderError{Reason: fmt.Sprintf("input 0 is %v %v, want int tokens [1, T]", dt, shape)}
 	}
@@ -182,7 +182,7 @@ func Detect(m *wgdelegate.Model, maxSeqLen int64, tokenType wgdelegate.DataType)
 	if tokenType == wgdelegate.Int64 || tokenType == wgdelegate.Int32 {
 		c.TokenType = tokenType
 	}
-	dt, shape = m.InputInfo(1)
+	dt, shape, _ = m.InputInfo(1)
 	switch {
 	case dt == wgdelegate.Int64 && len(shape) == 0:
 		c.PosSymInt, c.PosType = true, wgdelegate.Int64
@@ -191,7 +191,7 @@ func Detect(m *wgdelegate.Model, maxSeqLen int64, tokenType wgdelegate.DataType)
 	default:
 		return c, &NotDecoderError{Reason: fmt.Sprintf("input 1 is %v %v, want input_pos (a SymInt or an int tensor [1])", dt, shape)}
 	}
-	dt, shape = m.OutputInfo(0)
+	dt, shape, _ = m.OutputInfo(0)
 	switch {
 	case dt != wgdelegate.Float32:
 		return c, &NotDecoderError{Reason: fmt.Sprintf("output 0 is %v, want float32 logits", dt)}

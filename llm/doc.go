@@ -34,14 +34,41 @@
 //
 // Generate feeds a prompt (one Execute per chunk), then samples a token
 // from the last logits, feeds it at the next position, and so on: greedy
-// at temperature 0, else softmax sampling with an optional top-p nucleus,
-// from a seeded generator (the same seed gives the same tokens). It stops
+// at temperature 0, else softmax sampling from a seeded generator (the
+// same seed gives the same tokens). It stops
 // after MaxNewTokens, at a stop token, when ctx is cancelled, or when an
 // OnToken callback returns an error; Stream yields the tokens as an
 // iter.Seq2. A prompt that does not fit in the cache is a *CacheError
 // wrapping ErrPromptTooLong, a generation that would run past it one
 // wrapping ErrPositionPastEnd; both are checked before anything runs.
 // Stats has the prefill and decode rates and the time to first token.
+//
+// # Sampling
+//
+// GenerateOptions has the samplers users of llama.cpp and ollama know,
+// each off at its zero value (the zero GenerateOptions is greedy). They
+// run as one chain, in this order:
+//
+//  1. penalties (RepeatPenalty, FrequencyPenalty, PresencePenalty) on the
+//     raw logits of the tokens among the last RepeatLastN (the prompt,
+//     then the output): a positive logit is divided by the repetition
+//     penalty, a negative one multiplied, then count·frequency +
+//     presence is subtracted, as llama.cpp's penalties sampler does;
+//  2. greedy at Temperature 0: the largest logit, the first of equals;
+//     nothing below runs;
+//  3. TopK: the K largest logits stay;
+//  4. Temperature: logits/T, then the softmax over what stays;
+//  5. TopP: the smallest set of most likely tokens whose probabilities
+//     sum past P (strictly past, as run.c cuts);
+//  6. MinP: of those, the tokens at least MinP times as likely as the
+//     most likely one;
+//  7. a draw from what is left, renormalised.
+//
+// llama.cpp's default chain (penalties, top-k, top-p, min-p, temperature)
+// applies the temperature last; here it comes before top-p and min-p, as
+// in run.c and Hugging Face transformers, so top-p keeps its meaning and
+// the greedy path still gives run.c's tokens. At temperature 1, or with
+// neither top-p nor min-p, the two orders draw from the same distribution.
 //
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for

@@ -266,6 +266,37 @@ func TestGenerateControls(t *testing.T) {
 			t.Fatalf("OnToken error: got %v", err)
 		}
 	})
+	t.Run("penalties", func(t *testing.T) {
+		// A presence penalty far above any logit, over the whole
+		// history, makes greedy decoding pick a token it has not seen
+		// yet, in the prompt or in its own output, at every step.
+		r.Reset()
+		res, err := r.Generate(ctx, prompt, llm.GenerateOptions{PresencePenalty: 1e6, RepeatLastN: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int32]bool{}
+		for _, tok := range prompt {
+			seen[tok] = true
+		}
+		for i, tok := range res.Tokens {
+			if seen[tok] {
+				t.Fatalf("token %d (%d) repeats the prompt %v or the output %v", i, tok, prompt, res.Tokens[:i])
+			}
+			seen[tok] = true
+		}
+		// Without it, this model's greedy output repeats (or the test
+		// above proves nothing).
+		seen = map[int32]bool{}
+		repeats := false
+		for _, tok := range append(slices.Clone(prompt), full.Tokens...) {
+			repeats = repeats || seen[tok]
+			seen[tok] = true
+		}
+		if !repeats {
+			t.Fatalf("greedy output %v after %v has no repeat to remove", full.Tokens, prompt)
+		}
+	})
 	t.Run("seeded", func(t *testing.T) {
 		opts := llm.GenerateOptions{MaxNewTokens: 10, Temperature: 1.5, TopP: 0.95, Seed: 42}
 		var runs [2][]int32
@@ -354,6 +385,16 @@ func TestErrors(t *testing.T) {
 			return err
 		}, llm.ErrOption},
 		{"top-p", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{TopP: 1.5}); return err }, llm.ErrOption},
+		{"top-k", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{TopK: -1}); return err }, llm.ErrOption},
+		{"min-p", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MinP: 2}); return err }, llm.ErrOption},
+		{"repeat-penalty", func() error {
+			_, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{RepeatPenalty: -1})
+			return err
+		}, llm.ErrOption},
+		{"repeat-last-n", func() error {
+			_, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{RepeatLastN: -5})
+			return err
+		}, llm.ErrOption},
 		{"empty-prompt", func() error { _, err := r.Generate(ctx, nil, llm.GenerateOptions{}); return err }, llm.ErrOption},
 		{"negative-max", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: -1}); return err }, llm.ErrOption},
 	} {

@@ -222,6 +222,33 @@ type GenerateOptions struct {
 	// tokens whose probabilities sum past it (nucleus sampling); 0 or 1
 	// samples from all.
 	TopP float64
+	// TopK, above 0, samples from the TopK most likely tokens only (the
+	// first of equals first); 0 samples from all.
+	TopK int
+	// MinP, in (0, 1], samples only from the tokens at least MinP times
+	// as likely as the most likely one; 0 turns it off.
+	MinP float64
+	// RepeatPenalty penalises every token among the last RepeatLastN: a
+	// positive logit is divided by it, a negative one multiplied
+	// (llama.cpp's --repeat-penalty, CTRL's repetition penalty with the
+	// usual fix for negative logits); above 1 makes repeats less likely.
+	// 0 or 1 turns it off.
+	RepeatPenalty float64
+	// FrequencyPenalty is subtracted from a token's logit once for each
+	// time it occurs among the last RepeatLastN, PresencePenalty once if
+	// it occurs at all (after RepeatPenalty; llama.cpp's and OpenAI's
+	// frequency and presence penalties); 0 turns each off.
+	FrequencyPenalty, PresencePenalty float64
+	// RepeatLastN is how many of the latest tokens the three penalties
+	// look at: those of this call's prompt (with the last token a
+	// previous call generated), then those it generates. 0 means
+	// DefaultRepeatLastN (64, llama.cpp's default), -1 all of them.
+	//
+	// The penalties change the logits greedy decoding picks from too.
+	// The sampler's chain, in order: penalties, greedy (at temperature
+	// 0, then nothing else runs), top-k, temperature and softmax, top-p,
+	// min-p, the draw (see the package documentation).
+	RepeatLastN int
 	// Seed seeds the sampler: the same seed, model and prompt give the
 	// same tokens.
 	Seed uint64
@@ -307,6 +334,7 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	}
 	stats := &res.Stats
 	stats.PromptTokens = len(feed)
+	s.accept(feed...)
 	logits, err := r.forward(ctx, feed, int64(opts.PrefillChunk))
 	if err != nil {
 		return res, err
@@ -337,6 +365,7 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 			break
 		}
 		r.pending = tok
+		s.accept(tok)
 		res.Tokens = append(res.Tokens, tok)
 		stats.GeneratedTokens++
 		if opts.OnToken != nil {

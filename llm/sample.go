@@ -1,20 +1,51 @@
 package llm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 )
 
-// sampler picks the next token from logits: greedily at temperature 0,
-// else from the softmax of logits/temperature, restricted to the top-p
-// nucleus when 0 < topP < 1.
+// DefaultRepeatLastN is how many of the latest tokens the repetition,
+// frequency and presence penalties look at when GenerateOptions.RepeatLastN
+// is 0: llama.cpp's default (--repeat-last-n 64).
+const DefaultRepeatLastN = 64
+
+// sampler picks the next token from logits. Its chain, in order:
+//
+//  1. penalties: every token among the last lastN of the history (the
+//     prompt, then the tokens generated) has its logit divided by the
+//     repetition penalty when positive, multiplied when not, then lowered
+//     by count·frequency + presence (llama.cpp's penalties sampler);
+//  2. greedy at temperature 0: the largest (penalised) logit, the first of
+//     equals, and nothing below runs;
+//  3. top-k: only the k largest logits stay (the first of equals first);
+//  4. temperature and softmax over what stays;
+//  5. top-p: the smallest set of most likely tokens whose probabilities
+//     sum past topP (run.c's cut: strictly past);
+//  6. min-p: of those, the tokens at least minP times as likely as the
+//     most likely one;
+//  7. a draw from what is left, renormalised.
+//
+// llama.cpp's default chain runs the temperature after top-p and min-p;
+// here it comes before them, as in run.c and Hugging Face transformers, so
+// that top-p keeps the meaning it has always had in this package (at
+// temperature 1 the two orders agree, and top-k does not depend on it).
 type sampler struct {
-	temp, topP float64
-	rng        *rand.Rand
-	probs      []float64
-	order      []int32
+	temp, topP, minP       float64
+	topK                   int
+	repeat, freq, presence float32
+	lastN                  int // -1: the whole history
+	penalize               bool
+	rng                    *rand.Rand
+	history                []int32
+	counts                 map[int32]int
+	work                   []float32
+	probs                  []float64
+	order                  []int32
+	keep                   []bool
 }
 
 func newSampler(o GenerateOptions) (*sampler, error) {
@@ -24,7 +55,53 @@ func newSampler(o GenerateOptions) (*sampler, error) {
 	if o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP) {
 		return nil, fmt.Errorf("%w: top-p %v, want 0..1", ErrOption, o.TopP)
 	}
-	return &sampler{temp: o.Temperature, topP: o.TopP, rng: rand.New(rand.NewPCG(o.Seed, 0x6c6c6d73616d706c))}, nil
+	if o.TopK < 0 {
+		return nil, fmt.Errorf("%w: top-k %d, want 0 (off) or more", ErrOption, o.TopK)
+	}
+	if o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP) {
+		return nil, fmt.Errorf("%w: min-p %v, want 0..1", ErrOption, o.MinP)
+	}
+	if o.RepeatPenalty < 0 || math.IsNaN(o.RepeatPenalty) || math.IsInf(o.RepeatPenalty, 0) {
+		return nil, fmt.Errorf("%w: repeat penalty %v, want 0 or 1 (off) or another positive number", ErrOption, o.RepeatPenalty)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"frequency", o.FrequencyPenalty}, {"presence", o.PresencePenalty}} {
+		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			return nil, fmt.Errorf("%w: %s penalty %v, want a finite number", ErrOption, p.name, p.v)
+		}
+	}
+	if o.RepeatLastN < -1 {
+		return nil, fmt.Errorf("%w: repeat-last-n %d, want -1 (every token), 0 (%d) or more", ErrOption, o.RepeatLastN, DefaultRepeatLastN)
+	}
+	s := &sampler{temp: o.Temperature, topP: o.TopP, topK: o.TopK, minP: o.MinP,
+		repeat: float32(o.RepeatPenalty), freq: float32(o.FrequencyPenalty), presence: float32(o.PresencePenalty),
+		lastN: o.RepeatLastN, rng: rand.New(rand.NewPCG(o.Seed, 0x6c6c6d73616d706c))}
+	if s.repeat == 0 {
+		s.repeat = 1
+	}
+	if s.lastN == 0 {
+		s.lastN = DefaultRepeatLastN
+	}
+	s.penalize = s.repeat != 1 || s.freq != 0 || s.presence != 0
+	if s.penalize {
+		s.counts = map[int32]int{}
+	}
+	return s, nil
+}
+
+// accept adds tokens to the history the penalties look at.
+func (s *sampler) accept(tokens ...int32) {
+	if !s.penalize {
+		return
+	}
+	s.history = append(s.history, tokens...)
+	// Keep the history from growing without bound: only the last lastN
+	// are ever looked at.
+	if s.lastN > 0 && len(s.history) > 2*s.lastN+1024 {
+		s.history = append(s.history[:0], s.history[len(s.history)-s.lastN:]...)
+	}
 }
 
 // argmax returns the index of the largest logit, the first of equals
@@ -39,17 +116,76 @@ func argmax(logits []float32) int32 {
 	return int32(best)
 }
 
+// penalized returns a copy of logits with the penalties applied to the
+// tokens of the window, in float32 as llama.cpp does.
+func (s *sampler) penalized(logits []float32) []float32 {
+	s.work = append(s.work[:0], logits...)
+	window := s.history
+	if s.lastN > 0 && len(window) > s.lastN {
+		window = window[len(window)-s.lastN:]
+	}
+	clear(s.counts)
+	for _, t := range window {
+		s.counts[t]++
+	}
+	for t, n := range s.counts {
+		if t < 0 || int(t) >= len(s.work) {
+			continue
+		}
+		l := s.work[t]
+		if l <= 0 {
+			l *= s.repeat
+		} else {
+			l /= s.repeat
+		}
+		s.work[t] = l - float32(n)*s.freq - s.presence
+	}
+	return s.work
+}
+
+// topKMask marks the k largest logits (the first of equals first; NaN
+// counts as the smallest), or returns nil when top-k keeps every token.
+func (s *sampler) topKMask(logits []float32) []bool {
+	if s.topK <= 0 || s.topK >= len(logits) {
+		return nil
+	}
+	s.order = s.order[:0]
+	for i := range logits {
+		s.order = append(s.order, int32(i))
+	}
+	key := func(v float32) float64 {
+		if v != v {
+			return math.Inf(-1)
+		}
+		return float64(v)
+	}
+	slices.SortStableFunc(s.order, func(a, b int32) int { return cmp.Compare(key(logits[b]), key(logits[a])) })
+	s.keep = slices.Grow(s.keep[:0], len(logits))[:len(logits)]
+	clear(s.keep)
+	for _, t := range s.order[:s.topK] {
+		s.keep[t] = true
+	}
+	return s.keep
+}
+
 func (s *sampler) sample(logits []float32) int32 {
+	if s.penalize {
+		logits = s.penalized(logits)
+	}
 	if s.temp == 0 {
 		return argmax(logits)
 	}
-	mx := float64(logits[argmax(logits)])
+	keep := s.topKMask(logits)
+	mx := float64(logits[argmax(logits)]) // always kept by top-k
 	s.probs = s.probs[:0]
 	var sum float64
-	for _, v := range logits {
-		p := math.Exp((float64(v) - mx) / s.temp)
-		if p != p {
-			p = 0
+	for i, v := range logits {
+		var p float64
+		if keep == nil || keep[i] {
+			p = math.Exp((float64(v) - mx) / s.temp)
+			if p != p {
+				p = 0
+			}
 		}
 		s.probs = append(s.probs, p)
 		sum += p
@@ -61,38 +197,45 @@ func (s *sampler) sample(logits []float32) int32 {
 		s.probs[i] /= sum
 	}
 	u := s.rng.Float64()
-	if s.topP <= 0 || s.topP >= 1 {
+	nucleus := s.topP > 0 && s.topP < 1
+	if !nucleus && s.minP <= 0 {
 		var c float64
+		last := 0
 		for i, p := range s.probs {
 			c += p
 			if u < c {
 				return int32(i)
 			}
+			if p > 0 {
+				last = i
+			}
 		}
-		return int32(len(s.probs) - 1)
+		return int32(last) // rounding left u at the total: the last possible token
 	}
-	// The nucleus: most likely first (ties by index), cut after the
-	// cumulative probability first exceeds topP.
+	// Most likely first (ties by index); the nucleus is cut after the
+	// cumulative probability first exceeds topP, then min-p drops the
+	// tail below minP times the most likely.
 	s.order = s.order[:0]
 	for i := range s.probs {
 		s.order = append(s.order, int32(i))
 	}
-	slices.SortStableFunc(s.order, func(a, b int32) int {
-		switch pa, pb := s.probs[a], s.probs[b]; {
-		case pa > pb:
-			return -1
-		case pa < pb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(s.order, func(a, b int32) int { return cmp.Compare(s.probs[b], s.probs[a]) })
 	var c float64
 	last := len(s.order) - 1
-	for i, t := range s.order {
-		c += s.probs[t]
-		if c > s.topP {
-			last = i
-			break
+	if nucleus {
+		for i, t := range s.order {
+			c += s.probs[t]
+			if c > s.topP {
+				last = i
+				break
+			}
+		}
+	}
+	if trimmed := s.trim(last); trimmed != last || !nucleus {
+		last = trimmed
+		c = 0
+		for _, t := range s.order[:last+1] {
+			c += s.probs[t]
 		}
 	}
 	u *= c
@@ -104,4 +247,15 @@ func (s *sampler) sample(logits []float32) int32 {
 		}
 	}
 	return s.order[last]
+}
+
+// trim returns last lowered past the tokens of s.order that min-p drops
+// and those of probability 0 (which top-k excluded), keeping at least the
+// most likely token.
+func (s *sampler) trim(last int) int {
+	floor := s.minP * s.probs[s.order[0]]
+	for last > 0 && (s.probs[s.order[last]] == 0 || s.probs[s.order[last]] < floor) {
+		last--
+	}
+	return last
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/bench/models"
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 

@@ -9,9 +9,11 @@
 //	go run ./bench/llm -shape 260k -n 256
 //	go run ./bench/llm -shape 110m -n 32 -runc /path/to/llama2.c/run.c
 //
+// Beside model.pte and weights.ptd it always writes a llama2.c
+// tokenizer.bin whose piece for token i is "<i>", so that the model also
+// runs with `wgdelegate generate --tokenizer tokenizer.bin` (and run.c).
 // With -runc and a C compiler on PATH (cc or gcc) it also writes the same
-// weights as a llama2.c checkpoint and a tokenizer.bin whose piece for
-// token i is "<i>", compiles run.c (-O3 -march=native -fopenmp for 110m,
+// weights as a llama2.c checkpoint, compiles run.c (-O3 -march=native -fopenmp for 110m,
 // -O2 on one thread for 260k, unless -cflags and -threads say otherwise),
 // runs it with temperature 0 for the same number of steps, and prints its
 // "achieved tok/s", the ratio, and whether its greedy tokens equal ours.
@@ -64,7 +66,7 @@ func main() {
 	seq := flag.Int64("seq", 0, "KV cache length, seq_len (0: the shape's: 512 for 260k, 256 for 110m)")
 	seed := flag.Uint64("seed", 1, "weight seed")
 	split := flag.Bool("split-cache", false, "write update_cache + llama.custom_sdpa instead of sdpa_with_kv_cache")
-	out := flag.String("out", "", "directory to write model.pte and weights.ptd (and model.bin, tokenizer.bin, run for the run.c comparison); a temporary one when empty")
+	out := flag.String("out", "", "directory to write model.pte, weights.ptd and tokenizer.bin (and model.bin, run for the run.c comparison); a temporary one when empty")
 	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
@@ -195,7 +197,15 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		return nil, err
 	}
 	l.B, f = nil, models.Files{} // the GPU model is read from the files
-	fmt.Printf("wrote %s and %s (%.1f MiB of weights) in %v\n", pte, ptd, float64(fileSize(ptd))/(1<<20), time.Since(start).Round(time.Millisecond))
+	tok := filepath.Join(o.dir, "tokenizer.bin")
+	var buf bytes.Buffer
+	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(tok, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	fmt.Printf("wrote %s, %s (%.1f MiB of weights) and %s in %v\n", pte, ptd, float64(fileSize(ptd))/(1<<20), tok, time.Since(start).Round(time.Millisecond))
 
 	var runC func() ([]int32, float64, error)
 	if o.runc != "" {
@@ -384,8 +394,9 @@ func decode(ctx context.Context, m *wgdelegate.Model, l *models.Llama, cfg model
 
 var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+|inf)`)
 
-// prepareC writes the checkpoint and tokenizer and compiles run.c; the
-// function it returns runs it once, returning its tokens and tok/s.
+// prepareC writes the checkpoint and compiles run.c (run already wrote the
+// tokenizer); the function it returns runs it once, returning its tokens
+// and tok/s.
 func prepareC(cc string, cfg models.LlamaConfig, w *models.LlamaWeights, o options) (func() ([]int32, float64, error), error) {
 	ckpt, tok, bin := filepath.Join(o.dir, "model.bin"), filepath.Join(o.dir, "tokenizer.bin"), filepath.Join(o.dir, "run")
 	var buf bytes.Buffer
@@ -393,13 +404,6 @@ func prepareC(cc string, cfg models.LlamaConfig, w *models.LlamaWeights, o optio
 		return nil, err
 	}
 	if err := os.WriteFile(ckpt, buf.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	buf.Reset()
-	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(tok, buf.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
 	args := append(strings.Fields(o.cflags), "-o", bin, o.runc, "-lm")

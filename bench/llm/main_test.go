@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/llm"
 )
 
 // TestRun runs the benchmark end to end on a tiny llama (two layers,
@@ -31,6 +33,14 @@ func TestRun(t *testing.T) {
 		if tok < 0 || int64(tok) >= cfg.Vocab {
 			t.Fatalf("token %d out of the vocabulary", tok)
 		}
+	}
+	// The tokenizer is written with or without run.c, for generate.
+	tok, err := llm.LoadLlama2CTokenizer(filepath.Join(o.dir, "tokenizer.bin"))
+	if err != nil {
+		t.Fatalf("tokenizer.bin: %v", err)
+	}
+	if int64(tok.VocabSize()) != cfg.Vocab {
+		t.Fatalf("tokenizer.bin has %d pieces, want %d", tok.VocabSize(), cfg.Vocab)
 	}
 	if o.runc == "" {
 		t.Log("run.c not compared (LLAMA2C_RUN_C unset)")

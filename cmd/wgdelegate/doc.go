@@ -14,11 +14,13 @@
 // without touching a GPU and prints its header, values, ops, constants (and
 // which are deferred), inputs, outputs, memory plan and the buffers over the
 // device limits, as a table or, with --json, as JSON. graph writes the op
-// graph as Graphviz DOT, or SVG when dot is installed.
+// graph as Graphviz DOT, or SVG, PNG or PDF (by the -o name) when dot is
+// installed.
 //
 // Every failure exits with status 1 and exactly one line on stderr,
 // "wgdelegate: <message>" (with --verbose, debug logs and the progress
 // lines of a load slower than a second may come before it; without it,
-// progress shows only on a terminal, as a bar erased on failure); -h and --help
-// print usage and exit 0.
+// progress shows only on a terminal, as a bar erased on failure); Ctrl-C
+// exits with status 130 (generate prints its statistics so far first); no
+// arguments, -h and --help print usage and exit 0.
 package main

@@ -28,7 +28,9 @@ package: the prompt is prefilled in as few Executes as the model allows,
 then one token is decoded per Execute. The generated text (with
 --tokenizer) or token ids are printed on stdout as they are produced; then
 stderr gets the prompt tokens/s, decode tokens/s, time to first token and
-memory. Ctrl-C stops the generation.
+memory. Ctrl-C stops the generation: the statistics so far are printed
+(with --json, the object with "interrupted": true) and the exit status is
+130.
 
 Flags:
   --data FILE          a .ptd file holding named constants (repeatable)
@@ -44,6 +46,22 @@ Flags:
   --top-p P            sample from the most likely tokens whose
                        probabilities sum past P; 0 or 1 turns it off
                        (default 0.9)
+  --top-k K            sample from the K most likely tokens only; 0 turns
+                       it off (default 0)
+  --min-p P            drop the tokens less than P times as likely as the
+                       most likely one; 0 turns it off (default 0)
+  --repeat-penalty R   make the tokens among the last --repeat-last-n
+                       less likely (R above 1): a positive logit is
+                       divided by R, a negative one multiplied; 1 or 0
+                       turns it off (default 1)
+  --frequency-penalty F
+                       subtract F from a token's logit for each time it
+                       occurs among the last --repeat-last-n (default 0)
+  --presence-penalty F subtract F from the logit of every token that
+                       occurs among the last --repeat-last-n (default 0)
+  --repeat-last-n N    how many of the latest tokens (prompt, then output)
+                       the three penalties look at: -1 all, 0 turns the
+                       penalties off (default 64)
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
@@ -59,6 +77,13 @@ Flags:
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
+Sampling runs as llama.cpp's samplers, in this order: the penalties on
+the raw logits, greedy at --temperature 0 (then nothing else runs),
+top-k, temperature and softmax, top-p, min-p, the draw. Unlike
+llama.cpp's default chain the temperature comes before top-p and min-p
+(as in run.c). The defaults are run.c's sampling: temperature 0.8, top-p
+0.9, nothing else.
+
 Decode tokens/s counts the decode steps (every token after the first)
 over their time; prompt tokens/s the prompt over its prefill.
 
@@ -66,6 +91,7 @@ Examples:
   wgdelegate generate --ids 1 -n 64 --temperature 0 llama.pte
   wgdelegate generate --data llama.ptd --tokenizer tokenizer.model --prompt "Once upon a time" llama.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Hello" --seed 7 --top-p 0.95 stories.pte
+  wgdelegate generate --tokenizer tokenizer.bin --top-k 40 --min-p 0.05 --repeat-penalty 1.1 stories.pte
   wgdelegate generate --json --ids 1,450,2 -n 32 llama.pte | jq .decode_tokens_per_s
 `
 
@@ -86,7 +112,7 @@ type generateOptions struct {
 }
 
 func parseGenerateArgs(args []string) (generateOptions, error) {
-	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1}, progressDelay: progressDelay}
+	o := generateOptions{gen: llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}, progressDelay: progressDelay}
 	specs := []flagSpec{
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
@@ -102,6 +128,26 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		}},
 		{names: []string{"temperature"}, value: true, set: floatFlag(&o.gen.Temperature)},
 		{names: []string{"top-p"}, value: true, set: floatFlag(&o.gen.TopP)},
+		{names: []string{"top-k"}, value: true, set: func(v string) error {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 {
+				return fmt.Errorf("%q is not a token count (0 or more)", v)
+			}
+			o.gen.TopK = k
+			return nil
+		}},
+		{names: []string{"min-p"}, value: true, set: floatFlag(&o.gen.MinP)},
+		{names: []string{"repeat-penalty"}, value: true, set: floatFlag(&o.gen.RepeatPenalty)},
+		{names: []string{"frequency-penalty"}, value: true, set: floatFlag(&o.gen.FrequencyPenalty)},
+		{names: []string{"presence-penalty"}, value: true, set: floatFlag(&o.gen.PresencePenalty)},
+		{names: []string{"repeat-last-n"}, value: true, set: func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -1 {
+				return fmt.Errorf("%q is not -1 (every token), 0 (off) or a token count", v)
+			}
+			o.gen.RepeatLastN = n
+			return nil
+		}},
 		{names: []string{"seed"}, value: true, set: func(v string) error {
 			s, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -119,6 +165,11 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 	pos, err := parseArgs("generate", args, specs)
 	if err != nil {
 		return o, err
+	}
+	if o.gen.RepeatLastN == 0 {
+		// llama.cpp's --repeat-last-n 0: no penalties (GenerateOptions'
+		// 0 means the default window instead).
+		o.gen.RepeatPenalty, o.gen.FrequencyPenalty, o.gen.PresencePenalty = 0, 0, 0
 	}
 	if o.prompt != nil && o.ids != nil {
 		return o, errors.New("generate: give --prompt or --ids, not both")
@@ -182,6 +233,9 @@ func generateCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// After the first Ctrl-C, which stops the generation and prints the
+	// statistics, a second one kills the process as usual.
+	context.AfterFunc(ctx, stop)
 	return generate(ctx, o, stdout, stderr)
 }
 
@@ -203,6 +257,9 @@ type generateResult struct {
 	GoHeapBytes     uint64  `json:"go_heap_bytes"`
 	MaxSeqLen       int64   `json:"max_seq_len"`
 	MaxTokens       int64   `json:"max_tokens_per_execute"`
+	// Interrupted is true when Ctrl-C stopped the generation: the rest
+	// is what was done until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) error {
@@ -240,7 +297,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: o.f16KV}))
 	pr.finish(err == nil)
 	if err != nil {
-		return err
+		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
 	load := time.Since(start)
@@ -293,7 +350,8 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	res, err := r.Generate(ctx, prompt, gen)
-	if err != nil {
+	interrupted := err != nil && ctx.Err() != nil
+	if err != nil && !interrupted {
 		if !o.json && text.Len() > 0 {
 			fmt.Fprintln(stdout)
 		}
@@ -306,7 +364,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		PrefillMS: ms(st.Prefill), PromptTokPerS: st.PromptTokensPerSecond(), DecodeSteps: st.DecodeSteps,
 		DecodeMS: ms(st.Decode), DecodeTokPerS: st.DecodeTokensPerSecond(), TTFTMS: ms(st.TimeToFirstToken),
 		LoadMS: ms(load), GPUBytes: m.MemoryStats().TotalBytes(), GoHeapBytes: mem.HeapAlloc,
-		MaxSeqLen: r.Convention().MaxSeqLen, MaxTokens: r.Convention().MaxTokens}
+		MaxSeqLen: r.Convention().MaxSeqLen, MaxTokens: r.Convention().MaxTokens, Interrupted: interrupted}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
@@ -317,12 +375,22 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		if interrupted {
+			fmt.Fprintf(stderr, "interrupted after %d generated tokens\n", out.GeneratedTokens)
+		}
+		fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s)\n", out.PromptTokens, out.PrefillMS, out.PromptTokPerS)
+		fmt.Fprintf(stderr, "decode: %d tokens, %d steps in %.1f ms (%.1f tok/s)\n", out.GeneratedTokens, out.DecodeSteps, out.DecodeMS, out.DecodeTokPerS)
+		fmt.Fprintf(stderr, "time to first token: %.1f ms (load %.1f ms)\n", out.TTFTMS, out.LoadMS)
+		fmt.Fprintf(stderr, "memory: GPU %s, Go heap %s\n", mib(out.GPUBytes), mib(int64(out.GoHeapBytes)))
 	}
-	fmt.Fprintln(stdout)
-	fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s)\n", out.PromptTokens, out.PrefillMS, out.PromptTokPerS)
-	fmt.Fprintf(stderr, "decode: %d tokens, %d steps in %.1f ms (%.1f tok/s)\n", out.GeneratedTokens, out.DecodeSteps, out.DecodeMS, out.DecodeTokPerS)
-	fmt.Fprintf(stderr, "time to first token: %.1f ms (load %.1f ms)\n", out.TTFTMS, out.LoadMS)
-	fmt.Fprintf(stderr, "memory: GPU %s, Go heap %s\n", mib(out.GPUBytes), mib(int64(out.GoHeapBytes)))
+	if interrupted {
+		// context.Canceled in the chain makes the exit status 130.
+		return fmt.Errorf("generate: interrupted: %w", ctx.Err())
+	}
 	return nil
 }

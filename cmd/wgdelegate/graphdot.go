@@ -21,6 +21,22 @@ type graphOptions struct {
 	model, out string
 }
 
+// renderFormats maps the -o extensions graph renders through Graphviz to
+// dot's -T format; any other name gets the DOT text.
+var renderFormats = map[string]string{
+	".svg":  "svg",
+	".png":  "png",
+	".pdf":  "pdf",
+	".jpg":  "jpg",
+	".jpeg": "jpg",
+	".gif":  "gif",
+}
+
+// renderFormat returns dot's -T format for an output name, "" for DOT.
+func renderFormat(out string) string {
+	return renderFormats[strings.ToLower(filepath.Ext(out))]
+}
+
 func graphCommand(args []string, stdout io.Writer) error {
 	var o graphOptions
 	specs := []flagSpec{
@@ -33,14 +49,17 @@ func graphCommand(args []string, stdout io.Writer) error {
 	if o.model, err = oneModel("graph", pos); err != nil {
 		return err
 	}
-	svg := strings.EqualFold(filepath.Ext(o.out), ".svg")
+	format := renderFormat(o.out)
 	dot := ""
-	if svg {
+	if format != "" {
 		// Before any work: a missing dot is the likeliest failure.
 		if dot, err = exec.LookPath("dot"); err != nil {
-			return fmt.Errorf("graph: writing SVG needs Graphviz's dot, which is not on PATH (install graphviz, e.g. apt-get install graphviz), or write DOT with -o %s",
-				strings.TrimSuffix(o.out, filepath.Ext(o.out))+".dot")
+			return fmt.Errorf("graph: writing %s needs Graphviz's dot, which is not on PATH (install Graphviz, e.g. apt-get install graphviz), or write DOT with -o %s",
+				strings.ToUpper(format), strings.TrimSuffix(o.out, filepath.Ext(o.out))+".dot")
 		}
+	}
+	if err := checkModelFile(o.model); err != nil {
+		return err
 	}
 	mf, err := serialization.MapFile(o.model)
 	if err != nil {
@@ -55,19 +74,22 @@ func graphCommand(args []string, stdout io.Writer) error {
 	case o.out == "" || o.out == "-":
 		_, err = stdout.Write(buf.Bytes())
 		return err
-	case svg:
+	case format != "":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
-		cmd := exec.CommandContext(ctx, dot, "-Tsvg", "-o", o.out)
+		cmd := exec.CommandContext(ctx, dot, "-T"+format, "-o", o.out)
 		cmd.Stdin = &buf
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("graph: dot: %w", ctx.Err())
+			}
 			msg := strings.TrimSpace(stderr.String())
 			if msg == "" {
 				msg = err.Error()
 			}
-			return fmt.Errorf("graph: dot -Tsvg: %s", msg)
+			return fmt.Errorf("graph: dot -T%s: %s", format, msg)
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ func main() {
 const usage = `Usage:
   wgdelegate run [flags] MODEL       run a model on .npy inputs
   wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
-  wgdelegate graph [-o FILE] MODEL   draw a model's op graph (Graphviz DOT or SVG)
+  wgdelegate graph [-o FILE] MODEL   draw a model's op graph (DOT; SVG, PNG, PDF with Graphviz)
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
@@ -38,7 +39,8 @@ Examples:
   wgdelegate bench --json model.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Once upon a time" llama.pte
 
-Every error exits with status 1 and one line on stderr.
+Every error exits with status 1 and one line on stderr; Ctrl-C exits with
+status 130 (generate first prints its statistics so far).
 `
 
 const runUsage = `Usage:
@@ -127,18 +129,34 @@ Writes the op graph of every VulkanBackend delegate in MODEL as Graphviz
 DOT: ops are rounded boxes labelled with the op name and output shape (red
 when the op is not supported), inputs and outputs are house shapes,
 constants cylinders, and every edge is a tensor labelled with its dims.
-With -o FILE.svg the graph is rendered to SVG by Graphviz's dot, which must
-be installed (apt-get install graphviz); other names get DOT. Without -o,
-or with -o -, DOT goes to stdout. No GPU is used.
+The name given to -o picks the format: FILE.svg, .png, .pdf, .jpg (.jpeg)
+and .gif are rendered by Graphviz's dot, which must be installed
+(apt-get install graphviz); any other name gets DOT. Without -o, or with
+-o -, DOT goes to stdout. No GPU is used.
 
 Flags:
-  -o, --output FILE   where to write (.svg renders with dot)
+  -o, --output FILE   where to write (.svg/.png/.pdf/.jpg/.gif render with dot)
   -h, --help          print this help
 
 Examples:
   wgdelegate graph -o model.svg model.pte
+  wgdelegate graph -o model.png model.pte
   wgdelegate graph -o model.dot model.pte
   wgdelegate graph model.pte | dot -Tpng -o model.png
+`
+
+const versionUsage = `Usage:
+  wgdelegate version
+
+Prints the module version, the VCS revision the binary was built from
+("+dirty" when the tree had changes), the Go version and the platform, on
+one line. Please include it in bug reports.
+
+Flags:
+  -h, --help   print this help
+
+Examples:
+  wgdelegate version
 `
 
 // errHelp is returned by argument parsers when -h or --help was given.
@@ -146,7 +164,7 @@ var errHelp = errors.New("help requested")
 
 // run is the whole command: it parses args, runs the command and returns the
 // exit status. It never panics: a panic anywhere below becomes the one-line
-// error and status 1.
+// error and status 1. No arguments at all print the usage, as help does.
 func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -154,7 +172,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	if len(args) == 0 {
-		return fail(stderr, errors.New("no command given (try 'wgdelegate help')"))
+		io.WriteString(stdout, usage)
+		return 0
 	}
 	cmd, rest := args[0], args[1:]
 	var err error
@@ -196,8 +215,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			return 0
 		}
 	case "version", "-version", "--version":
+		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
+			io.WriteString(stdout, versionUsage)
+			return 0
+		} else if err != nil {
+			return fail(stderr, err)
+		}
 		if len(rest) > 0 {
-			return fail(stderr, fmt.Errorf("version takes no arguments"))
+			return fail(stderr, fmt.Errorf("version takes no arguments, got %s", strings.Join(rest, " ")))
 		}
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -212,11 +237,26 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	return 0
 }
 
-// fail writes err as the single stderr line and returns exit status 1.
+// exitInterrupted is the status of a command stopped by Ctrl-C: 128 +
+// SIGINT, as a shell reports a process the signal killed.
+const exitInterrupted = 130
+
+// exitCode maps a command's error to its exit status: 130 when Ctrl-C
+// cancelled it (every command's context is cancelled by SIGINT alone, so a
+// context.Canceled anywhere in the chain means that), else 1.
+func exitCode(err error) int {
+	if errors.Is(err, context.Canceled) {
+		return exitInterrupted
+	}
+	return 1
+}
+
+// fail writes err as the single stderr line and returns its exit status
+// (exitCode).
 func fail(stderr io.Writer, err error) int {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	fmt.Fprintf(stderr, "wgdelegate: %s\n", msg)
-	return 1
+	return exitCode(err)
 }
 
 func helpCommand(args []string, stdout, stderr io.Writer) int {
@@ -237,7 +277,9 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, benchUsage)
 	case args[0] == "generate":
 		io.WriteString(stdout, generateUsage)
-	case args[0] == "version" || args[0] == "help":
+	case args[0] == "version":
+		io.WriteString(stdout, versionUsage)
+	case args[0] == "help":
 		io.WriteString(stdout, usage)
 	default:
 		return fail(stderr, fmt.Errorf("help: unknown command %q", args[0]))

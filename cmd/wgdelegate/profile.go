@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
-	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -186,7 +186,7 @@ func openModel(ctx context.Context, path string, data, inputPaths []string, devO
 	pr.finish(err == nil)
 	if err != nil {
 		l.close()
-		return nil, err
+		return nil, withDataHint(err, path, data)
 	}
 	l.m = m
 	if len(inputPaths) == 0 {
@@ -208,7 +208,7 @@ func generateInputs(m *wgdelegate.Model) []wgdelegate.Tensor {
 	r := rand.New(rand.NewPCG(1, 2))
 	out := make([]wgdelegate.Tensor, m.NumInputs())
 	for i := range out {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // i < NumInputs()
 		n := int(wgdelegate.Numel(shape))
 		size := dt.Size()
 		data := make([]byte, n*size)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/npy"
+	"github.com/wgdelegate/wgdelegate/npy"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -109,11 +109,7 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
 	pr.finish(err == nil)
 	if err != nil {
-		var ce *graph.ConstantError
-		if errors.As(err, &ce) && ce.Key != "" && len(o.data) == 0 {
-			return fmt.Errorf("%w (no --data given: pass the .ptd file that holds it)", err)
-		}
-		return err
+		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
 	if o.verbose {
@@ -164,14 +160,40 @@ var openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgde
 	return dev, func() { dev.Close() }, nil
 }
 
+// withDataHint adds to a load error what to do when a named constant is
+// missing and no --data was given: the model keeps its weights in a .ptd
+// file, which --data names. The .ptd files beside the model are listed, as
+// the likeliest candidates.
+func withDataHint(err error, model string, data []string) error {
+	var ce *graph.ConstantError
+	if len(data) > 0 || !errors.As(err, &ce) || ce.Key == "" {
+		return err
+	}
+	hint := "add --data FILE.ptd"
+	switch ptds, _ := filepath.Glob(filepath.Join(filepath.Dir(model), "*.ptd")); {
+	case len(ptds) == 1:
+		hint = "try --data " + ptds[0]
+	case len(ptds) > 5:
+		ptds = append(ptds[:5], "...")
+		fallthrough
+	case len(ptds) > 1:
+		hint += " (next to the model: " + strings.Join(ptds, ", ") + ")"
+	}
+	return fmt.Errorf("%w (no --data given: the model's weights are in a .ptd file; %s)", err, hint)
+}
+
 // checkModelFile opens the model and looks at its identifier, so a missing
-// or foreign file is reported before a device is opened.
+// or foreign file is reported before a device is opened, in the same words
+// by every command.
 func checkModelFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return fmt.Errorf("model: %s is a directory, not a .pte program or a VH00 delegate blob", path)
+	}
 	var id [8]byte
 	n, err := io.ReadFull(f, id[:])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -207,13 +229,13 @@ func checkInputs(m *wgdelegate.Model, inputs []wgdelegate.Tensor, paths []string
 	if len(inputs) != m.NumInputs() {
 		want := make([]string, m.NumInputs())
 		for i := range want {
-			dt, shape := m.InputInfo(i)
+			dt, shape, _ := m.InputInfo(i) // i < NumInputs()
 			want[i] = fmt.Sprintf("%v %v", dt, shape)
 		}
 		return fmt.Errorf("model takes %d input(s) (%s), got %d --input file(s)", m.NumInputs(), strings.Join(want, ", "), len(inputs))
 	}
 	for i, in := range inputs {
-		dt, shape := m.InputInfo(i)
+		dt, shape, _ := m.InputInfo(i) // i < NumInputs(), checked above
 		// Serialized dims are upper bounds (dynamic shapes): an input may
 		// be smaller in any dim, not larger, and has the same rank.
 		fits := len(in.Shape) == len(shape)

@@ -104,7 +104,10 @@ func run(outDir string, runs int) error {
 		return fmt.Errorf("loading: %w", err)
 	}
 	defer model.Close()
-	dt, shape := model.InputInfo(0)
+	dt, shape, err := model.InputInfo(0)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("loaded in %v: input %v %v, %d outputs\n", time.Since(start).Round(time.Microsecond), dt, shape, model.NumOutputs())
 
 	// Step 4: running. The input is a random "image" in [-1, 1). The first

@@ -157,7 +157,10 @@ func run(outDir string) error {
 		return fmt.Errorf("loading: %w", err)
 	}
 	defer m.Close()
-	dt, shape := m.InputInfo(0)
+	dt, shape, err := m.InputInfo(0)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("model: %d input (%v %v), %d output\n", m.NumInputs(), dt, shape, m.NumOutputs())
 
 	// Step 6: running. Execute uploads the inputs, replays all dispatches

@@ -6,7 +6,7 @@
 // tensor passes between the facade, the graph, the .npy reader and writer
 // and the tests as it is, without a conversion or a copy. The package is
 // pure Go (it imports only the standard library and serialization for the
-// dtype) so that the plain-Go packages that handle host data (internal/npy,
+// dtype) so that the plain-Go packages that handle host data (npy,
 // ops/reference) do not link the GPU binding.
 //
 // # Sharing memory

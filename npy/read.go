@@ -13,6 +13,11 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
+// Tensor is the host tensor this package reads and writes: the same type as
+// wgdelegate.Tensor and graph.Tensor. DType, Shape (empty for a 0-d array)
+// and the little-endian element bytes in Data are all a .npy file holds.
+type Tensor = tensor.Tensor
+
 // Magic is the first six bytes of every .npy file.
 const Magic = "\x93NUMPY"
 
@@ -261,49 +266,49 @@ func (h *Header) parseDict(buf []byte, off int64) error {
 // Read reads one array from r and leaves r just past its data, so several
 // arrays written back to back can be read in turn. Use Decode or ReadFile to
 // also reject trailing bytes.
-func Read(r io.Reader) (tensor.Tensor, error) {
+func Read(r io.Reader) (Tensor, error) {
 	h, err := ReadHeader(r)
 	if err != nil {
-		return tensor.Tensor{}, err
+		return Tensor{}, err
 	}
 	n := h.NBytes()
 	// Grow the buffer as bytes arrive rather than trusting the header's size.
 	var buf bytes.Buffer
 	got, err := io.Copy(&buf, io.LimitReader(r, n))
 	if err != nil {
-		return tensor.Tensor{}, fmt.Errorf("npy: reading data: %w", err)
+		return Tensor{}, fmt.Errorf("npy: reading data: %w", err)
 	}
 	if got != n {
-		return tensor.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, got)
+		return Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, got)
 	}
-	return tensor.Tensor{DType: h.DType, Shape: h.Shape, Data: buf.Bytes()}, nil
+	return Tensor{DType: h.DType, Shape: h.Shape, Data: buf.Bytes()}, nil
 }
 
 // Decode decodes a whole .npy file held in b. The data must end exactly
 // where the shape says. The returned tensor's Data aliases b.
-func Decode(b []byte) (tensor.Tensor, error) {
+func Decode(b []byte) (Tensor, error) {
 	r := bytes.NewReader(b)
 	h, err := ReadHeader(r)
 	if err != nil {
-		return tensor.Tensor{}, err
+		return Tensor{}, err
 	}
 	n, have := h.NBytes(), int64(len(b))-h.DataOffset
 	if have != n {
-		return tensor.Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, have)
+		return Tensor{}, formatErr(h.DataOffset, ErrDataLength, "%v: shape %v of %s needs %d data bytes, file has %d", ErrDataLength, h.Shape, h.Descr, n, have)
 	}
 	end := h.DataOffset + n
-	return tensor.Tensor{DType: h.DType, Shape: h.Shape, Data: b[h.DataOffset:end:end]}, nil
+	return Tensor{DType: h.DType, Shape: h.Shape, Data: b[h.DataOffset:end:end]}, nil
 }
 
 // ReadFile reads the .npy file at path, which must hold exactly one array.
-func ReadFile(path string) (tensor.Tensor, error) {
+func ReadFile(path string) (Tensor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return tensor.Tensor{}, err
+		return Tensor{}, err
 	}
 	t, err := Decode(b)
 	if err != nil {
-		return tensor.Tensor{}, fmt.Errorf("%s: %w", path, err)
+		return Tensor{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

@@ -24,6 +24,8 @@ var (
 	ErrDataLength = errors.New("data length does not match the header")
 	// ErrLimit: a length, dim count or size exceeds one of the caps.
 	ErrLimit = errors.New("limit exceeded")
+	// ErrBadShape: a tensor given to the writer has a negative dimension.
+	ErrBadShape = errors.New("bad shape")
 )
 
 // FormatError reports a malformed or unsupported .npy file: Off is the byte

@@ -1,5 +1,13 @@
-// Package npy reads and writes NumPy .npy files as host tensors
-// (internal/tensor.Tensor, which wgdelegate.Tensor and graph.Tensor alias).
+// Package npy reads and writes NumPy .npy files as host tensors. Its Tensor
+// is wgdelegate.Tensor (both alias one type), so an array read here feeds
+// Model.Execute as it is, and an output of Execute is written as it is:
+//
+//	x, err := npy.ReadFile("x.npy")      // what np.save wrote
+//	outs, err := m.Execute(ctx, x)
+//	err = npy.WriteFile("y.npy", outs[0]) // np.load reads it
+//
+// The package is pure Go: it links neither cgo nor the GPU code, so a
+// program that only prepares or checks arrays can use it alone.
 //
 // The format (numpy.lib.format, "NEP 1") is a 6-byte magic "\x93NUMPY", a
 // major and minor version byte, a little-endian header length (uint16 in
@@ -22,6 +30,13 @@
 // a small literal parser with a nesting cap instead of anything eval-like,
 // element counts are overflow-checked, and data is read in growing chunks so
 // a forged shape cannot make it allocate more than the input holds.
+//
+// Errors are typed: everything the reader rejects is a *FormatError with
+// the byte offset, wrapping one of the sentinels (ErrBadMagic, ErrVersion,
+// ErrBadHeader, ErrUnsupportedDType, ErrBigEndian, ErrFortranOrder,
+// ErrDataLength, ErrLimit); a tensor the writer cannot write is an error
+// wrapping ErrUnsupportedDType, ErrBadShape, ErrDataLength or ErrLimit. I/O
+// errors are returned wrapped, as they came.
 //
 // The writer produces the same bytes as NumPy's np.save (checked against
 // files NumPy wrote, in testdata/), including the spare spaces NumPy leaves

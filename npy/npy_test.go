@@ -242,8 +242,8 @@ func TestWriteRejects(t *testing.T) {
 			t.Errorf("%d %s: err %v, want %v", i, tc.name, err, tc.want)
 		}
 	}
-	if _, err := Encode(tensor.Tensor{DType: serialization.Float32, Shape: []int64{-1}}); err == nil {
-		t.Errorf("negative dim accepted")
+	if _, err := Encode(tensor.Tensor{DType: serialization.Float32, Shape: []int64{-1}}); !errors.Is(err, ErrBadShape) {
+		t.Errorf("negative dim: %v, want ErrBadShape", err)
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/wgdelegate/wgdelegate/internal/tensor"
 )
 
 // arrayAlign is the boundary the data starts on (numpy.lib.format.ARRAY_ALIGN).
@@ -48,7 +46,7 @@ func headerDict(descr string, shape []int64) string {
 // an array of t's dtype and shape, exactly as np.save writes them: version
 // 1.0 unless the header needs more than 65535 bytes, then 2.0; spaces and a
 // final '\n' make the total a multiple of 64.
-func EncodeHeader(t tensor.Tensor) ([]byte, error) {
+func EncodeHeader(t Tensor) ([]byte, error) {
 	descr, ok := Descr(t.DType)
 	if !ok {
 		return nil, fmt.Errorf("npy: %w: cannot write %v", ErrUnsupportedDType, t.DType)
@@ -59,7 +57,7 @@ func EncodeHeader(t tensor.Tensor) ([]byte, error) {
 	numel := int64(1)
 	for _, d := range t.Shape {
 		if d < 0 {
-			return nil, fmt.Errorf("npy: negative dimension in shape %v", t.Shape)
+			return nil, fmt.Errorf("npy: %w: negative dimension in shape %v", ErrBadShape, t.Shape)
 		}
 		if d != 0 && numel > math.MaxInt64/d {
 			return nil, fmt.Errorf("npy: %w: shape %v overflows", ErrLimit, t.Shape)
@@ -94,7 +92,7 @@ func EncodeHeader(t tensor.Tensor) ([]byte, error) {
 }
 
 // Write writes t to w as a .npy file.
-func Write(w io.Writer, t tensor.Tensor) error {
+func Write(w io.Writer, t Tensor) error {
 	hdr, err := EncodeHeader(t)
 	if err != nil {
 		return err
@@ -109,7 +107,7 @@ func Write(w io.Writer, t tensor.Tensor) error {
 }
 
 // Encode returns t as the bytes of a .npy file.
-func Encode(t tensor.Tensor) ([]byte, error) {
+func Encode(t Tensor) ([]byte, error) {
 	hdr, err := EncodeHeader(t)
 	if err != nil {
 		return nil, err
@@ -118,7 +116,7 @@ func Encode(t tensor.Tensor) ([]byte, error) {
 }
 
 // WriteFile writes t to a .npy file at path, replacing any file there.
-func WriteFile(path string, t tensor.Tensor) (err error) {
+func WriteFile(path string, t Tensor) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
