@@ -368,6 +368,11 @@ var _ ops.Configurer = (*opBuilder)(nil)
 // Config implements ops.Configurer: the load's kernel choices.
 func (b *opBuilder) Config() ops.Config { return b.g.kernels }
 
+var _ ops.Profiler = (*opBuilder)(nil)
+
+// DeviceProfile implements ops.Profiler: the device the load records for.
+func (b *opBuilder) DeviceProfile() ops.DeviceProfile { return b.g.profile }
+
 var _ ops.Fuser = (*opBuilder)(nil)
 
 // Consumers implements ops.Fuser.

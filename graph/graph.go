@@ -105,7 +105,8 @@ type WebGPUGraph struct {
 	dev     *gpu.Device
 	log     *slog.Logger
 	graph   *serialization.Graph
-	kernels ops.Config // the load's kernel choices (ops.Configurer)
+	kernels ops.Config        // the load's kernel choices (ops.Configurer)
+	profile ops.DeviceProfile // the device's (ops.Profiler)
 	inputs  []int32
 	outputs []outputSlot
 	// what recording reads of the analysis: host reads (select_as_symint
@@ -206,7 +207,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
+	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
 		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}, halfKV: map[int32]int32{},
 		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)

@@ -3,8 +3,16 @@ package ops
 // Config is a load's kernel choices, carried as data by the graph's options
 // (graph.Options.Kernels, wgdelegate.WithKernels) rather than set for the
 // whole process, so models with different choices can live side by side.
-// The zero value is the default, the choices measured best on lavapipe.
+// The zero value is the default: the kernel family the device profile
+// implies (DeviceProfile.Family), with the choices measured best for it.
+// The other fields are per-load overrides for benchmarks and tests.
 type Config struct {
+	// Family picks the kernel family (FamilyAuto by default: by the
+	// adapter's class, FamilyCPU on lavapipe, FamilyGPU on a GPU); the
+	// CLI's --kernels auto|cpu|gpu. Forcing FamilyGPU on lavapipe runs
+	// the GPU kernels there (slowly), which is how they are tested
+	// without a GPU.
+	Family Family
 	// Matmul selects the matmul kernel family (MatmulAuto by default).
 	Matmul MatmulPath
 	// GEMVCols is the output columns (weight rows) each invocation of

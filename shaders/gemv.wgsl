@@ -70,7 +70,7 @@ struct Params {
   _p1: u32,
   _p2: u32,
 }
-{{- template "epilogue_act" .}}
+{{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -107,28 +107,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := .Rows}}{{range $j := $.Cols}}
   if (row0 + {{$i}}u < m && col0 + {{$j}}u < n) {
     let o = (row0 + {{$i}}u) * n + col0 + {{$j}}u;
-    var base = 0.0;
-    if (params.accumulate != 0u) {
-      base = c[o];
-    }{{if $.Bias}} else {
-      base = params.beta * bias[(row0 + {{$i}}u) * params.bias_sm + (col0 + {{$j}}u) * params.bias_sn];
-    }{{end}}
-    var v = base + params.alpha * acc{{$i}}_{{$j}};
-{{- if or $.Act $.Res}}
-    if (params.last != 0u) {
-{{- if $.Gate}}
-      v = v * act(v);
-{{- else if $.Act}}
-      v = act(v);
-{{- end}}
-{{- if eq $.Res "add"}}
-      v = v + res[o];
-{{- else if eq $.Res "mul"}}
-      v = v * res[o];
-{{- end}}
-    }
-{{- end}}
-    c[o] = v;
+    {{template "linear_store" (args "Out" "c" "O" "o" "V" (printf "params.alpha * acc%d_%d" $i $j) "Base" (and $.Bias (printf "params.beta * bias[(row0 + %du) * params.bias_sm + (col0 + %du) * params.bias_sn]" $i $j)) "Chunked" true "Epi" (or $.Act $.Res))}}
   }
 {{- end}}{{end}}
 }

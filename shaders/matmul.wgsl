@@ -78,16 +78,14 @@ struct Params {
   bstride: array<vec4<u32>, 2>,
 }
 
-{{- if .Act}}
-{{- $t := "f32"}}{{if .Vec4}}{{$t = "vec4<f32>"}}{{end}}
+{{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" $ct)}}
+{{- if and .Bias .Vec4}}
 
-{{template "unary_helpers" (args "S" "f32" "T" $t)}}
-
-// act is the fused activation epilogue (ops/matmul.go fuseEpilogue): the
-// formula of the unary op it replaces (unary_formulas.tmpl), so the fused
-// result is the unfused one; clamp also stands for relu6 and hardtanh.
-fn act(v: {{$t}}) -> {{$t}} {
-  return {{template "unary_formula" (args "Op" .Act "S" "f32" "T" $t "A" "params.act_lo" "B" "params.act_hi")}};
+// bias4 is the bias term of vec4 column c (output columns 4c .. 4c+3) of
+// row r.
+fn bias4(r: u32, c: u32) -> vec4<f32> {
+  let bi = r * params.bias_sm + 4u * c * params.bias_sn;
+  return params.beta * vec4<f32>(bias[bi], bias[bi + params.bias_sn], bias[bi + 2u * params.bias_sn], bias[bi + 3u * params.bias_sn]);
 }
 {{- end}}
 
@@ -177,35 +175,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := .Rows}}{{range $j := $.Cols}}
   if (row0 + {{$i}}u < params.m && col0 + {{$j}}u < n) {
     let o = coff + (row0 + {{$i}}u) * n + col0 + {{$j}}u;
-    var base = {{if $.Vec4}}vec4<f32>(0.0){{else}}0.0{{end}};
-    if (params.accumulate != 0u) {
-      base = c[o];
-    }{{if $.Bias}} else {
-{{- if $.Vec4}}
-      let bi = r{{$i}} * params.bias_sm + 4u * c{{$j}} * params.bias_sn;
-      base = params.beta * vec4<f32>(bias[bi], bias[bi + params.bias_sn], bias[bi + 2u * params.bias_sn], bias[bi + 3u * params.bias_sn]);
-{{- else}}
-      base = params.beta * bias[r{{$i}} * params.bias_sm + c{{$j}} * params.bias_sn];
-{{- end}}
-    }{{end}}
-{{- if or $.Act $.Res}}
-    var v = base + params.alpha * acc{{$i}}_{{$j}};
-    if (params.last != 0u) {
-{{- if $.Gate}}
-      v = v * act(v);
-{{- else if $.Act}}
-      v = act(v);
-{{- end}}
-{{- if eq $.Res "add"}}
-      v = v + res[o];
-{{- else if eq $.Res "mul"}}
-      v = v * res[o];
-{{- end}}
-    }
-    c[o] = v;
-{{- else}}
-    c[o] = base + params.alpha * acc{{$i}}_{{$j}};
-{{- end}}
+{{- $base := ""}}{{if $.Bias}}{{if $.Vec4}}{{$base = printf "bias4(r%d, c%d)" $i $j}}{{else}}{{$base = printf "params.beta * bias[r%d * params.bias_sm + c%d * params.bias_sn]" $i $j}}{{end}}{{end}}
+    {{template "linear_store" (args "Out" "c" "O" "o" "V" (printf "params.alpha * acc%d_%d" $i $j) "Base" $base "Chunked" true "Epi" (or $.Act $.Res))}}
   }
 {{- end}}{{end}}
 }

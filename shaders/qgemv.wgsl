@@ -78,7 +78,7 @@ struct Params {
   _p0: u32,
   _p1: u32,
 }
-{{- template "epilogue_act" .}}
+{{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 {{- if .DQ8}}
 // qx quantizes and re-centres 4 activations.
@@ -171,27 +171,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 {{- range $c := .Cols}}
   if (col0 + {{$c}}u < n) {
-    var v = acc{{$c}}{{if $.DQ8}} * xsc{{end}};
-    if (params.accumulate != 0u) {
-      v += out[col0 + {{$c}}u];
-    }{{if $.Bias}} else {
-      v += bias[col0 + {{$c}}u];
-    }{{end}}
-{{- if or $.Act $.Res}}
-    if (params.last != 0u) {
-{{- if $.Gate}}
-      v = v * act(v);
-{{- else if $.Act}}
-      v = act(v);
-{{- end}}
-{{- if eq $.Res "add"}}
-      v = v + res[col0 + {{$c}}u];
-{{- else if eq $.Res "mul"}}
-      v = v * res[col0 + {{$c}}u];
-{{- end}}
-    }
-{{- end}}
-    out[col0 + {{$c}}u] = v;
+{{- $v := printf "acc%d" $c}}{{if $.DQ8}}{{$v = printf "acc%d * xsc" $c}}{{end}}
+    {{template "linear_store" (args "Out" "out" "O" (printf "col0 + %du" $c) "V" $v "Base" (and $.Bias (printf "bias[col0 + %du]" $c)) "Chunked" true "Epi" (or $.Act $.Res))}}
   }
 {{- end}}
 }

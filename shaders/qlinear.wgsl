@@ -58,26 +58,7 @@
 {{- end}}
 @group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
 @group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
-{{- template "epilogue_act" .}}
-{{- if or .Act .Res}}
-
-// epi applies the fused epilogue to output element o's value v: the
-// activation (or v times it: SiLU), then the add or mul with res.
-fn epi(v0: f32, o: u32) -> f32 {
-  var v = v0;
-{{- if .Gate}}
-  v = v * act(v);
-{{- else if .Act}}
-  v = act(v);
-{{- end}}
-{{- if eq .Res "add"}}
-  v = v + res[o];
-{{- else if eq .Res "mul"}}
-  v = v * res[o];
-{{- end}}
-  return v;
-}
-{{- end}}
+{{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .DQ8}}
 
 // qx quantizes and re-centres 4 activations of a row.
@@ -290,24 +271,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- range $c := $.Cols}}
     if (col0 + {{$c}}u < params.n) {
       let o = (row0 + {{$r}}u) * params.n + col0 + {{$c}}u;
-      var v = acc{{$r}}_{{$c}};
-{{- if $.DQ8}}
-      v *= xs{{$r}};
-{{- end}}
-{{- if not $.Grouped}}
-      v *= s[n{{$c}}];
-{{- end}}
-      if (params.accumulate != 0u) {
-        v += out[o];
-      }{{if $.Bias}} else {
-        v += bias[n{{$c}}];
-      }{{end}}
-{{- if or $.Act $.Res}}
-      if (params.last != 0u) {
-        v = epi(v, o);
-      }
-{{- end}}
-      out[o] = v;
+{{- $v := printf "acc%d_%d" $r $c}}{{if $.DQ8}}{{$v = printf "%s * xs%d" $v $r}}{{end}}{{if not $.Grouped}}{{$v = printf "%s * s[n%d]" $v $c}}{{end}}
+      {{template "linear_store" (args "Out" "out" "O" "o" "V" $v "Base" (and $.Bias (printf "bias[n%d]" $c)) "Chunked" true "Epi" (or $.Act $.Res))}}
     }
 {{- end}}
   }
@@ -330,11 +295,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   {
     let o = r{{$r}} * params.n;
 {{- range $c := $.Cols}}
-{{- if or $.Act $.Res}}
-    out[o + oc{{$c}}] = epi(acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}}, o + oc{{$c}});
-{{- else}}
-    out[o + oc{{$c}}] = acc{{$r}}_{{$c}}{{if $.DQ8}} * xs{{$r}}{{end}}{{if not $.Grouped}} * sc{{$c}}{{end}}{{if $.Bias}} + bias{{$c}}{{end}};
-{{- end}}
+{{- $v := printf "acc%d_%d" $r $c}}{{if $.DQ8}}{{$v = printf "%s * xs%d" $v $r}}{{end}}{{if not $.Grouped}}{{$v = printf "%s * sc%d" $v $c}}{{end}}
+    {{template "linear_store" (args "Out" "out" "O" (printf "o + oc%d" $c) "V" $v "Base" (and $.Bias (printf "bias%d" $c)) "Chunked" false "Epi" (or $.Act $.Res))}}
 {{- end}}
   }
 {{- end}}
