@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -29,12 +30,13 @@ type Analysis struct {
 	// Deferred: constants read only through et_vk.prepack or packed, and
 	// prepack outputs read only packed (prepack.Deferred): no buffer.
 	Deferred map[int32]bool
-	// HalfOnly: with Limits.HalfWeights, the FLOAT16 weights read only
-	// as arg 1 of aten.linear.default (constants, or prepack outputs of
-	// one; ops.HalfOnlyWeight dims), which linear reads as packed halves:
-	// deferred (no float32 buffer), packed at load before recording.
-	// Ascending ids.
-	HalfOnly []int32
+	// LoadPacked: the weights (constants, or prepack outputs of one) that
+	// the ops reading them read only through a packing made at load, as
+	// the ops' kernels answer for the load's device profile and kernel
+	// choices (ops.LoadPackFor; today FLOAT16 linear weights as packed
+	// halves): deferred (no buffer as exported), packed before the first
+	// recording. Ascending ids.
+	LoadPacked []LoadPacked
 	// HalfKV: with Limits.HalfKVCache, the KV caches held as packed
 	// halves (ops/attention_f16.go): constants, or et_vk.prepack outputs
 	// of one, read only as cache arguments of the KV-cache ops
@@ -61,6 +63,14 @@ type Analysis struct {
 	// own argument checks, which give the more specific error when both
 	// apply, and before it makes any bind group or runs anything.
 	ReadBeforeWrite error
+}
+
+// LoadPacked is a weight packed at load (Analysis.LoadPacked): value ID,
+// the first op that reads it packed, and the packing.
+type LoadPacked struct {
+	ID   int32
+	Op   string
+	Pack ops.LoadPack
 }
 
 // TensorInfo is one tensor value as analysed.
@@ -118,10 +128,12 @@ type Limits struct {
 	MemoryLimit                 int64
 	MaxBufferSize               uint64
 	MaxStorageBufferBindingSize uint64
-	// HalfWeights is not a limit but the load's kernel choice: FLOAT16
-	// linear weights read as packed halves (not ops.Config.NoHalfWeights),
-	// so those only linears read need no float32 copy (Analysis.HalfOnly).
-	HalfWeights bool
+	// Device and Kernels are not limits but the device the load records
+	// for and its kernel choices, which decide the weights read only
+	// through a packing made at load (Analysis.LoadPacked; the zero
+	// values: no device, the default choices).
+	Device  ops.DeviceProfile
+	Kernels ops.Config
 	// HalfKVCache is the load's ops.Config.HalfKVCache: KV caches only
 	// the cache ops use are held as packed halves (Analysis.HalfKV).
 	HalfKVCache bool
@@ -141,9 +153,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
-	if lim.HalfWeights {
-		a.HalfOnly = halfOnly(g, a.Deferred)
-	}
+	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
 	if lim.HalfKVCache {
 		a.HalfKV = halfKV(g, a.Deferred)
 	}
@@ -184,38 +194,73 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	return a, nil
 }
 
-// halfOnly finds the weights Analysis.HalfOnly describes, adds them to
-// deferred and returns them: the values prepack.Deferred defers when
-// linear's weight counts as a packed argument, beyond those it defers
-// anyway (deferred), that are FLOAT16 with ops.HalfOnlyWeight dims.
-func halfOnly(g *serialization.Graph, deferred map[int32]bool) []int32 {
-	const linear = "aten.linear.default"
-	var out []int32
-	withLinear := prepack.Deferred(g, func(op string) []int {
-		if op == linear {
-			return append([]int{1}, ops.PackedArgs(op)...)
-		}
-		return ops.PackedArgs(op)
+// loadPacked finds the weights Analysis.LoadPacked describes, adds them to
+// deferred and returns them: the values prepack.Deferred defers when the
+// ops' load-packed arguments (ops.LoadPackArgs) count as packed uses,
+// beyond those it defers anyway (deferred), whose every such use the op
+// confirms for this weight, device and choices (ops.LoadPackFor).
+func loadPacked(g *serialization.Graph, deferred map[int32]bool, p ops.DeviceProfile, cfg ops.Config) []LoadPacked {
+	var out []LoadPacked
+	withLoad := prepack.Deferred(g, func(op string) []int {
+		return append(slices.Clone(ops.PackedArgs(op)), ops.LoadPackArgs(op)...)
 	})
-	for id := range withLinear {
-		if deferred[id] || id < 0 || int(id) >= len(g.Values) {
+	for id := range withLoad {
+		if deferred[id] || id < 0 || int(id) >= len(g.Values) || g.Values[id].Tensor == nil {
 			continue
 		}
 		t := g.Values[id].Tensor
-		if t == nil || t.DataType != serialization.Float16 {
+		w := ops.WeightInfo{DType: t.DataType, Dims: make([]int64, len(t.Dims))}
+		for i, d := range t.Dims {
+			w.Dims[i] = int64(d)
+		}
+		var packs []LoadPacked
+		if !loadPackUses(g, id, w, p, cfg, &packs, 0) || len(packs) == 0 {
 			continue
 		}
-		dims := make([]int64, len(t.Dims))
-		for i, d := range t.Dims {
-			dims[i] = int64(d)
-		}
-		if ops.HalfOnlyWeight(dims) {
-			deferred[id] = true
-			out = append(out, id)
+		deferred[id] = true
+		for _, lp := range packs {
+			lp.ID = id
+			out = append(out, lp)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(x, y LoadPacked) int { return cmp.Compare(x.ID, y.ID) })
 	return out
+}
+
+// loadPackUses adds to packs the distinct load packings the uses of id (a
+// weight described by w) read it through, following et_vk.prepack to its
+// output's uses, and reports whether every use reads it packed: at load
+// (ops.LoadPackFor) or through the op's own packing (ops.PackedArgs).
+func loadPackUses(g *serialization.Graph, id int32, w ops.WeightInfo, p ops.DeviceProfile, cfg ops.Config, packs *[]LoadPacked, depth int) bool {
+	if depth > 1 {
+		return false // a prepack of a prepack output: keep it simple
+	}
+	for _, op := range g.Chain {
+		if len(op.Args) == 0 {
+			continue
+		}
+		for i, a := range op.Args[:len(op.Args)-1] {
+			if a != id {
+				continue
+			}
+			switch {
+			case op.Name == prepack.Op && i == 0:
+				if !loadPackUses(g, op.Args[1], w, p, cfg, packs, depth+1) {
+					return false
+				}
+			case slices.Contains(ops.PackedArgs(op.Name), i):
+			default:
+				lp, ok := ops.LoadPackFor(op.Name, i, w, p, cfg)
+				if !ok {
+					return false
+				}
+				if !slices.ContainsFunc(*packs, func(x LoadPacked) bool { return x.Pack.Name == lp.Name }) {
+					*packs = append(*packs, LoadPacked{Op: op.Name, Pack: lp})
+				}
+			}
+		}
+	}
+	return true
 }
 
 // halfKV finds the caches Analysis.HalfKV describes, adds them to deferred

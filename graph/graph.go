@@ -230,7 +230,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	lim := dev.Limits()
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
 		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
-		HalfWeights: !opts.Kernels.NoHalfWeights, HalfKVCache: opts.Kernels.HalfKVCache})
+		Device: g.profile, Kernels: opts.Kernels, HalfKVCache: opts.Kernels.HalfKVCache})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.allocate(); err != nil {
 		return nil, err
 	}
-	if err := g.packHalfOnly(ctx); err != nil {
+	if err := g.packAtLoad(ctx); err != nil {
 		return nil, err
 	}
 	if err := g.makeHalfKV(); err != nil {
@@ -327,11 +327,14 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 }
 
 // DeferredConstants is prepack.Deferred with the ops' packed arguments
-// (ops.PackedArgs), plus the FLOAT16 linear weights held only as packed
-// halves (Analysis.HalfOnly): what a load with the default kernel choices
-// gives no buffer, for callers that only import graph.
+// (ops.PackedArgs), plus the weights read only through a packing made at
+// load (Analysis.LoadPacked: FLOAT16 linear weights held as packed
+// halves): what a load with the default kernel choices gives no buffer,
+// for callers that only import graph and have no device (asked for no
+// device profile, the cpu family; both families read the same weights
+// packed today, TestLoadPackedByFamily).
 func DeferredConstants(g *serialization.Graph) map[int32]bool {
 	d := prepack.Deferred(g, ops.PackedArgs)
-	halfOnly(g, d)
+	loadPacked(g, d, ops.DeviceProfile{}, ops.Config{})
 	return d
 }

@@ -380,13 +380,14 @@ type hostKey struct {
 	flat int64
 }
 
-// packHalfOnly packs the weights Analysis.HalfOnly lists as halves, before
-// the first recording: they have no float32 buffer, so a recording that
-// stops early (SymInt placeholders) must not leave one unpacked for a
-// re-recording, which cannot pack. A prepack output's source constant is
-// found from the chain (its et_vk.prepack records it again, deferred).
-func (g *WebGPUGraph) packHalfOnly(ctx context.Context) error {
-	if len(g.an.HalfOnly) == 0 {
+// packAtLoad makes the packings Analysis.LoadPacked lists, before the
+// first recording: those weights have no buffer as exported, so a
+// recording that stops early (SymInt placeholders) must not leave one
+// unpacked for a re-recording, which cannot pack. A prepack output's
+// source constant is found from the chain (its et_vk.prepack records it
+// again, deferred).
+func (g *WebGPUGraph) packAtLoad(ctx context.Context) error {
+	if len(g.an.LoadPacked) == 0 {
 		return nil
 	}
 	for _, op := range g.graph.Chain {
@@ -394,18 +395,18 @@ func (g *WebGPUGraph) packHalfOnly(ctx context.Context) error {
 			g.prepackSrc[op.Args[1]] = op.Args[0]
 		}
 	}
-	b := &opBuilder{g: g, op: "aten.linear.default", index: -1, ctx: ctx}
-	b.Values = ops.Values{G: g.graph, Sym: b.symRead}
-	for _, id := range g.an.HalfOnly {
-		w, err := b.Tensor(id)
+	for _, lp := range g.an.LoadPacked {
+		b := &opBuilder{g: g, op: lp.Op, index: -1, ctx: ctx}
+		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
+		w, err := b.Tensor(lp.ID)
 		if err != nil {
 			return err
 		}
-		spec, err := ops.HalfWeightSpec(w, b.MaxWorkgroupsPerDim())
+		spec, err := lp.Pack.Spec(w, b.MaxWorkgroupsPerDim())
 		if err != nil {
-			return fmt.Errorf("graph: value %d: %w", id, err)
+			return fmt.Errorf("graph: value %d: %w", lp.ID, err)
 		}
-		if _, err := b.PackWeight(id, spec); err != nil {
+		if _, err := b.PackWeight(lp.ID, spec); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"errors"
-
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
@@ -54,7 +52,7 @@ func HalfWeightSpec(w Tensor, maxPerDim uint32) (PackSpec, error) {
 // recording creates the packed copy and a re-recording never packs.
 func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 	p, isPacker := b.(Packer)
-	if !isPacker || configOf(b).NoHalfWeights || !w.Half || len(w.Dims) != 2 || w.Dims[1] == 0 || w.Dims[1]%8 != 0 || w.Numel == 0 {
+	if !isPacker || !canHalf(b, w) {
 		return 0, false, nil
 	}
 	spec, err := HalfWeightSpec(w, b.MaxWorkgroupsPerDim())
@@ -62,7 +60,7 @@ func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 		return 0, false, nil
 	}
 	t, err := p.PackWeight(id, spec)
-	if errors.Is(err, ErrArg) || errors.Is(err, ErrNotPacked) {
+	if errNoPack(err) {
 		// Not a weight (a graph input, an op's output), or first met
 		// when re-recording: the float32 copy serves.
 		return 0, false, nil
@@ -82,27 +80,12 @@ func HalfOnlyWeight(dims []int64) bool {
 	return len(dims) == 2 && dims[0] > 0 && dims[1] > 0 && dims[1]%8 == 0
 }
 
-// recordLinearHalf records linear call c (weight [N, K] as exported) with
-// the half GEMV kernel on packed weight half, at any M (the float32 copy
-// may not exist), and as recordMatmul when c is not such a call (nothing
-// to compute, a batched or transposed call).
-func recordLinearHalf(b Builder, c matmulCall, half int32) error {
-	if c.m == 0 || c.n == 0 || len(c.bdims) != 0 || !c.transB || c.k%8 != 0 {
-		return recordMatmul(b, c)
-	}
-	outT, err := b.Tensor(c.out)
-	if err != nil {
-		return err
-	}
-	epi, fused, err := fuseEpilogue(b, c.out, outT.Dims)
-	if err != nil {
-		return err
-	}
-	dst := c.out
-	if fused {
-		dst = epi.out
-	}
-	return recordGEMVHalf(b, c, epi, dst, half)
+// canHalf reports whether linear weight w may be read as packed halves: a
+// FLOAT16 weight [N, K], K a positive multiple of 8, a builder that packs,
+// not Config.NoHalfWeights.
+func canHalf(b Builder, w Tensor) bool {
+	_, isPacker := b.(Packer)
+	return isPacker && !configOf(b).NoHalfWeights && w.Half && len(w.Dims) == 2 && w.Dims[1] > 0 && w.Dims[1]%8 == 0 && w.Numel > 0
 }
 
 // halfManyRowsCols is the output columns per invocation of the half GEMV

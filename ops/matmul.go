@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,7 +51,7 @@ func init() {
 	Register("aten.bmm.default", bmmOp)
 	Register("aten.addmm.default", addmmOp)
 	Register("aten.matmul.default", matmulOp)
-	Register("aten.linear.default", linearOp)
+	RegisterOp(Op{Name: "aten.linear.default", Run: linearOp, LoadPacks: []int{1}, LoadPack: linearLoadPack})
 }
 
 // matmulMaxTrips bounds the K-loop trips of one dispatch, well below
@@ -360,6 +359,12 @@ func mmOp(b Builder, args []int32) error {
 	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
 }
 
+// recordMatmul records the float32 call c through the linear family's
+// table (linear_family.go).
+func recordMatmul(b Builder, c matmulCall) error {
+	return runLinear(b, &linearCall{format: formatF32, f: c, half: -1, transposed: -1})
+}
+
 func bmmOp(b Builder, args []int32) error {
 	x, y, err := matmulPair(b, args, 3)
 	if err != nil {
@@ -564,19 +569,21 @@ func linearOp(b Builder, args []int32) error {
 	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
 		return err
 	}
-	if pw, ok, err := linearPacked(b, args[1], w); err != nil {
+	// The weight packings the family's kernels read (a FLOAT16 weight
+	// as packed halves, linear_f16.go; [K, N] with Config.PackLinear),
+	// made whatever M is.
+	lc := &linearCall{format: formatF32, f: call, canHalf: canHalf(b, w), canTranspose: canTranspose(b, w)}
+	if err := packLinearWeight(b, lc, w); err != nil {
 		return err
-	} else if ok && !useGEMV(configOf(b).Matmul, m, k, n) {
-		call.b, call.transB = pw, false
 	}
-	// A FLOAT16 weight: the GEMV path reads it as packed halves
-	// (linear_f16.go).
-	if hw, ok, err := linearHalf(b, args[1], w); err != nil {
-		return err
-	} else if ok && call.transB {
-		return recordLinearHalf(b, call, hw)
-	}
-	return recordMatmul(b, call)
+	return runLinear(b, lc)
+}
+
+// canTranspose reports whether linear weight w may be packed to [K, N]
+// for the cpu family's tiled kernel (Config.PackLinear, a packer).
+func canTranspose(b Builder, w Tensor) bool {
+	_, isPacker := b.(Packer)
+	return isPacker && configOf(b).PackLinear && w.Numel > 0
 }
 
 // linearPacked returns the id of linear weight w (value id, [N, K])
@@ -589,7 +596,7 @@ func linearOp(b Builder, args []int32) error {
 // creates it and a re-recording with another M never has to pack.
 func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
 	p, isPacker := b.(Packer)
-	if !isPacker || !configOf(b).PackLinear || w.Numel == 0 {
+	if !isPacker || !canTranspose(b, w) {
 		return 0, false, nil
 	}
 	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
@@ -597,8 +604,8 @@ func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
 		return 0, false, nil
 	}
 	t, err := p.PackWeight(id, spec)
-	if errors.Is(err, ErrArg) {
-		return 0, false, nil // not a weight
+	if errNoPack(err) {
+		return 0, false, nil // not a weight, or not packed at load
 	}
 	if err != nil {
 		return 0, false, err
@@ -677,30 +684,11 @@ func matmulTile(need int64, max int) []int {
 // matmulParamsWords is the size of the WGSL Params struct in u32s.
 const matmulParamsWords = 16 + 3*matmulMaxBatchDims
 
-func recordMatmul(b Builder, c matmulCall) error {
-	if c.m == 0 || c.n == 0 {
-		return nil
-	}
+// recordTiled records c with the cpu family's tiled kernel
+// (shaders/matmul.wgsl), writing dst and applying epi.
+func recordTiled(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	batch := NumelOf(c.bdims)
-	if batch == 0 {
-		return nil
-	}
-	outT, err := b.Tensor(c.out)
-	if err != nil {
-		return err
-	}
-	epi, fused, err := fuseEpilogue(b, c.out, outT.Dims)
-	if err != nil {
-		return err
-	}
-	dst := c.out
-	if fused {
-		dst = epi.out
-	}
 	path := configOf(b).Matmul
-	if batch == 1 && c.transB && useGEMV(path, c.m, c.k, c.n) {
-		return recordGEMV(b, c, epi, dst)
-	}
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
 	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
@@ -753,28 +741,34 @@ func recordMatmul(b Builder, c matmulCall) error {
 	// dispatch per batch range (K == 0 still needs one to write bias or 0).
 	for z0 := int64(0); z0 < batch; z0 += maxg {
 		gz := min(batch-z0, maxg)
-		for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
-			end := min(begin+matmulMaxTrips, trips)
-			accumulate, last := uint32(0), uint32(0)
-			if begin > 0 {
-				accumulate = 1
-			}
-			if begin+matmulMaxTrips >= trips {
-				last = 1
-			}
-			var p Params
-			p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
-			p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
-			p.F32(c.alpha).F32(c.beta)
-			p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
-			p.F32(epi.lo).F32(epi.hi).U32(last).U32(0)
-			p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
-			if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+		err := kChunks(trips, matmulMaxTrips, func(begin, end int64, accumulate, last uint32) error {
+			p := matmulParams(c, cols, trips, begin, end, accumulate, last, z0, epi, 0, bd, as, bs)
+			if err := b.Dispatch(k, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
 				return fmt.Errorf("ops: matmul: %w", err)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// matmulParams packs the Params of shaders/matmul.wgsl and
+// matmul_gpu.wgsl (matmulParamsWords u32s): cols and trips are N and K in
+// the kernel's units, [begin, end) this K chunk, z0 the first batch of
+// the dispatch, ldb B's row stride (matmul_gpu.wgsl; 0 for matmul.wgsl)
+// and bd, as, bs the batch dims and A's and B's batch strides in units.
+func matmulParams(c matmulCall, cols, trips, begin, end int64, accumulate, last uint32, z0 int64, epi matmulEpilogue, ldb int64, bd, as, bs []uint32) []byte {
+	var p Params
+	p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
+	p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
+	p.F32(c.alpha).F32(c.beta)
+	p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
+	p.F32(epi.lo).F32(epi.hi).U32(last).U32(uint32(ldb))
+	p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
+	return p.Bytes()
 }
 
 // gemvShader is the template data of shaders/gemv.wgsl.
@@ -880,15 +874,7 @@ func recordGEMVKernel(b Builder, c matmulCall, epi matmulEpilogue, dst int32, g 
 	}
 	trips := c.k / g.perTrip
 	// K == 0 still needs one dispatch to write the bias (or 0).
-	for begin := int64(0); begin == 0 || begin < trips; begin += matmulMaxTrips {
-		end := min(begin+matmulMaxTrips, trips)
-		accumulate, last := uint32(0), uint32(0)
-		if begin > 0 {
-			accumulate = 1
-		}
-		if end == trips {
-			last = 1
-		}
+	return kChunks(trips, matmulMaxTrips, func(begin, end int64, accumulate, last uint32) error {
 		var p Params
 		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin))
 		p.U32(uint32(end)).U32(accumulate).U32(last).U32(uint32(c.biasSM))
@@ -897,6 +883,6 @@ func recordGEMVKernel(b Builder, c matmulCall, epi matmulEpilogue, dst int32, g 
 		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
 			return fmt.Errorf("ops: %s: %w", g.what, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -207,6 +207,12 @@ func recordQ8Linear(b Builder, c q8LinearCall, x Tensor, outArg int) error {
 	if c.m*c.n > matmulMaxElems || c.m*c.k > matmulMaxElems {
 		return Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
 	}
+	return runLinear(b, &linearCall{format: formatQ8ta, q8: c, half: -1, transposed: -1})
+}
+
+// recordQ8LinearKernel records c with shaders/q8ta_linear.wgsl (its own
+// activation and requantization, no fused epilogue).
+func recordQ8LinearKernel(b Builder, c q8LinearCall) error {
 	sh := c.sh
 	sh.Bias = c.bias >= 0
 	sh.WG = q8taWG

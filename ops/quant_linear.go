@@ -310,17 +310,12 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	if c.m*c.n > matmulMaxElems || c.m*c.k > matmulMaxElems {
 		return Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
 	}
-	epi, fused, err := fuseEpilogue(b, c.out, dims)
-	if err != nil {
-		return err
-	}
-	dst := c.out
-	if fused {
-		dst = epi.out
-	}
-	if useQGEMV(c) && !configOf(b).NoQGEMV {
-		return recordQGEMV(b, c, epi, dst)
-	}
+	return runLinear(b, &linearCall{format: formatQuant, q: c, half: -1, transposed: -1})
+}
+
+// recordQLinearTiled records c with shaders/qlinear.wgsl (every quantized
+// format, any M; the tile from the live M), writing dst and applying epi.
+func recordQLinearTiled(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error {
 	sh := c.sh
 	sh.Bias = c.bias >= 0
 	sh.Act, sh.Res, sh.Gate = epi.act, epi.res, epi.gate
@@ -349,15 +344,7 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 	if err != nil {
 		return err
 	}
-	for begin := int64(0); begin == 0 || begin < steps; begin += qlinearMaxSteps {
-		end := min(begin+qlinearMaxSteps, steps)
-		var accumulate, last uint32
-		if begin > 0 {
-			accumulate = 1
-		}
-		if end == steps {
-			last = 1
-		}
+	return kChunks(steps, qlinearMaxSteps, func(begin, end int64, accumulate, last uint32) error {
 		var p Params
 		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(c.k / 4)).U32(uint32(steps))
 		p.U32(uint32(tail)).U32(uint32(c.rowBytes)).U32(uint32(c.g)).U32(uint32(c.ldS))
@@ -366,8 +353,8 @@ func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
 		if err := b.Dispatch(kern, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
 			return fmt.Errorf("ops: quantized linear: %w", err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func linearWeightInt4Op(b Builder, args []int32) error {
@@ -526,15 +513,7 @@ func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error 
 	words, gw := c.k/32, c.g/32
 	ngroups := (words + gw - 1) / gw
 	perChunk := max(1, qgemvMaxTrips/(gw+1))
-	for begin := int64(0); begin == 0 || begin < ngroups; begin += perChunk {
-		end := min(begin+perChunk, ngroups)
-		var accumulate, last uint32
-		if begin > 0 {
-			accumulate = 1
-		}
-		if end == ngroups {
-			last = 1
-		}
+	return kChunks(ngroups, perChunk, func(begin, end int64, accumulate, last uint32) error {
 		var p Params
 		p.U32(uint32(c.n)).U32(uint32(words)).U32(uint32(gw)).U32(uint32(c.ldS))
 		p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate).U32(last)
@@ -542,6 +521,6 @@ func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error 
 		if err := b.Dispatch(kern, inputs, []int32{dst}, p.Bytes(), groups); err != nil {
 			return fmt.Errorf("ops: quantized linear: %w", err)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -2,8 +2,11 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // Func records the dispatches of one OperatorCall. args are the call's value
@@ -32,6 +35,27 @@ type Op struct {
 	// writes in place (a KV cache update). A value an op writes after it
 	// was produced cannot share a buffer with a view of it (Aliaser).
 	Writes []int
+	// LoadPacks lists the weight arguments the op's kernels may read only
+	// through a packing made at load, before recording; LoadPack says,
+	// for one such weight, device and load, whether they do and which
+	// (LoadPackFor). The graph then gives the weight as exported no
+	// buffer and packs it at load.
+	LoadPacks []int
+	LoadPack  func(arg int, w WeightInfo, fam Family, cfg Config) (LoadPack, bool)
+}
+
+// WeightInfo is what the graph's analysis knows of a weight before any
+// device object exists: its serialized dtype (FLOAT16 as such) and dims.
+type WeightInfo struct {
+	DType serialization.DataType
+	Dims  []int64
+}
+
+// LoadPack is a packing a weight is read through, made at load: Name is
+// its PackSpec.Name, Spec builds the spec for the weight.
+type LoadPack struct {
+	Name string
+	Spec func(w Tensor, maxPerDim uint32) (PackSpec, error)
 }
 
 var (
@@ -53,6 +77,7 @@ func RegisterOp(op Op) {
 	op.Packed = append([]int(nil), op.Packed...)
 	op.HostReads = append([]int(nil), op.HostReads...)
 	op.Writes = append([]int(nil), op.Writes...)
+	op.LoadPacks = append([]int(nil), op.LoadPacks...)
 	registry[op.Name] = op
 }
 
@@ -65,6 +90,28 @@ func PackedArgs(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	return registry[name].Packed
+}
+
+// LoadPackArgs returns the argument indices op name's kernels may read
+// only through a packing made at load (Op.LoadPacks).
+func LoadPackArgs(name string) []int {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return registry[name].LoadPacks
+}
+
+// LoadPackFor reports whether op name's kernels, on a device of profile p
+// with choices cfg, read argument arg, weight w, only through a packing
+// made at load, and which: the question the graph's analysis asks before
+// it gives a weight no buffer of its own.
+func LoadPackFor(name string, arg int, w WeightInfo, p DeviceProfile, cfg Config) (LoadPack, bool) {
+	regMu.RLock()
+	op := registry[name]
+	regMu.RUnlock()
+	if op.LoadPack == nil || !slices.Contains(op.LoadPacks, arg) {
+		return LoadPack{}, false
+	}
+	return op.LoadPack(arg, w, Resolve(cfg, p), cfg)
 }
 
 // HostReads returns the argument indices op name reads on the host.

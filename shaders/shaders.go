@@ -21,7 +21,15 @@ const (
 )
 
 // funcs are the template functions the kernels may call.
-var funcs = template.FuncMap{"args": args, "fail": fail}
+var funcs = template.FuncMap{"args": args, "fail": fail, "add": add, "sub": sub, "mul": mul, "div": div, "mod": mod}
+
+// add, sub, mul, div and mod are integer arithmetic for the sizes and
+// indices a template derives from its data ({{mul .WG (len .Rows)}}).
+func add(a, b int) int { return a + b }
+func sub(a, b int) int { return a - b }
+func mul(a, b int) int { return a * b }
+func div(a, b int) int { return a / b }
+func mod(a, b int) int { return a % b }
 
 // fail stops a render with an error, for data a template has no text
 // for: {{fail "no formula for op %q" .Op}}.

@@ -8,12 +8,15 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // TestConformanceFP16 runs the force_fp16 cases (FP16Cases) on the device
-// against the reference, under both memory plans like every case.
+// against the reference, under both memory plans like every case, once per
+// kernel family as TestConformance does (the gpu family the cases of the
+// linear family's ops, every case in the long sweeps).
 func TestConformanceFP16(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -24,7 +27,28 @@ func TestConformanceFP16(t *testing.T) {
 	if len(cases) < 80 {
 		t.Fatalf("only %d fp16 cases: a family pattern no longer matches", len(cases))
 	}
-	Run(t, GPU{Dev: dev}, cases)
+	runFamilies(t, dev, ops.Config{}, cases)
+}
+
+// runFamilies runs cases with kernel choices cfg under the cpu family
+// (subtests cpu/...) and under the gpu family (gpu/...), the latter only
+// the cases of the linear family's ops (FamilyCases) unless the long
+// sweeps are on.
+func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
+	t.Run("cpu", func(t *testing.T) {
+		c := cfg
+		c.Family = ops.FamilyCPU
+		Run(t, GPU{Dev: dev, Kernels: c}, cases)
+	})
+	t.Run("gpu", func(t *testing.T) {
+		c := cfg
+		c.Family = ops.FamilyGPU
+		cs := cases
+		if !testenv.Long() || testing.Short() {
+			cs = FamilyCases(cases)
+		}
+		Run(t, GPU{Dev: dev, Kernels: c}, cs)
+	})
 }
 
 // TestConformanceFP16NoHalfWeights runs the force_fp16 cases with linears
@@ -45,7 +69,7 @@ func TestConformanceFP16NoHalfWeights(t *testing.T) {
 	if len(cases) < 20 {
 		t.Fatalf("only %d cases", len(cases))
 	}
-	Run(t, GPU{Dev: dev, Kernels: ops.Config{NoHalfWeights: true}}, cases)
+	runFamilies(t, dev, ops.Config{NoHalfWeights: true}, cases)
 }
 
 // TestHalfWeightPath: a linear on a FLOAT16 weight with K%8 == 0, at any

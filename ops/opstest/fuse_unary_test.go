@@ -10,6 +10,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -167,6 +168,14 @@ func TestFuseMatmulEpilogueMatchesUnfused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
+		t.Run(fam.String(), func(t *testing.T) { testFuseMatmulEpilogue(t, dev, fam) })
+	}
+}
+
+// testFuseMatmulEpilogue is TestFuseMatmulEpilogueMatchesUnfused under
+// kernel family fam.
+func testFuseMatmulEpilogue(t *testing.T, dev *gpu.Device, fam ops.Family) {
 	f := serialization.Float32
 	m := int64(len(fuseUnaryEdges))
 	for _, act := range []string{"relu", "relu6", "sigmoid", "clamp", "clamp_min", "clamp_max", "clamp_inverted", "hardtanh", "gelu", "gelu_tanh"} {
@@ -192,7 +201,7 @@ func TestFuseMatmulEpilogueMatchesUnfused(t *testing.T) {
 					} else {
 						b.Outputs(y)
 					}
-					g, _, err := Load(dev, b, graph.Options{SkipWarmup: true})
+					g, _, err := Load(dev, b, graph.Options{SkipWarmup: true, Kernels: ops.Config{Family: fam}})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -25,8 +25,9 @@ func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *gra
 }
 
 // TestMatmulEpilogueFusion checks that the epilogue cases fuse exactly when
-// they should: in the fused form no dispatch belongs to the activation, in
-// the unfused forms one does. (The conformance suite checks the values.)
+// they should, in both kernel families: in the fused form no dispatch
+// belongs to the activation, in the unfused forms one does. (The
+// conformance suite checks the values.)
 func TestMatmulEpilogueFusion(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -39,39 +40,44 @@ func TestMatmulEpilogueFusion(t *testing.T) {
 			continue
 		}
 		n++
-		t.Run(c.Name, func(t *testing.T) {
-			g := buildMatmulCase(t, dev, c, ops.Config{})
-			defer g.Close()
-			var matmuls, acts int
-			for _, d := range g.Dispatches() {
-				switch d.OpName {
-				case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default", "et_vk.linear_q4gsw.default", "et_vk.linear_dq8ca_q4gsw.default":
-					matmuls++
-				case "aten.neg.default", "aten.permute_copy.default", "torchao.choose_qparams_affine.default":
-				default:
-					acts++
-				}
-			}
-			if matmuls == 0 {
-				t.Fatal("no matmul dispatch")
-			}
-			fused := strings.Contains(c.Name, "/fused/") || strings.Contains(c.Name, "/mlp/")
-			if fused && acts != 0 {
-				t.Errorf("fused form records %d activation dispatches", acts)
-			}
-			if !fused && acts == 0 {
-				t.Error("unfused form records no activation dispatch")
-			}
-		})
+		for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
+			t.Run(fam.String()+"/"+c.Name, func(t *testing.T) { testEpilogueFusion(t, dev, c, fam) })
+		}
 	}
 	if n == 0 {
 		t.Fatal("no epilogue cases")
 	}
 }
 
+func testEpilogueFusion(t *testing.T, dev *gpu.Device, c Case, fam ops.Family) {
+	g := buildMatmulCase(t, dev, c, ops.Config{Family: fam})
+	defer g.Close()
+	var matmuls, acts int
+	for _, d := range g.Dispatches() {
+		switch d.OpName {
+		case "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default", "aten.linear.default", "et_vk.linear_q4gsw.default", "et_vk.linear_dq8ca_q4gsw.default":
+			matmuls++
+		case "aten.neg.default", "aten.permute_copy.default", "torchao.choose_qparams_affine.default":
+		default:
+			acts++
+		}
+	}
+	if matmuls == 0 {
+		t.Fatal("no matmul dispatch")
+	}
+	fused := strings.Contains(c.Name, "/fused/") || strings.Contains(c.Name, "/mlp/")
+	if fused && acts != 0 {
+		t.Errorf("fused form records %d activation dispatches", acts)
+	}
+	if !fused && acts == 0 {
+		t.Error("unfused form records no activation dispatch")
+	}
+}
+
 // TestLinearGEMVRowBlocks runs the linear cases of more than 16 rows with
-// the GEMV kernel forced (ops.MatmulGEMV): several row blocks along the
-// grid's y, which the default choice never records.
+// the GEMV kernels forced (ops.MatmulGEMV), in both families: several row
+// blocks along the grid (the cpu kernel's y, the gpu kernel's z), which
+// the default choice never records.
 func TestLinearGEMVRowBlocks(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -88,15 +94,20 @@ func TestLinearGEMVRowBlocks(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatal("no linear case of more than 16 rows")
 	}
-	Run(t, GPU{Dev: dev, Kernels: ops.Config{Matmul: ops.MatmulGEMV}}, cases)
+	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
+		t.Run(fam.String(), func(t *testing.T) {
+			Run(t, GPU{Dev: dev, Kernels: ops.Config{Family: fam, Matmul: ops.MatmulGEMV}}, cases)
+		})
+	}
 }
 
 // TestLinearPacked runs the linear cases with linear weight packing on
-// (ops.Config.PackLinear): a constant weight is transposed on the device into
-// the [K, N] layout of the mm kernel, and the results must still match the
-// reference. Cases whose weight is a constant must have packed it.
+// (ops.Config.PackLinear, a choice of the cpu family's tiled kernel): a
+// constant weight is transposed on the device into the [K, N] layout of
+// the mm kernel, and the results must still match the reference. Cases
+// whose weight is a constant must have packed it.
 func TestLinearPacked(t *testing.T) {
-	cfg := ops.Config{PackLinear: true}
+	cfg := ops.Config{Family: ops.FamilyCPU, PackLinear: true}
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		t.Fatal(err)

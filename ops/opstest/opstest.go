@@ -339,3 +339,25 @@ func mustBlob(b *serialization.Builder) []byte {
 	}
 	return raw
 }
+
+// FamilyCases returns the cases whose graphs hold an op whose kernels the
+// kernel family decides (ops.LinearFamilyOps): the cases a run under a
+// second family must repeat.
+func FamilyCases(cases []Case) []Case {
+	fam := map[string]bool{}
+	for _, n := range ops.LinearFamilyOps() {
+		fam[n] = true
+	}
+	var out []Case
+	for _, c := range cases {
+		b := serialization.NewBuilder()
+		c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+		for _, op := range b.Graph().Chain {
+			if fam[op.Name] {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -15,14 +15,46 @@ import (
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 )
 
-// TestConformance runs every case on the real device against the reference.
+// TestConformance runs every case on the real device against the
+// reference, once per kernel family: cpu/... with the lavapipe-shaped
+// kernels and gpu/... with the GPU-shaped ones, both forced whatever the
+// adapter (ops.Config.Family), so each family is proved on every device.
+// The gpu family runs the cases whose graphs hold an op whose kernels the
+// family decides (FamilyCases), every case in the long sweeps
+// (testenv.Long).
 func TestConformance(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	Run(t, GPU{Dev: dev}, Cases)
+	runFamilies(t, dev, ops.Config{}, Cases)
+}
+
+// TestFamilyCases checks that FamilyCases picks the cases of the linear
+// family's ops and leaves the others out, so the gpu family's default run
+// cannot silently shrink to nothing or grow to everything.
+func TestFamilyCases(t *testing.T) {
+	fc := FamilyCases(Cases)
+	in := map[string]bool{}
+	for _, c := range fc {
+		in[c.Name] = true
+	}
+	for _, name := range []string{"mm/M1_K4_N33/input/scalar", "linear/1x8_N64/named/nobias/gemv", "dynamic/linear_relu_linear",
+		"q8ta_linear/7x16_N7/zp9_4/bias=true/relu=false"} {
+		if !in[name] {
+			t.Errorf("%s is not among the family cases", name)
+		}
+	}
+	for _, c := range fc {
+		if strings.HasPrefix(c.Name, "softmax/") || strings.HasPrefix(c.Name, "add/") {
+			t.Errorf("%s is among the family cases", c.Name)
+		}
+	}
+	if len(fc) < 100 || len(fc) >= len(Cases) {
+		t.Errorf("%d family cases of %d", len(fc), len(Cases))
+	}
+	t.Logf("%d family cases of %d", len(fc), len(Cases))
 }
 
 // TestConformanceReference runs the suite with the reference interpreter

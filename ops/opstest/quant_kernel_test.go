@@ -2,6 +2,7 @@ package opstest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,9 +11,12 @@ import (
 )
 
 // TestQuantLinearKernelChoice checks that the quantized epilogue cases run
-// the kernel their name says (qgemv: the one-row kernel, qlinear: the tiled
-// one), so the conformance suite covers both, and that ops.Config.NoQGEMV
-// moves every one-row case to the tiled kernel.
+// the kernel their name says in the cpu family (qgemv: the one-row kernel,
+// qlinear: the tiled one), so the conformance suite covers both, and that
+// ops.Config.NoQGEMV moves every one-row case to the tiled kernel; in the
+// gpu family those of at most 16 rows with K a multiple of 32 (the groups
+// are 32 or 64) run gemv_gpu.wgsl, the others (and all under NoQGEMV)
+// qlinear.wgsl.
 func TestQuantLinearKernelChoice(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -27,9 +31,20 @@ func TestQuantLinearKernelChoice(t *testing.T) {
 		}
 		n++
 		t.Run(c.Name, func(t *testing.T) {
-			for _, cfg := range []ops.Config{{}, {NoQGEMV: true}} {
+			for _, cfg := range []ops.Config{{Family: ops.FamilyCPU}, {Family: ops.FamilyCPU, NoQGEMV: true},
+				{Family: ops.FamilyGPU}, {Family: ops.FamilyGPU, NoQGEMV: true}} {
 				want := "qlinear.wgsl"
-				if strings.HasSuffix(c.Name, "/qgemv") && !cfg.NoQGEMV {
+				switch {
+				case cfg.NoQGEMV:
+				case cfg.Family == ops.FamilyGPU:
+					var m, k int
+					if _, err := fmt.Sscanf(c.Name[strings.LastIndex(c.Name, "/M"):], "/M%d_K%d", &m, &k); err != nil {
+						t.Fatalf("no M and K in the name: %v", err)
+					}
+					if m <= 16 && k%32 == 0 {
+						want = "gemv_gpu.wgsl"
+					}
+				case strings.HasSuffix(c.Name, "/qgemv"):
 					want = "qgemv.wgsl"
 				}
 				g := buildMatmulCase(t, dev, c, cfg)
@@ -38,7 +53,7 @@ func TestQuantLinearKernelChoice(t *testing.T) {
 					if strings.Contains(d.OpName, "linear") {
 						found = true
 						if !strings.HasPrefix(d.Kernel, want) {
-							t.Errorf("NoQGEMV %v: %s runs %.40s..., want %s", cfg.NoQGEMV, d.OpName, d.Kernel, want)
+							t.Errorf("%v, NoQGEMV %v: %s runs %.40s..., want %s", cfg.Family, cfg.NoQGEMV, d.OpName, d.Kernel, want)
 						}
 					}
 				}

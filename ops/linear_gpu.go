@@ -1,0 +1,316 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// The GPU family's linear kernels (linear_family.go entries "gpu/..."):
+// shaders/gemv_gpu.wgsl for few rows and shaders/matmul_gpu.wgsl, a tiled
+// matmul through workgroup memory, for more.
+//
+// Their shapes were chosen from the published designs
+// (../shared/spec/gpu-kernels.md), not measured: this machine has no GPU
+// (lavapipe proves them correct, forced with FamilyGPU, and is no guide
+// to their speed). The H100 measurements that should confirm or retune
+// them (BenchmarkGEMV, BenchmarkLinearShapes, BenchmarkLinearQ4gsw and
+// BenchmarkMatmul with -kernels gpu, bench/llm) are owed.
+
+// GEMV shape: gpuGEMVCols output columns per workgroup, gpuGEMVLanes lanes
+// along K for each (a 256-invocation workgroup), each lane loading one
+// 16-byte unit (a vec4 of floats, eight halves, 32 nibbles, 16 int8) per
+// step, gpuGEMVUnroll units in flight. Chosen from: llama.cpp Vulkan
+// mul_mat_vec (one 32-lane subgroup per row, 4 subgroups a workgroup on
+// NVIDIA, PR #15355; ≈486 GB/s of an RTX 4070's 504 for f32), ONNX
+// Runtime WebGPU MatMulNBits (32 lanes along K, 8 columns a workgroup,
+// vec4<u32> of nibbles a lane), ExecuTorch's linear_q4gsw_coop (8 rows a
+// workgroup, scales once per group). 32 lanes make one NVIDIA warp read
+// 512 contiguous bytes of a weight row a step; 8 columns make a
+// workgroup's scales of a group one 32-byte sector. The H100 measurement
+// is owed. The partial sums of up to gpuGEMVMaxRows input rows take
+// 256·16·4 = 16 KiB of workgroup memory, WebGPU's default limit.
+const (
+	gpuGEMVLanes    = 32
+	gpuGEMVCols     = 8
+	gpuGEMVUnroll   = 2
+	gpuGEMVMaxRows  = 16
+	gpuGEMVMaxTrips = 16384 // K-loop trips a lane, under llvmpipe's 65535
+)
+
+// Tiled shape: 16×16 invocations, each gpuTiledTM×gpuTiledTN outputs of a
+// 64×64 tile, K in steps of gpuTiledBK through workgroup memory (the
+// classic shared-memory SGEMM, as in CUTLASS's SIMT kernels and the
+// WebGPU matmul of ONNX Runtime and TF.js: 64×64 tiles, 4×4 per thread,
+// 16-deep K tiles, 8.3 KiB of workgroup memory). Larger register tiles
+// (8×8 per invocation, 128×128 tiles) reach more of a GPU's FMA rate; the
+// H100 measurement that would choose between them is owed.
+const (
+	gpuTiledTM       = 4
+	gpuTiledTN       = 4
+	gpuTiledBK       = 16
+	gpuTiledMaxTrips = 2048 // K tiles a dispatch: 2048·(1+16) loop trips, under llvmpipe's 65535
+)
+
+// gpuGEMVRows reports whether a call of m rows takes a GPU GEMV kernel:
+// up to gpuGEMVMaxRows, or every M under MatmulGEMV, none under
+// MatmulNoGEMV.
+func gpuGEMVRows(cfg Config, m int64) bool {
+	switch cfg.Matmul {
+	case MatmulGEMV:
+		return true
+	case MatmulNoGEMV:
+		return false
+	}
+	return m <= gpuGEMVMaxRows
+}
+
+// gpuQGEMVFormat returns the gemv_gpu.wgsl weight format of quantized call
+// c, or "" when that kernel cannot read it: "q4" for linear_q4gsw and
+// linear_dq8ca_q4gsw codes (low nibble first, grouped scales) with K and
+// the group size multiples of 32 (a 32-nibble unit lies in one group),
+// "int8v" or "int8" for _weight_int8pack_mm (K % 16 == 0: vec4<u32>
+// units, else u32).
+func gpuQGEMVFormat(c qlinearCall) string {
+	sh := c.sh
+	switch {
+	case sh.Int8 && !sh.Grouped && !sh.DQ8 && !sh.Unaligned && c.rowBytes == c.k:
+		if c.k%16 == 0 {
+			return "int8v"
+		}
+		return "int8"
+	case !sh.Int8 && sh.Grouped && !sh.SplitScale && !sh.HighEven && !sh.Zeros && !sh.Unaligned &&
+		c.k%32 == 0 && c.g%32 == 0 && c.rowBytes*2 == c.k:
+		return "q4"
+	}
+	return ""
+}
+
+// gpuGEMVShader is the template data of shaders/gemv_gpu.wgsl.
+type gpuGEMVShader struct {
+	Format  string // f32v, f32, half, q4, int8, int8v
+	Scales  string // "group" (q4), "channel" (int8), or ""
+	DQ8     bool
+	Bias    bool
+	Act     string
+	Res     string
+	Gate    bool
+	Rows    []int // input rows per workgroup
+	Lanes   int   // lanes along K per column
+	Cols    int   // output columns per workgroup
+	WG      int   // Lanes·Cols
+	Strides []int // the reduction tree's steps, Lanes/2 .. 1
+	Unroll  []int // 0 .. units in flight − 1
+
+	qBindings
+}
+
+// gpuGEMVParams is the Go twin of gemv_gpu.wgsl's Params (64 bytes).
+type gpuGEMVParams struct {
+	M, N, K, KBegin, KEnd, Accumulate, Last, BiasSM, BiasSN uint32
+	Alpha, Beta, ActLo, ActHi                               float32
+	GW, LdS, _                                              uint32
+}
+
+// bytes packs p little-endian, as WGSL lays the struct out.
+func (p gpuGEMVParams) bytes() []byte {
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.LittleEndian, p); err != nil {
+		panic(err) // fixed-size fields only
+	}
+	return buf.Bytes()
+}
+
+// gpuGEMV is one GEMV dispatch series to record.
+type gpuGEMV struct {
+	sh                gpuGEMVShader
+	x, w, scales      int32 // scales < 0 when absent
+	xs, xz, bias, res int32 // < 0 when absent
+	m, n, units       int64 // units: weight row length in the format's units
+	p                 gpuGEMVParams
+	what              string
+}
+
+// recordGPUGEMVFloat records float32 linear c (weight as exported, or as
+// packed halves) with gemv_gpu.wgsl.
+func recordGPUGEMVFloat(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
+	f := c.f
+	g := gpuGEMV{x: f.a, w: f.b, scales: -1, xs: -1, xz: -1, bias: f.bias, res: -1, m: f.m, n: f.n, what: "matmul"}
+	switch {
+	case c.halfCall() && c.half >= 0:
+		g.sh.Format, g.w, g.units, g.what = "half", c.half, f.k/8, "linear (half weight)"
+	case f.k%4 == 0:
+		g.sh.Format, g.units = "f32v", f.k/4
+	default:
+		g.sh.Format, g.units = "f32", f.k
+	}
+	g.p = gpuGEMVParams{BiasSM: uint32(f.biasSM), BiasSN: uint32(f.biasSN), Alpha: f.alpha, Beta: f.beta}
+	return recordGPUGEMVKernel(b, g, epi, dst)
+}
+
+// recordGPUGEMVQuant records quantized linear c (gpuQGEMVFormat) with
+// gemv_gpu.wgsl.
+func recordGPUGEMVQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
+	q := c.q
+	g := gpuGEMV{x: q.x, w: q.w, scales: q.scales, xs: -1, xz: -1, bias: q.bias, res: -1, m: q.m, n: q.n, what: "quantized linear"}
+	g.sh.Format = gpuQGEMVFormat(q)
+	g.p = gpuGEMVParams{BiasSN: 1, Alpha: 1, Beta: 1}
+	switch g.sh.Format {
+	case "q4":
+		g.sh.Scales, g.units = "group", q.k/32
+		g.p.GW, g.p.LdS = uint32(q.g/32), uint32(q.ldS)
+		if q.sh.DQ8 {
+			g.sh.DQ8, g.xs, g.xz = true, q.xs, q.xz
+		}
+	case "int8v":
+		g.sh.Scales, g.units = "channel", q.k/16
+	case "int8":
+		g.sh.Scales, g.units = "channel", q.k/4
+	default:
+		return Errorf(-1, "the GPU GEMV kernel cannot read this quantized weight")
+	}
+	return recordGPUGEMVKernel(b, g, epi, dst)
+}
+
+// recordGPUGEMVKernel records g: one dispatch per K chunk (kChunks), the
+// grid's x (folded into y past the limit) over column blocks and z over
+// row blocks.
+func recordGPUGEMVKernel(b Builder, g gpuGEMV, epi matmulEpilogue, dst int32) error {
+	sh := g.sh
+	sh.Bias, sh.Act, sh.Res, sh.Gate = g.bias >= 0, epi.act, epi.res, epi.gate
+	sh.Rows = matmulTile(g.m, gpuGEMVMaxRows)
+	sh.Lanes, sh.Cols = gpuGEMVLanes, gpuGEMVCols
+	sh.WG = sh.Lanes * sh.Cols
+	for s := sh.Lanes / 2; s >= 1; s /= 2 {
+		sh.Strides = append(sh.Strides, s)
+	}
+	sh.Unroll = matmulTile(gpuGEMVUnroll, gpuGEMVUnroll)
+	if g.m*g.n > matmulMaxElems {
+		return Errorf(-1, "output of %d×%d elements is too large", g.m, g.n)
+	}
+	inputs := []int32{g.x, g.w}
+	if g.scales >= 0 {
+		inputs = append(inputs, g.scales)
+	}
+	if sh.DQ8 {
+		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, g.xs, g.xz)
+	}
+	if sh.Bias {
+		sh.BiasBinding = len(inputs)
+		inputs = append(inputs, g.bias)
+	}
+	if sh.Res != "" {
+		sh.ResBinding = len(inputs)
+		inputs = append(inputs, epi.other)
+	}
+	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	kern, err := shaders.Render("gemv_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	colBlocks := (g.n + int64(sh.Cols) - 1) / int64(sh.Cols)
+	groups, err := Grid(uint64(colBlocks), 1, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	rowBlocks := (g.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
+	if rowBlocks > int64(b.MaxWorkgroupsPerDim()) {
+		return Errorf(-1, "M=%d needs %d row blocks, over the %d per dimension limit", g.m, rowBlocks, b.MaxWorkgroupsPerDim())
+	}
+	groups[2] = uint32(rowBlocks)
+	p := g.p
+	p.M, p.N, p.K, p.ActLo, p.ActHi = uint32(g.m), uint32(g.n), uint32(g.units), epi.lo, epi.hi
+	return kChunks(g.units, gpuGEMVMaxTrips*gpuGEMVLanes, func(begin, end int64, accumulate, last uint32) error {
+		p.KBegin, p.KEnd, p.Accumulate, p.Last = uint32(begin), uint32(end), accumulate, last
+		if err := b.Dispatch(kern, inputs, []int32{dst}, p.bytes(), groups); err != nil {
+			return fmt.Errorf("ops: %s: %w", g.what, err)
+		}
+		return nil
+	})
+}
+
+// gpuTiledShader is the template data of shaders/matmul_gpu.wgsl.
+type gpuTiledShader struct {
+	B          string // B's layout: "kn" (mm's mat2), "nk" (linear's weight), "half" (packed halves, [N, K8/2] words)
+	Bias       bool
+	Act        string
+	Res        string
+	Gate       bool
+	TM, TN, BK int
+	BM, BN     int // 16·TM, 16·TN
+	AP, BP     int // the tiles' padded row pitches, BM+1 and BN+1
+	RowsT      []int
+	ColsT      []int
+	VecM, VecN []int // vec4 groups of RowsT and ColsT
+	LoadA      []int // the tile loads' element offsets, 0, 256, ...
+	LoadB      []int
+}
+
+// recordGPUTiled records float32 call c (any batch, B [K, N], [N, K] or
+// packed halves) with matmul_gpu.wgsl, writing dst and applying epi.
+func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
+	f := c.f
+	sh := gpuTiledShader{Bias: f.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, TM: gpuTiledTM, TN: gpuTiledTN, BK: gpuTiledBK}
+	weight, ldb := f.b, f.n
+	switch {
+	case c.halfCall() && c.half >= 0:
+		sh.B, weight, ldb = "half", c.half, (f.k+7)/8*4
+	case f.transB:
+		sh.B, ldb = "nk", f.k
+	default:
+		sh.B = "kn"
+	}
+	sh.BM, sh.BN = 16*sh.TM, 16*sh.TN
+	sh.AP, sh.BP = sh.BM+1, sh.BN+1
+	sh.RowsT, sh.ColsT = matmulTile(int64(sh.TM), sh.TM), matmulTile(int64(sh.TN), sh.TN)
+	sh.VecM, sh.VecN = matmulTile(int64(sh.TM/4), sh.TM/4), matmulTile(int64(sh.TN/4), sh.TN/4)
+	for o := 0; o < sh.BM*sh.BK; o += 256 {
+		sh.LoadA = append(sh.LoadA, o)
+	}
+	for o := 0; o < sh.BN*sh.BK; o += 256 {
+		sh.LoadB = append(sh.LoadB, o)
+	}
+	batch := NumelOf(f.bdims)
+	if batch*f.m*f.n > matmulMaxElems {
+		return Errorf(-1, "output of %d×%d×%d elements is too large", batch, f.m, f.n)
+	}
+	gx := (f.n + int64(sh.BN) - 1) / int64(sh.BN)
+	gy := (f.m + int64(sh.BM) - 1) / int64(sh.BM)
+	maxg := int64(b.MaxWorkgroupsPerDim())
+	if gx > maxg || gy > maxg {
+		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", f.m, f.n, gx, gy, maxg)
+	}
+	inputs := []int32{f.a, weight}
+	if sh.Bias {
+		inputs = append(inputs, f.bias)
+	}
+	if sh.Res != "" {
+		inputs = append(inputs, epi.other)
+	}
+	kern, err := shaders.Render("matmul_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), 256)
+	if err != nil {
+		return err
+	}
+	bd, as, bs := make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims))
+	for i := range f.bdims {
+		bd[i], as[i], bs[i] = uint32(f.bdims[i]), uint32(f.aStride[i]), uint32(f.bStride[i])
+	}
+	tiles := (f.k + int64(sh.BK) - 1) / int64(sh.BK)
+	for z0 := int64(0); z0 < batch; z0 += maxg {
+		gz := min(batch-z0, maxg)
+		err := kChunks(tiles, gpuTiledMaxTrips, func(begin, end int64, accumulate, last uint32) error {
+			p := matmulParams(f, f.n, f.k, begin*int64(sh.BK), min(end*int64(sh.BK), f.k), accumulate, last, z0, epi, ldb, bd, as, bs)
+			if err := b.Dispatch(kern, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+				return fmt.Errorf("ops: matmul: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

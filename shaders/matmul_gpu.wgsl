@@ -1,0 +1,169 @@
+// matmul_gpu.wgsl: the GPU family's tiled matmul, C = alpha·(A·B) +
+// beta·bias then the fused epilogue, for aten.mm, bmm, addmm, matmul and
+// linear with more rows than the GPU GEMV takes (prefill, CNN linears).
+// Chosen by ops/linear_family.go ("gpu/tiled", "gpu/tiled-half") on GPU
+// adapters, or with Config.Family = FamilyGPU.
+//
+// A is M×K row-major; B is {{if eq .B "kn"}}K×N (mm's mat2){{else if eq .B "nk"}}N×K (linear's weight, as
+// exported){{else}}N×K packed halves (ops.HalfWeightSpec: row n is K8/2 u32 words){{end}}.
+//
+// Shape: a workgroup of 16×16 invocations computes a {{.BM}}×{{.BN}} tile of C,
+// each invocation {{.TM}}×{{.TN}} outputs (rows ty·{{.TM}}.., columns
+// tx·{{.TN}}..) in registers. K advances {{.BK}} at a time: the workgroup
+// copies a {{.BM}}×{{.BK}} tile of A and a {{.BK}}×{{.BN}} tile of B into workgroup
+// memory (each element loaded once per tile, neighbouring invocations
+// loading neighbouring addresses), then every invocation runs {{.BK}} steps
+// of {{mul .TM .TN}} FMAs from it, reading its rows and columns as vec4s. Elements
+// past M, N and K load as 0, so any sizes work.
+//
+// Batches run along the grid's z as in matmul.wgsl (the same Params,
+// ops.matmulParamsWords); K is split into chunks of at most
+// ops.gpuTiledMaxTrips tiles, one dispatch each, only so that lavapipe
+// (65535 loop back-edges per invocation) runs it correctly; later chunks
+// add to C (accumulate) and the epilogue runs on the last.
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+{{- if eq .B "half"}}
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+{{- else}}
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+{{- end}}
+{{- $cb := 2}}{{if .Bias}}{{$cb = 3}}{{end}}{{if .Res}}{{if .Bias}}{{$cb = 4}}{{else}}{{$cb = 3}}{{end}}{{end}}
+{{- if .Bias}}
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+{{- end}}
+{{- if .Res}}
+@group(0) @binding({{if .Bias}}3{{else}}2{{end}}) var<storage, read> res: array<f32>;
+{{- end}}
+@group(0) @binding({{$cb}}) var<storage, read_write> c: array<f32>;
+@group(0) @binding({{add $cb 1}}) var<uniform> params: Params;
+
+// Go twin: the Params writes in ops/matmul.go recordMatmul (matmul.wgsl's
+// layout; k, k_begin and k_end count elements here, bdims and the batch
+// strides are in elements{{if eq .B "half"}}, B's in u32 words{{end}}).
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  k_begin: u32,
+  k_end: u32,
+  accumulate: u32,
+  alpha: f32,
+  beta: f32,
+  bias_sm: u32,
+  bias_sn: u32,
+  batch_base: u32,
+  nbatch: u32,
+  act_lo: f32,
+  act_hi: f32,
+  last: u32,
+  ldb: u32,        // B's row stride: N (kn), K (nk) or K8/2 words (half)
+  bdims: array<vec4<u32>, 2>,
+  astride: array<vec4<u32>, 2>,
+  bstride: array<vec4<u32>, 2>,
+}
+{{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
+
+// The tiles, k-major: at[kk·{{.AP}} + row], bt[kk·{{.BP}} + column], rows
+// padded by one so that the transposing stores of neighbouring
+// invocations hit different memory banks.
+var<workgroup> at: array<f32, {{mul .BK .AP}}>;
+var<workgroup> bt: array<f32, {{mul .BK .BP}}>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(workgroup_id) wid: vec3<u32>) {
+  let tx = lid.x;
+  let ty = lid.y;
+  let row0 = wid.y * {{.BM}}u;
+  let col0 = wid.x * {{.BN}}u;
+  let m = params.m;
+  let n = params.n;
+  let kk = params.k;
+  let batch = wid.z + params.batch_base;
+  var rest = batch;
+  var aoff = 0u;
+  var boff = 0u;
+  for (var i = 0u; i < params.nbatch; i++) {
+    let d = params.nbatch - 1u - i;
+    let size = params.bdims[d / 4u][d % 4u];
+    let idx = rest % size;
+    rest = rest / size;
+    aoff += idx * params.astride[d / 4u][d % 4u];
+    boff += idx * params.bstride[d / 4u][d % 4u];
+  }
+{{- range $i := .RowsT}}{{range $j := $.ColsT}}
+  var acc{{$i}}_{{$j}} = 0.0;
+{{- end}}{{end}}
+  for (var k0 = params.k_begin; k0 < params.k_end; k0 += {{.BK}}u) {
+    // A's tile: element e = li + 256·i is row e / {{.BK}}, k e % {{.BK}}.
+{{- range .LoadA}}
+    {
+      let e = li + {{.}}u;
+      let r = row0 + e / {{$.BK}}u;
+      let kq = k0 + e % {{$.BK}}u;
+      var v = 0.0;
+      if (r < m && kq < params.k_end) {
+        v = a[aoff + r * kk + kq];
+      }
+      at[(e % {{$.BK}}u) * {{$.AP}}u + e / {{$.BK}}u] = v;
+    }
+{{- end}}
+    // B's tile.
+{{- range .LoadB}}
+    {
+      let e = li + {{.}}u;
+{{- if eq $.B "kn"}}
+      let kq = k0 + e / {{$.BN}}u;
+      let cq = col0 + e % {{$.BN}}u;
+      var v = 0.0;
+      if (cq < n && kq < params.k_end) {
+        v = b[boff + kq * params.ldb + cq];
+      }
+      bt[(e / {{$.BN}}u) * {{$.BP}}u + e % {{$.BN}}u] = v;
+{{- else}}
+      let cq = col0 + e / {{$.BK}}u;
+      let kq = k0 + e % {{$.BK}}u;
+      var v = 0.0;
+      if (cq < n && kq < params.k_end) {
+{{- if eq $.B "half"}}
+        v = unpack2x16float(b[boff + cq * params.ldb + kq / 2u])[kq % 2u];
+{{- else}}
+        v = b[boff + cq * params.ldb + kq];
+{{- end}}
+      }
+      bt[(e % {{$.BK}}u) * {{$.BP}}u + e / {{$.BK}}u] = v;
+{{- end}}
+    }
+{{- end}}
+    workgroupBarrier();
+    for (var q = 0u; q < {{.BK}}u; q++) {
+{{- range $i := .VecM}}
+      let av{{$i}} = vec4<f32>(at[q * {{$.AP}}u + ty * {{$.TM}}u + {{mul $i 4}}u], at[q * {{$.AP}}u + ty * {{$.TM}}u + {{add (mul $i 4) 1}}u],
+        at[q * {{$.AP}}u + ty * {{$.TM}}u + {{add (mul $i 4) 2}}u], at[q * {{$.AP}}u + ty * {{$.TM}}u + {{add (mul $i 4) 3}}u]);
+{{- end}}
+{{- range $j := .VecN}}
+      let bv{{$j}} = vec4<f32>(bt[q * {{$.BP}}u + tx * {{$.TN}}u + {{mul $j 4}}u], bt[q * {{$.BP}}u + tx * {{$.TN}}u + {{add (mul $j 4) 1}}u],
+        bt[q * {{$.BP}}u + tx * {{$.TN}}u + {{add (mul $j 4) 2}}u], bt[q * {{$.BP}}u + tx * {{$.TN}}u + {{add (mul $j 4) 3}}u]);
+{{- end}}
+{{- range $i := .RowsT}}{{range $j := $.ColsT}}
+      acc{{$i}}_{{$j}} = fma(av{{div $i 4}}[{{mod $i 4}}], bv{{div $j 4}}[{{mod $j 4}}], acc{{$i}}_{{$j}});
+{{- end}}{{end}}
+    }
+    workgroupBarrier();
+  }
+  let coff = batch * m * n;
+{{- range $i := .RowsT}}
+  {
+    let r = row0 + ty * {{$.TM}}u + {{$i}}u;
+{{- range $j := $.ColsT}}
+    {
+      let cq = col0 + tx * {{$.TN}}u + {{$j}}u;
+      if (r < m && cq < n) {
+        let o = coff + r * n + cq;
+        {{template "linear_store" (args "Out" "c" "O" "o" "V" (printf "params.alpha * acc%d_%d" $i $j) "Base" (and $.Bias "params.beta * bias[r * params.bias_sm + cq * params.bias_sn]") "Chunked" true "Epi" (or $.Act $.Res))}}
+      }
+    }
+{{- end}}
+  }
+{{- end}}
+}
