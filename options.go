@@ -68,10 +68,29 @@ func WithPackedCache(dir string) Option {
 	return func(c *config) { c.packedCache = dir }
 }
 
-// KernelConfig is a load's kernel choices (ops.Config): the matmul kernel
-// family, weight packing for linears and convolutions, elementwise fusion.
-// The zero value is the default, the choices measured best.
+// KernelConfig is a load's kernel choices (ops.Config): the kernel family
+// (Family: auto, cpu or gpu), the matmul kernel, weight packing for
+// linears and convolutions, elementwise fusion. The zero value is the
+// default: the family the adapter's class implies (Device.KernelFamily),
+// with the choices measured best for it.
 type KernelConfig = ops.Config
+
+// KernelFamily is a set of kernels shaped for one kind of device
+// (KernelConfig.Family; the CLI's --kernels).
+type KernelFamily = ops.Family
+
+// Kernel families: KernelsAuto picks by the adapter's class (KernelsCPU
+// for a CPU adapter such as lavapipe, KernelsGPU for a discrete or
+// integrated GPU); KernelsCPU and KernelsGPU force a family on any
+// adapter (the GPU kernels run correctly, slowly, on lavapipe).
+const (
+	KernelsAuto = ops.FamilyAuto
+	KernelsCPU  = ops.FamilyCPU
+	KernelsGPU  = ops.FamilyGPU
+)
+
+// ParseKernelFamily parses "auto", "cpu" or "gpu" ("" is auto).
+func ParseKernelFamily(s string) (KernelFamily, error) { return ops.ParseFamily(s) }
 
 // WithKernels loads the model with kernel choices k instead of the
 // defaults, e.g. to compare kernels on one model, or to turn elementwise

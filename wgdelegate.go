@@ -8,6 +8,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -91,6 +92,13 @@ func (d *Device) AdapterName() string {
 		return info.Name + " (" + info.Driver + ", " + info.Backend + ")"
 	}
 	return info.Name + " (" + info.Backend + ")"
+}
+
+// KernelFamily is the kernel family a load with choices k records with on
+// d: k.Family unless it is KernelsAuto, else the one d's adapter class
+// implies (KernelsCPU for a CPU adapter, KernelsGPU for a GPU).
+func (d *Device) KernelFamily(k KernelConfig) KernelFamily {
+	return ops.Resolve(k, graph.DeviceProfile(d.d))
 }
 
 // CPUThreads is the llvmpipe thread setting the device was opened with,

@@ -73,6 +73,7 @@ func main() {
 	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
 	q4 := flag.Int64("q4", 0, "write every linear as et_vk.linear_q4gsw with 4-bit weights in groups of this size (-qmode 4w); run.c then runs the float weights, so only the speeds compare")
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
+	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	flag.Parse()
@@ -110,6 +111,11 @@ func main() {
 		log.Fatal(err)
 	}
 	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
+	fam, err := wgdelegate.ParseKernelFamily(*kernels)
+	if err != nil {
+		log.Fatalf("llm: -kernels: %v", err)
+	}
+	o.kernels = fam
 	switch *cpuThreads {
 	case "inline":
 		o.cpuThreads = wgdelegate.CPUThreadsInline
@@ -121,7 +127,7 @@ func main() {
 		}
 		o.cpuThreads = v
 	}
-	_, err := run(cfg, o)
+	_, err = run(cfg, o)
 	if *out == "" {
 		os.RemoveAll(dir)
 	}
@@ -143,6 +149,8 @@ type options struct {
 	// baseline also loads the model with KernelConfig.NoQGEMV and times
 	// it in alternation with the default load.
 	baseline bool
+	// kernels is the loads' kernel family (-kernels)
+	kernels wgdelegate.KernelFamily
 	// cpuThreads is the device's llvmpipe worker setting
 	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
 	cpuThreads int
@@ -226,24 +234,23 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 
 	start = time.Now()
-	lopts := []wgdelegate.Option{wgdelegate.WithDataFiles(ptd)}
-	if o.cpuThreads != 0 {
-		dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{CPUThreads: o.cpuThreads})
-		if err != nil {
-			return nil, err
-		}
-		defer dev.Close()
-		lopts = append(lopts, wgdelegate.WithDevice(dev))
+	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{CPUThreads: o.cpuThreads})
+	if err != nil {
+		return nil, err
 	}
-	m, err := wgdelegate.Open(ctx, pte, lopts...)
+	defer dev.Close()
+	lopts := []wgdelegate.Option{wgdelegate.WithDataFiles(ptd), wgdelegate.WithDevice(dev)}
+	kc := wgdelegate.KernelConfig{Family: o.kernels}
+	m, err := wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(kc))...)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	fmt.Printf("loaded in %v (cpu threads %s)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads))
+	fmt.Printf("loaded in %v (cpu threads %s, %v kernels)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads), dev.KernelFamily(kc))
 	var base *wgdelegate.Model
 	if o.baseline {
-		base, err = wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(wgdelegate.KernelConfig{NoQGEMV: true}))...)
+		kc.NoQGEMV = true
+		base, err = wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(kc))...)
 		if err != nil {
 			return nil, err
 		}

@@ -102,3 +102,15 @@ func cpuThreadsFlag(dst *int) func(string) error {
 		return nil
 	}
 }
+
+// kernelsFlag parses --kernels into dst: auto, cpu or gpu.
+func kernelsFlag(dst *wgdelegate.KernelFamily) func(string) error {
+	return func(v string) error {
+		f, err := wgdelegate.ParseKernelFamily(v)
+		if err != nil {
+			return fmt.Errorf("%q is not auto, cpu or gpu", v)
+		}
+		*dst = f
+		return nil
+	}
+}

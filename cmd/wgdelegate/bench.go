@@ -66,6 +66,9 @@ Flags:
                        runs big kernels on one core (on a quiet host a
                        1M-element elementwise chain went 15 -> 21 ms). Other
                        adapters ignore it.
+  --kernels F          kernel family: auto (default: cpu for a CPU adapter
+                       such as lavapipe, gpu for a GPU), cpu or gpu (see
+                       'wgdelegate help run')
   --data FILE          a .ptd file holding named constants (repeatable)
   --input FILE         a .npy file for the next model input (repeatable)
   -v, --verbose        debug logs on stderr
@@ -90,7 +93,8 @@ type benchOptions struct {
 	f16KV       bool
 	noFusion    bool
 	verbose     bool
-	cpuThreads  int // DeviceOptions.CPUThreads (--cpu-threads)
+	cpuThreads  int                     // DeviceOptions.CPUThreads (--cpu-threads)
+	kernels     wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
 
 func parseBenchArgs(args []string) (benchOptions, error) {
@@ -102,6 +106,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
@@ -207,7 +212,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	var lm loadMeasure
-	opts := []wgdelegate.Option{wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV})}
+	opts := []wgdelegate.Option{wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV})}
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}

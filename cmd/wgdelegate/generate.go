@@ -72,6 +72,9 @@ Flags:
                        "inline" runs every dispatch on the driver's thread,
                        which suits decoding small models (see 'wgdelegate
                        help run'); N (1..64) workers; "default"
+  --kernels F          kernel family: auto (default: cpu for a CPU adapter
+                       such as lavapipe, gpu for a GPU), cpu or gpu (see
+                       'wgdelegate help run')
   --f16-kv-cache       hold the KV caches as halves (enable_f16_kv_cache):
                        half the cache memory, values rounded to half
   -v, --verbose        debug logs on stderr
@@ -105,6 +108,7 @@ type generateOptions struct {
 	gen              llm.GenerateOptions
 	json, verbose    bool
 	cpuThreads       int
+	kernels          wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 	f16KV            bool
 	// progressDelay is how long the load runs before its progress shows
 	// (progressDelay; a test makes every load "slow" with 0).
@@ -159,6 +163,7 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"stop"}, value: true, set: func(v string) error { o.stopSet = true; return idsFlag(&o.stop)(v) }},
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
@@ -294,7 +299,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	start := time.Now()
 	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update),
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: o.f16KV}))
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, HalfKVCache: o.f16KV}))
 	pr.finish(err == nil)
 	if err != nil {
 		return withDataHint(err, o.model, o.data)

@@ -67,6 +67,10 @@ Flags:
                      kernels on one core (on a quiet host a 1M-element
                      elementwise chain went 15 -> 21 ms). Other adapters
                      ignore it.
+  --kernels F        kernel family: auto (default: cpu for a CPU adapter
+                     such as lavapipe, gpu for a GPU), cpu (shaped for
+                     llvmpipe) or gpu (shaped for GPUs: many lanes along K,
+                     workgroup memory; correct but slow on lavapipe)
   -q, --quiet        print nothing on success
   -v, --verbose      also print the adapter, timings and memory statistics,
                      and debug logs on stderr

@@ -56,6 +56,9 @@ Flags:
                    step ran 2.3-2.9 -> 0.8-0.9 ms) but runs big kernels on one
                    core (on a quiet host a 1M-element elementwise chain went
                    15 -> 21 ms). Other adapters ignore it.
+  --kernels F      kernel family: auto (default: cpu for a CPU adapter such
+                   as lavapipe, gpu for a GPU), cpu or gpu (see 'wgdelegate
+                   help run')
   --data FILE      a .ptd file holding named constants (repeatable)
   --input FILE     a .npy file for the next model input (repeatable)
   -v, --verbose    debug logs on stderr
@@ -79,7 +82,8 @@ type profileOptions struct {
 	f16KV      bool
 	noFusion   bool
 	verbose    bool
-	cpuThreads int // DeviceOptions.CPUThreads (--cpu-threads)
+	cpuThreads int                     // DeviceOptions.CPUThreads (--cpu-threads)
+	kernels    wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
 
 // iterationsFlag parses a positive --iterations value into dst.
@@ -107,6 +111,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
@@ -354,7 +359,7 @@ func sourceDescription(s string) string {
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), nil,
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
 	if err != nil {
 		return err
 	}
@@ -373,7 +378,7 @@ func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	res.Adapter = l.dev.AdapterName() + cpuThreadsNote(l.dev)
+	res.Adapter = l.dev.AdapterName() + cpuThreadsNote(l.dev) + kernelsNote(l.dev, o.kernels)
 	if o.trace != "" {
 		if err := writeTraceFile(o.trace, res); err != nil {
 			return err

@@ -27,6 +27,8 @@ type runOptions struct {
 	verbose bool
 	// cpuThreads is DeviceOptions.CPUThreads (--cpu-threads).
 	cpuThreads int
+	// kernels is KernelConfig.Family (--kernels).
+	kernels wgdelegate.KernelFamily
 }
 
 func parseRunArgs(args []string) (runOptions, error) {
@@ -45,6 +47,7 @@ func parseRunArgs(args []string) (runOptions, error) {
 			return nil
 		}},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"quiet", "q"}, set: func(string) error { o.quiet = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
@@ -100,13 +103,13 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	}
 	defer release()
 	if o.verbose {
-		fmt.Fprintf(stdout, "adapter: %s%s (opened in %v)\n", dev.AdapterName(), cpuThreadsNote(dev), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "adapter: %s%s%s (opened in %v)\n", dev.AdapterName(), cpuThreadsNote(dev), kernelsNote(dev, o.kernels), time.Since(start).Round(time.Millisecond))
 	}
 
 	start = time.Now()
 	pr := newProgress(newProgressOut(stderr, o.verbose), filepath.Base(o.model))
 	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
-		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update))
+		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update), wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels}))
 	pr.finish(err == nil)
 	if err != nil {
 		return withDataHint(err, o.model, o.data)
@@ -310,6 +313,12 @@ func cpuThreadsNote(dev *wgdelegate.Device) string {
 		return fmt.Sprintf(", cpu threads: %d", n)
 	}
 	return ""
+}
+
+// kernelsNote names the kernel family a load with --kernels fam runs on
+// dev, for the adapter line.
+func kernelsNote(dev *wgdelegate.Device, fam wgdelegate.KernelFamily) string {
+	return fmt.Sprintf(", %v kernels", dev.KernelFamily(wgdelegate.KernelConfig{Family: fam}))
 }
 
 // widenHalf returns a float16 tensor's values as a float32 tensor.
