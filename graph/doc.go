@@ -63,13 +63,30 @@
 // is twice its serialized size (MemoryStats.Float16TensorBytes).
 //
 // FLOAT16 linear weights with K%8 == 0 are read as packed halves, 2 bytes
-// a weight (ops/linear_f16.go, through the packed-weight cache). Those
-// nothing but linears read keep no float32 copy: Analyze defers them
-// (Analysis.HalfOnly) and Build packs them before the first recording, so
-// that a recording that stops early on SymInt placeholders cannot leave
-// one unpacked for a re-recording, which never packs (ops.ErrNotPacked;
-// a weight that other ops read too has its float32 copy, which the linear
-// then reads). ops.Config.NoHalfWeights keeps the float32 path.
+// a weight (ops/linear_f16.go, through the packed-weight cache). Which
+// weights are read only packed is asked of the ops, not decided here by op
+// name: Analyze asks every op that reads a weight (ops.LoadPackFor, with
+// the load's device profile and kernel choices) whether its kernels read
+// it only through a packing made at load; the linear family answers from
+// its kernel table (both families read FLOAT16 weights as halves at every
+// M). Those weights keep no float32 copy: Analyze defers them
+// (Analysis.LoadPacked) and Build packs them before the first recording,
+// so that a recording that stops early on SymInt placeholders cannot
+// leave one unpacked for a re-recording, which never packs
+// (ops.ErrNotPacked; a weight that other ops read too has its float32
+// copy, which the linear then reads). ops.Config.NoHalfWeights keeps the
+// float32 path.
+//
+// # Device profile and kernel families
+//
+// Build hands every op the device's profile (DeviceProfile: the adapter's
+// class, CPU, integrated or discrete GPU, its vendor, name, limits and
+// timestamp support; ops.Profiler) with the load's kernel choices
+// (Options.Kernels, ops.Configurer). ops.Resolve turns the two into the
+// kernel family the ops record with: Kernels.Family when set (the CLI's
+// --kernels cpu|gpu), else the class's (cpu on lavapipe, gpu on a GPU).
+// The family only changes which kernels record; the graph, its memory plan
+// and its fusion decisions are the same in both.
 //
 // # Half KV caches
 //

@@ -51,8 +51,14 @@ func BenchmarkGEMVHalf(b *testing.B) {
 				b.Fatal(err)
 			}
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: xt.Encode()}}
-			benchVariants(b, dev, []*serialization.Builder{h, h, sb}, []string{"half", "f32", "fp32graph"},
-				[]ops.Config{{}, {NoHalfWeights: true}, {}}, in, float64(k*k)/1e9, "Gweight/s", nil)
+			vs := []benchVariant{
+				{name: "half", sb: h, in: in},
+				{name: "f32", sb: h, cfg: ops.Config{NoHalfWeights: true}, in: in},
+				{name: "fp32graph", sb: sb, in: in},
+			}
+			ts, _ := timeVariants(b, dev, vs, nil)
+			work := float64(k*k) / 1e9
+			reportVariants(b, vs, ts, []float64{work, work, work}, "Gweight/s", 0)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -18,21 +17,16 @@ import (
 
 // matmulBenchSizes are the square sizes of BenchmarkMatmul and
 // BenchmarkMatmulGonum.
-var matmulBenchSizes = []int64{64, 256, 512, 1024}
+var matmulBenchSizes = []int64{64, 256, 512, 1024, 2048}
 
 // BenchmarkMatmul runs aten.mm on N×N operands (self a graph input, mat2 a
-// named constant) and reports the kernel's GFLOP/s (2·N³ per product) for
-// comparison with BenchmarkMatmulGonum in the same run.
-//
-// Method: every iteration executes the mm graph, an identity graph
-// (aten.clone of the same N×N input to an N×N output: the same upload,
-// readback and submit, plus one copy dispatch) and gonum's blas32.Gemm on
-// the same shapes, each timed separately. The kernel time is t(mm) −
-// t(identity); GFLOP/s uses it, e2e-GFLOP/s uses the whole Execute, and
-// x-gonum is t(gonum)/t(kernel), measured side by side in each iteration
-// so that load from other processes hits both alike. The kernel time is a
-// difference: on a busy host a small kernel's can come out at or below zero
-// (it is then taken as 1 ns), so read the small sizes with care.
+// named constant) and reports the kernel's GFLOP/s (2·N³ per product, over
+// the GPU time of its dispatches, timeVariants), kernel-ms, e2e-GFLOP/s
+// (over the whole Execute), wall-GFLOP/s (over the Execute minus an
+// identity graph's, the measure before GPU timestamps) and x-gonum,
+// gonum's blas32.Gemm on the same shapes in the same iterations over the
+// kernel time. The -bench-kernels flag picks the kernel family (the
+// device's by default).
 //
 //	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
@@ -53,10 +47,25 @@ func BenchmarkMatmul(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
-			gemm := gonumGemm(r, n)
-			benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", gemm)
+			vs := []benchVariant{{sb: sb, in: in}}
+			ts, ref := timeVariants(b, dev, vs, capRef(2*float64(n*n*n), gonumGemm(r, n)))
+			reportVariants(b, vs, ts, []float64{2 * float64(n*n*n) / 1e9}, "GFLOP/s", ref)
 		})
 	}
+}
+
+// gonumMaxFlop caps the products the benchmarks time gonum on (nil
+// reference beyond it): a GPU benchmark should not wait seconds for a CPU
+// yardstick (BenchmarkMatmulGonum times it on its own).
+const gonumMaxFlop = 4e9
+
+// capRef returns ref, a CPU reference of flop floating-point operations,
+// or nil past gonumMaxFlop.
+func capRef(flop float64, ref func()) func() {
+	if flop > gonumMaxFlop {
+		return nil
+	}
+	return ref
 }
 
 // gonumGemm returns a func running blas32.Gemm on random N×N operands.
@@ -88,15 +97,20 @@ func BenchmarkMatmulGonum(b *testing.B) {
 	}
 }
 
+// gemvBenchSizes are the K = N of BenchmarkGEMV and BenchmarkLinearShapes.
+var gemvBenchSizes = []int64{2048, 4096, 8192}
+
 // BenchmarkGEMV runs a one-row aten.linear (input [1, K], weight [K, K] a
 // named constant, no bias) and reports the weight bandwidth of the kernel,
-// GB/s = 4·K² bytes / kernel time, with the kernel time measured as in
-// BenchmarkMatmul (minus an identity graph of the [1, K] input). Two graphs
-// run in every iteration: gemv-GB/s is the kernel ops picks (the GEMV
-// kernel) and tiled-GB/s the tiled vec4 matmul kernel, forced
+// GB/s = 4·K² bytes / kernel time (GPU timestamps, timeVariants). Two
+// kernel choices run in every iteration: gemv-GB/s is the kernel the
+// family picks (its GEMV kernel) and tiled-GB/s its tiled matmul, forced
 // (ops.Config.Matmul); gemv/tiled is the ratio of those two, and
-// <name>-x-gonum each one's speed over gonum's blas32.Gemm(NoTrans, Trans) on the same
-// shapes in the same iteration.
+// <name>-x-gonum each one's speed over gonum's blas32.Gemm(NoTrans,
+// Trans) on the same shapes in the same iterations. Each choice loads
+// copies of the graph, each its own weight buffer, and reads them in
+// turn: more than 64 MB a pass on a GPU (-bench-stream-mb), so the
+// weights come from memory, not from the H100's 50 MB L2.
 //
 //	go test -run '^$' -bench GEMV -count 5 ./ops/opstest
 func BenchmarkGEMV(b *testing.B) {
@@ -105,8 +119,9 @@ func BenchmarkGEMV(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	for _, k := range []int64{1024, 2048, 4096} {
+	for _, k := range gemvBenchSizes {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
+			skipOverLimit(b, dev, 4*k*k)
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
 			wt := RandTensor(r, f, []int64{k, k}, -1, 1)
@@ -119,17 +134,23 @@ func BenchmarkGEMV(b *testing.B) {
 			sb.Inputs(x)
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: xt.Encode()}}
-			benchVariants(b, dev, []*serialization.Builder{sb, sb}, []string{"gemv", "tiled"},
-				[]ops.Config{{Matmul: ops.MatmulAuto}, {Matmul: ops.MatmulNoGEMV}}, in, 4*float64(k*k)/1e9, "GB/s",
-				gonumLinear(xt.V, wt.V, 1, k, k))
+			copies := weightCopies(dev, 4*k*k)
+			vs := []benchVariant{
+				{name: "gemv", sb: sb, cfg: ops.Config{Matmul: ops.MatmulAuto}, copies: copies, in: in},
+				{name: "tiled", sb: sb, cfg: ops.Config{Matmul: ops.MatmulNoGEMV}, copies: copies, in: in},
+			}
+			ts, ref := timeVariants(b, dev, vs, gonumLinear(xt.V, wt.V, 1, k, k))
+			work := 4 * float64(k*k) / 1e9
+			reportVariants(b, vs, ts, []float64{work, work}, "GB/s", ref)
 		})
 	}
 }
 
 // BenchmarkLinear runs aten.linear on N×N operands (weight [N, N] and bias
-// [N] named constants) with the weight packed for the mm kernel and
-// unpacked (read as exported): both graphs run in every iteration, kernel
-// times as in BenchmarkMatmul; packed/unpacked is the ratio of their rates.
+// [N] named constants) with the weight packed for the cpu family's mm
+// kernel and unpacked (read as exported): both graphs run in every
+// iteration, kernel times as in BenchmarkMatmul; packed/unpacked is the
+// ratio of their rates.
 func BenchmarkLinear(b *testing.B) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -140,108 +161,23 @@ func BenchmarkLinear(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			f := serialization.Float32
-			wv := RandTensor(r, f, []int64{n, n}, -1, 1).Encode()
-			bv := RandTensor(r, f, []int64{n}, -1, 1).Encode()
-			var sbs []*serialization.Builder
-			for range 2 {
-				sb := serialization.NewBuilder()
-				x := sb.Tensor(f, Dims([]int64{n, n}), -1)
-				w, _ := sb.NamedConst(f, Dims([]int64{n, n}), wv)
-				bias, _ := sb.NamedConst(f, Dims([]int64{n}), bv)
-				out := sb.Tensor(f, Dims([]int64{n, n}), -1)
-				sb.Op("aten.linear.default", x, w, bias, out)
-				sb.Inputs(x)
-				sb.Outputs(out)
-				sbs = append(sbs, sb)
-			}
+			sb := serialization.NewBuilder()
+			x := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			w, _ := sb.NamedConst(f, Dims([]int64{n, n}), RandTensor(r, f, []int64{n, n}, -1, 1).Encode())
+			bias, _ := sb.NamedConst(f, Dims([]int64{n}), RandTensor(r, f, []int64{n}, -1, 1).Encode())
+			out := sb.Tensor(f, Dims([]int64{n, n}), -1)
+			sb.Op("aten.linear.default", x, w, bias, out)
+			sb.Inputs(x)
+			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
-			benchKernels(b, dev, sbs, []string{"packed", "unpacked"}, in, 2*float64(n*n*n)/1e9, "GFLOP/s", nil)
+			vs := []benchVariant{
+				{name: "packed", sb: sb, cfg: ops.Config{PackLinear: true}, in: in},
+				{name: "unpacked", sb: sb, in: in},
+			}
+			ts, _ := timeVariants(b, dev, vs, nil)
+			work := 2 * float64(n*n*n) / 1e9
+			reportVariants(b, vs, ts, []float64{work, work}, "GFLOP/s", 0)
 		})
-	}
-}
-
-// benchKernels times the graphs sbs (one input, one output each; with two,
-// the first is built with linear packing on and the second with it off)
-// against an identity graph (aten.clone of an input shaped like in[0] into
-// an output of the same shape), all executed in every iteration, and
-// reports for each graph work/kernel time as <name>-<unit> (work in
-// giga-units; just unit for a single unnamed graph), its kernel time and,
-// for one graph, the end-to-end rate (e2e-<unit>, work over the whole
-// Execute). With several graphs it reports the first's rate over the
-// second's; with ref (a CPU reference run each iteration) [<name>-]x-gonum,
-// t(ref)/t(kernel).
-func benchKernels(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, in []graph.Tensor, work float64, unit string, ref func()) {
-	benchVariants(b, dev, sbs, names, nil, in, work, unit, ref)
-}
-
-// benchVariants is benchKernels with graph i built with kernel choices
-// cfgs[i]; with no cfgs, two graphs are built with and without linear
-// weight packing.
-func benchVariants(b *testing.B, dev *gpu.Device, sbs []*serialization.Builder, names []string, cfgs []ops.Config, in []graph.Tensor, work float64, unit string, ref func()) {
-	gs := make([]*graph.WebGPUGraph, len(sbs))
-	for i, sb := range sbs {
-		var cfg ops.Config
-		switch {
-		case cfgs != nil:
-			cfg = cfgs[i]
-		case len(sbs) == 2:
-			cfg.PackLinear = i == 0
-		}
-		gs[i] = buildBenchGraph(b, dev, sb, cfg)
-		defer gs[i].Close()
-	}
-	ib := serialization.NewBuilder()
-	x := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
-	y := ib.Tensor(in[0].DType, Dims(in[0].Shape), -1)
-	ib.Op("aten.clone.default", x, ib.Null(), y)
-	ib.Inputs(x)
-	ib.Outputs(y)
-	id := buildBenchGraph(b, dev, ib)
-	defer id.Close()
-	ctx := context.Background()
-	exec := func(g *graph.WebGPUGraph) time.Duration {
-		t0 := time.Now()
-		if _, err := g.Execute(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0)
-	}
-	// The first Execute JIT-compiles the kernel; keep it out of the timing.
-	for _, g := range gs {
-		exec(g)
-	}
-	exec(id)
-	tg := make([]time.Duration, len(gs))
-	var tid, tref time.Duration
-	for b.Loop() {
-		for i, g := range gs {
-			tg[i] += exec(g)
-		}
-		tid += exec(id)
-		if ref != nil {
-			t0 := time.Now()
-			ref()
-			tref += time.Since(t0)
-		}
-	}
-	rates := make([]float64, len(gs))
-	for i := range gs {
-		kernel := max((tg[i]-tid).Seconds()/float64(b.N), 1e-9)
-		rates[i] = work / kernel
-		prefix := ""
-		if names[i] != "" {
-			prefix = names[i] + "-"
-		}
-		b.ReportMetric(rates[i], prefix+unit)
-		b.ReportMetric(kernel*1e3, prefix+"kernel-ms")
-		if ref != nil {
-			b.ReportMetric(tref.Seconds()/float64(b.N)/kernel, prefix+"x-gonum")
-		}
-	}
-	if len(gs) == 1 {
-		b.ReportMetric(work/(tg[0].Seconds()/float64(b.N)), "e2e-"+unit)
-	} else if len(gs) >= 2 {
-		b.ReportMetric(rates[0]/rates[1], names[0]+"/"+names[1])
 	}
 }
 
@@ -312,11 +248,14 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 
 // BenchmarkLinearShapes runs aten.linear on the shapes real models run:
 // input [M, K] (a graph input), weight [N, K] (a named constant), K = N,
-// no bias, for M ∈ {1, 8, 16, 64, 256} and K ∈ {512, 2048}, named
-// M<m>_K<k>. It reports GFLOP/s (2·M·N·K over the kernel time, measured as
-// in BenchmarkMatmul) and x-gonum, gonum's blas32.Gemm(NoTrans, Trans) on
-// the same shapes timed in the same iteration over the kernel time (above
-// 1: the GPU kernel is faster).
+// no bias, for M ∈ {1, 8, 16, 64, 256} and K ∈ {512, 2048, 4096, 8192},
+// named M<m>_K<k>. It reports GFLOP/s (2·M·N·K over the kernel time,
+// timeVariants), GB/s of weight bytes (4·N·K over the same time: the
+// measure of the few-row shapes, which stream the weight), and x-gonum,
+// gonum's blas32.Gemm(NoTrans, Trans) on the same shapes timed in the same
+// iterations over the kernel time (above 1: the GPU kernel is faster). The
+// weight is read from more than 64 MB of copies a pass on a GPU, as in
+// BenchmarkGEMV.
 //
 //	go test -run '^$' -bench LinearShapes -count 5 ./ops/opstest
 func BenchmarkLinearShapes(b *testing.B) {
@@ -325,10 +264,11 @@ func BenchmarkLinearShapes(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	for _, k := range []int64{512, 2048} {
+	for _, k := range append([]int64{512}, gemvBenchSizes...) {
 		for _, m := range []int64{1, 8, 16, 64, 256} {
 			b.Run(fmt.Sprintf("M%d_K%d", m, k), func(b *testing.B) {
 				n := k
+				skipOverLimit(b, dev, 4*n*k)
 				r := rand.New(rand.NewPCG(1, 2))
 				f := serialization.Float32
 				wt := RandTensor(r, f, []int64{n, k}, -1, 1)
@@ -341,16 +281,22 @@ func BenchmarkLinearShapes(b *testing.B) {
 				sb.Inputs(x)
 				sb.Outputs(out)
 				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
-				benchKernels(b, dev, []*serialization.Builder{sb}, []string{""}, in, 2*float64(m*n*k)/1e9, "GFLOP/s",
-					gonumLinear(xt.V, wt.V, m, n, k))
+				vs := []benchVariant{{sb: sb, copies: weightCopies(dev, 4*n*k), in: in}}
+				ts, ref := timeVariants(b, dev, vs, gonumLinear(xt.V, wt.V, m, n, k))
+				reportVariants(b, vs, ts, []float64{2 * float64(m*n*k) / 1e9}, "GFLOP/s", ref)
+				reportRate(b, 4*float64(n*k)/1e9, ts[0].kernel, "GB/s")
 			})
 		}
 	}
 }
 
 // gonumLinear returns a func running blas32.Gemm(NoTrans, Trans) for
-// x [M, K] · w [N, K]ᵀ, the CPU reference of aten.linear.
+// x [M, K] · w [N, K]ᵀ, the CPU reference of aten.linear, or nil past
+// gonumMaxFlop.
 func gonumLinear(xv, wv []float64, m, n, k int64) func() {
+	if 2*float64(m*n*k) > gonumMaxFlop {
+		return nil
+	}
 	f32 := func(v []float64) []float32 {
 		out := make([]float32, len(v))
 		for i, e := range v {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"math"
 	"testing"
-	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -13,11 +13,10 @@ import (
 )
 
 // Int8 (q8ta) against float32 kernels on the same shapes, in the same
-// iteration. Method as BenchmarkLinearQ4gsw: each iteration executes the
-// int8 graph, the float32 graph and, per input dtype, an identity graph
-// (aten.clone of the same input); a kernel's time is its Execute minus the
-// identity of its input's dtype. GOP/s counts 2·MACs for both;
-// int8-speedup is the float32 kernel time over the int8 one.
+// iteration, kernel times as in BenchmarkMatmul (GPU timestamps,
+// timeVariants; without them each Execute minus an identity graph of its
+// input's dtype). GOP/s counts 2·MACs for both; int8-speedup is the
+// float32 kernel time over the int8 one.
 //
 //	go test -run '^$' -bench 'Q8ta' -count 5 ./ops/opstest
 
@@ -31,51 +30,20 @@ func benchPair(b *testing.B, q, f *serialization.Builder, in []int64, macs float
 	}
 	defer dev.Close()
 	r := rand.New(rand.NewPCG(3, 4))
-	identity := func(dt serialization.DataType) *serialization.Builder {
-		ib := serialization.NewBuilder()
-		ix := ib.Tensor(dt, Dims(in), -1)
-		iy := ib.Tensor(dt, Dims(in), -1)
-		ib.Op("aten.clone.default", ix, ib.Null(), iy)
-		ib.Inputs(ix)
-		ib.Outputs(iy)
-		return ib
+	vs := []benchVariant{
+		{name: "int8", sb: q, in: []graph.Tensor{{DType: serialization.Int8, Shape: in, Data: randInt8(r, in).Encode()}}},
+		{name: "f32", sb: f, in: []graph.Tensor{{DType: serialization.Float32, Shape: in, Data: RandTensor(r, serialization.Float32, in, -1, 1).Encode()}}},
 	}
-	var gs [4]*graph.WebGPUGraph
-	for i, sb := range []*serialization.Builder{q, f, identity(serialization.Int8), identity(serialization.Float32)} {
-		gr, _, err := Load(dev, sb, graph.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer gr.Close()
-		gs[i] = gr
-	}
-	feeds := [][]graph.Tensor{
-		{{DType: serialization.Int8, Shape: in, Data: randInt8(r, in).Encode()}},
-		{{DType: serialization.Float32, Shape: in, Data: RandTensor(r, serialization.Float32, in, -1, 1).Encode()}},
-	}
-	ctx := context.Background()
-	exec := func(i int) time.Duration {
-		t0 := time.Now()
-		if _, err := gs[i].Execute(ctx, feeds[i%2]); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0)
-	}
-	for i := range gs { // JIT compile outside the timing
-		exec(i)
-	}
-	var t [4]time.Duration
-	for b.Loop() {
-		for i := range gs {
-			t[i] += exec(i)
+	ts, _ := timeVariants(b, dev, vs, nil)
+	kq, kf := ts[0].kernel, ts[1].kernel
+	reportRate(b, 2*macs/1e9, kq, "int8-GOP/s")
+	reportRate(b, 2*macs/1e9, kf, "f32-GOP/s")
+	if !math.IsNaN(kq) {
+		b.ReportMetric(kq*1e3, "int8-kernel-ms")
+		if !math.IsNaN(kf) {
+			b.ReportMetric(kf/kq, "int8-speedup")
 		}
 	}
-	per := func(i int) float64 { return max((t[i]-t[i+2]).Seconds()/float64(b.N), 1e-9) }
-	kq, kf := per(0), per(1)
-	b.ReportMetric(2*macs/kq/1e9, "int8-GOP/s")
-	b.ReportMetric(2*macs/kf/1e9, "f32-GOP/s")
-	b.ReportMetric(kq*1e3, "int8-kernel-ms")
-	b.ReportMetric(kf/kq, "int8-speedup")
 }
 
 // BenchmarkQ8taConv: q8ta_conv2d (3×3, pad 1), _pw and _dw against

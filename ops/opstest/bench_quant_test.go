@@ -4,25 +4,28 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"math"
 	"testing"
-	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// BenchmarkLinearQ4gsw runs et_vk.linear_q4gsw (bias) at K = N = 2048 for
-// M = 1 (decode; group sizes 32 and 64) and M = 16 (32), next to
-// aten.linear on the same shapes with a float32 weight and to the same q4
+// BenchmarkLinearQ4gsw runs et_vk.linear_q4gsw (bias) at K = N ∈ {2048,
+// 4096, 8192} for M = 1 (decode; group sizes 32 and 64) and M = 16 (32),
+// named M<m>_K<k>_N<n>_g<g>, next to aten.linear on the same shapes with a
+// float32 weight (f32; where the device can bind it) and to the same q4
 // graph loaded with ops.Config.NoQGEMV (x-tiled: that graph's kernel time
-// over the default's; at M = 16 both run the same kernel).
+// over the default's; the cpu family's tiled quantized kernel, which the
+// gpu family also runs for M > 16).
 //
-// Method as BenchmarkMatmul: each iteration executes the q4gsw graph, the
-// float32 linear graph and an identity graph (aten.clone of the same
-// input), each timed; a kernel's time is its Execute minus the identity's.
-// q4-GB/s counts the packed weight and scale bytes (read once per
-// dispatch), GFLOP/s 2·M·K·N.
+// Kernel times as in BenchmarkMatmul (GPU timestamps, timeVariants), each
+// graph in copies that together exceed 64 MB on a GPU (-bench-stream-mb)
+// so the weights come from memory. q4-GB/s counts the packed weight and
+// scale bytes (read once per dispatch), GFLOP/s 2·M·K·N; q4-speedup is the
+// f32 kernel time over the q4 one.
 //
 //	go test -run '^$' -bench LinearQ4gsw -count 5 ./ops/opstest
 func BenchmarkLinearQ4gsw(b *testing.B) {
@@ -31,84 +34,71 @@ func BenchmarkLinearQ4gsw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	const k, n = 2048, 2048
-	for _, mg := range [][2]int64{{1, 32}, {1, 64}, {16, 32}} {
-		m, g := mg[0], mg[1]
-		b.Run(fmt.Sprintf("M%d_K%d_N%d_g%d", m, k, n, g), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			f := serialization.Float32
-			in := []int64{m, k}
+	for _, kn := range gemvBenchSizes {
+		for _, mg := range [][2]int64{{1, 32}, {1, 64}, {16, 32}} {
+			k, n, m, g := kn, kn, mg[0], mg[1]
+			b.Run(fmt.Sprintf("M%d_K%d_N%d_g%d", m, k, n, g), func(b *testing.B) {
+				benchQ4gsw(b, dev, m, k, n, g)
+			})
+		}
+	}
+}
 
-			qb := serialization.NewBuilder()
-			x := qb.Tensor(f, Dims(in), -1)
-			packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 8, false)
-			w, _ := qb.NamedConst(serialization.Uint8, []uint32{n, uint32(rb)}, packed)
-			scales := randScales(r, (k/g)*n)
-			s, _ := qb.NamedConst(f, []uint32{uint32(k / g), n}, f32Bytes(scales))
-			bias, _ := qb.NamedConst(f, []uint32{n}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
-			out := qb.Tensor(f, []uint32{uint32(m), n}, -1)
-			qb.Op("et_vk.linear_q4gsw.default", x, w, s, qb.Int(g), bias, out)
-			qb.Inputs(x)
-			qb.Outputs(out)
+func benchQ4gsw(b *testing.B, dev *gpu.Device, m, k, n, g int64) {
+	r := rand.New(rand.NewPCG(1, 2))
+	f := serialization.Float32
+	in := []int64{m, k}
 
-			fb := serialization.NewBuilder()
-			fx := fb.Tensor(f, Dims(in), -1)
-			fw, _ := fb.NamedConst(f, []uint32{n, k}, RandTensor(r, f, []int64{n, k}, -1, 1).Encode())
-			fbias, _ := fb.NamedConst(f, []uint32{n}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
-			fout := fb.Tensor(f, []uint32{uint32(m), n}, -1)
-			fb.Op("aten.linear.default", fx, fw, fbias, fout)
-			fb.Inputs(fx)
-			fb.Outputs(fout)
+	qb := serialization.NewBuilder()
+	x := qb.Tensor(f, Dims(in), -1)
+	packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 8, false)
+	w, _ := qb.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
+	scales := randScales(r, (k/g)*n)
+	s, _ := qb.NamedConst(f, []uint32{uint32(k / g), uint32(n)}, f32Bytes(scales))
+	bias, _ := qb.NamedConst(f, []uint32{uint32(n)}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
+	out := qb.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+	qb.Op("et_vk.linear_q4gsw.default", x, w, s, qb.Int(g), bias, out)
+	qb.Inputs(x)
+	qb.Outputs(out)
 
-			ib := serialization.NewBuilder()
-			ix := ib.Tensor(f, Dims(in), -1)
-			iy := ib.Tensor(f, Dims(in), -1)
-			ib.Op("aten.clone.default", ix, ib.Null(), iy)
-			ib.Inputs(ix)
-			ib.Outputs(iy)
-
-			var gs [4]*graph.WebGPUGraph
-			for i, sb := range []*serialization.Builder{qb, fb, ib, qb} {
-				opts := graph.Options{}
-				if i == 3 {
-					opts.Kernels.NoQGEMV = true
-				}
-				gr, _, err := Load(dev, sb, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer gr.Close()
-				gs[i] = gr
-			}
-			feed := []graph.Tensor{{DType: f, Shape: in, Data: RandTensor(r, f, in, -1, 1).Encode()}}
-			ctx := context.Background()
-			exec := func(gr *graph.WebGPUGraph) time.Duration {
-				t0 := time.Now()
-				if _, err := gr.Execute(ctx, feed); err != nil {
-					b.Fatal(err)
-				}
-				return time.Since(t0)
-			}
-			for _, gr := range gs { // JIT compile outside the timing
-				exec(gr)
-			}
-			var tq, tf, tid, tt time.Duration
-			for b.Loop() {
-				tq += exec(gs[0])
-				tf += exec(gs[1])
-				tid += exec(gs[2])
-				tt += exec(gs[3])
-			}
-			per := func(t time.Duration) float64 { return max((t-tid).Seconds()/float64(b.N), 1e-9) }
-			kq, kf := per(tq), per(tf)
-			flops := 2 * float64(m*k*n)
-			bytes := float64(len(packed) + 4*len(scales))
-			b.ReportMetric(bytes/kq/1e9, "q4-GB/s")
-			b.ReportMetric(flops/kq/1e9, "q4-GFLOP/s")
-			b.ReportMetric(kq*1e3, "q4-kernel-ms")
-			b.ReportMetric(flops/kf/1e9, "f32-GFLOP/s")
+	feed := []graph.Tensor{{DType: f, Shape: in, Data: RandTensor(r, f, in, -1, 1).Encode()}}
+	qbytes := int64(len(packed) + 4*len(scales))
+	qcopies := weightCopies(dev, qbytes)
+	vs := []benchVariant{
+		{name: "q4", sb: qb, copies: qcopies, in: feed},
+		{name: "tiled", sb: qb, cfg: ops.Config{NoQGEMV: true}, copies: qcopies, in: feed},
+	}
+	fbytes := 4 * n * k
+	if lim := dev.Limits(); uint64(fbytes) <= lim.MaxStorageBufferBindingSize && uint64(fbytes) <= lim.MaxBufferSize {
+		fb := serialization.NewBuilder()
+		fx := fb.Tensor(f, Dims(in), -1)
+		fw, _ := fb.NamedConst(f, []uint32{uint32(n), uint32(k)}, RandTensor(r, f, []int64{n, k}, -1, 1).Encode())
+		fbias, _ := fb.NamedConst(f, []uint32{uint32(n)}, RandTensor(r, f, []int64{n}, -1, 1).Encode())
+		fout := fb.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
+		fb.Op("aten.linear.default", fx, fw, fbias, fout)
+		fb.Inputs(fx)
+		fb.Outputs(fout)
+		vs = append(vs, benchVariant{name: "f32", sb: fb, copies: weightCopies(dev, fbytes), in: feed})
+	}
+	ts, _ := timeVariants(b, dev, vs, nil)
+	kq, kt := ts[0].kernel, ts[1].kernel
+	flops := 2 * float64(m*k*n)
+	reportRate(b, float64(qbytes)/1e9, kq, "q4-GB/s")
+	reportRate(b, flops/1e9, kq, "q4-GFLOP/s")
+	if !math.IsNaN(kq) {
+		b.ReportMetric(kq*1e3, "q4-kernel-ms")
+		if !math.IsNaN(kt) {
+			b.ReportMetric(kt/kq, "x-tiled")
+		}
+	}
+	if len(ts) > 2 {
+		kf := ts[2].kernel
+		reportRate(b, flops/1e9, kf, "f32-GFLOP/s")
+		if !math.IsNaN(kf) && !math.IsNaN(kq) {
 			b.ReportMetric(kf/kq, "q4-speedup")
-			b.ReportMetric(per(tt)/kq, "x-tiled")
-		})
+		}
+	}
+	if ts[0].source == "gpu-timestamp" {
+		reportRate(b, float64(qbytes)/1e9, ts[0].wall, "q4-wall-GB/s")
 	}
 }
