@@ -239,4 +239,3 @@ func reportVariants(b *testing.B, vs []benchVariant, ts []benchTimes, work []flo
 		b.ReportMetric(ts[1].kernel/ts[0].kernel*work[0]/work[1], vs[0].name+"/"+vs[1].name)
 	}
 }
-

@@ -3,8 +3,8 @@ package opstest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
