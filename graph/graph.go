@@ -189,6 +189,8 @@ type WebGPUGraph struct {
 	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
+	heads []*Head // open Heads, closed with the graph
+
 	mu     sync.Mutex
 	closed bool
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -61,7 +62,7 @@ type HeadOptions struct {
 // Head picks the next token on the device after each step of a decoder
 // graph (see the comment above). It is not safe for concurrent use; the
 // graph's Execute may be called meanwhile (it waits for its own
-// submission only). Close it before the graph.
+// submission only).
 type Head struct {
 	g       *WebGPUGraph
 	opts    HeadOptions
@@ -83,8 +84,8 @@ type Head struct {
 	closed  bool
 }
 
-// Pending is a submitted step whose pick Wait returns.
-type Pending struct {
+// HeadStep is a submitted step whose pick Wait returns.
+type HeadStep struct {
 	slot int
 	seq  uint64
 }
@@ -141,6 +142,7 @@ func (g *WebGPUGraph) NewHead(o HeadOptions) (*Head, error) {
 			return nil, fmt.Errorf("graph: head: %w", err)
 		}
 	}
+	g.heads = append(g.heads, h)
 	return h, nil
 }
 
@@ -152,27 +154,27 @@ func (h *Head) Dispatches() int { return 1 }
 // is not uploaded: the step takes the token the previous submission
 // picked (the token input must then be one token, shape [1, 1]). Up to
 // headRing submissions may be outstanding: Wait for the oldest first.
-func (h *Head) Submit(ctx context.Context, inputs []Tensor, fed bool) (Pending, error) {
+func (h *Head) Submit(ctx context.Context, inputs []Tensor, fed bool) (HeadStep, error) {
 	g := h.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed || h.closed {
-		return Pending{}, ErrClosed
+		return HeadStep{}, ErrClosed
 	}
 	if fed && h.opts.Token < 0 {
-		return Pending{}, fmt.Errorf("graph: head: %w: a fed step needs a token input", ErrUnsupported)
+		return HeadStep{}, fmt.Errorf("graph: head: %w: a fed step needs a token input", ErrUnsupported)
 	}
 	if h.waiting[h.next] != 0 {
-		return Pending{}, fmt.Errorf("graph: head: %d steps already await Wait", headRing)
+		return HeadStep{}, fmt.Errorf("graph: head: %d steps already await Wait", headRing)
 	}
 	if len(inputs) != len(g.inputs) {
-		return Pending{}, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
+		return HeadStep{}, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
 	}
 	if fed && Numel(inputs[h.opts.Token].Shape) != 1 {
-		return Pending{}, &InputError{Index: h.opts.Token, Msg: fmt.Sprintf("a fed step takes one token, got shape %v", inputs[h.opts.Token].Shape)}
+		return HeadStep{}, &InputError{Index: h.opts.Token, Msg: fmt.Sprintf("a fed step takes one token, got shape %v", inputs[h.opts.Token].Shape)}
 	}
 	if err := g.prepare(ctx, inputs); err != nil {
-		return Pending{}, err
+		return HeadStep{}, err
 	}
 	for i, in := range inputs {
 		ts := g.tensors[g.inputs[i]]
@@ -181,22 +183,22 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, fed bool) (Pending, 
 		}
 		data, err := g.hostToDevice(i, in, ts)
 		if err != nil {
-			return Pending{}, err
+			return HeadStep{}, err
 		}
 		if len(data) == 0 {
 			continue
 		}
 		if err := g.dev.Write(ts.buf, 0, data); err != nil {
-			return Pending{}, fmt.Errorf("graph: input %d: %w", i, err)
+			return HeadStep{}, fmt.Errorf("graph: input %d: %w", i, err)
 		}
 	}
 	if err := h.refreshLocked(); err != nil {
-		return Pending{}, err
+		return HeadStep{}, err
 	}
 	lt := g.tensors[g.outputs[h.opts.Logits].id]
 	rows := lt.liveNumel / h.vocab
 	if rows <= 0 || lt.live[len(lt.live)-1] != h.vocab {
-		return Pending{}, fmt.Errorf("graph: head: %w: logits of live shape %v", ErrInvalidGraph, lt.live)
+		return HeadStep{}, fmt.Errorf("graph: head: %w: logits of live shape %v", ErrInvalidGraph, lt.live)
 	}
 	p := argmaxParams{Base: uint32((rows - 1) * h.vocab), N: uint32(h.vocab)}
 	if !h.written || p != h.last {
@@ -204,7 +206,7 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, fed bool) (Pending, 
 		binary.LittleEndian.PutUint32(b[0:], p.Base)
 		binary.LittleEndian.PutUint32(b[4:], p.N)
 		if err := g.dev.Write(h.params, 0, b[:]); err != nil {
-			return Pending{}, fmt.Errorf("graph: head: %w", err)
+			return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 		}
 		h.last, h.written = p, true
 	}
@@ -215,10 +217,10 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, fed bool) (Pending, 
 		prog.SetPre(nil)
 	}
 	if err := prog.Submit(); err != nil {
-		return Pending{}, fmt.Errorf("graph: head: %w", err)
+		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 	}
 	h.seq++
-	pd := Pending{slot: h.next, seq: h.seq}
+	pd := HeadStep{slot: h.next, seq: h.seq}
 	h.waiting[h.next] = h.seq
 	h.next = (h.next + 1) % headRing
 	return pd, nil
@@ -260,7 +262,7 @@ func (h *Head) refreshLocked() error {
 }
 
 // Wait waits for p's step and returns the token it picked.
-func (h *Head) Wait(ctx context.Context, p Pending) (int32, error) {
+func (h *Head) Wait(ctx context.Context, p HeadStep) (int32, error) {
 	if p.seq == 0 || p.slot < 0 || p.slot >= headRing || h.waiting[p.slot] != p.seq {
 		return -1, errors.New("graph: head: Wait for a step that is not pending")
 	}
@@ -283,16 +285,19 @@ func (h *Head) Wait(ctx context.Context, p Pending) (int32, error) {
 	return tok, nil
 }
 
-// Close releases the head's GPU objects. Steps still pending are
-// abandoned: their maps settle when the buffers are released.
+// Close releases the head's GPU objects (closing the graph closes its
+// heads too). Steps still pending are abandoned: their maps settle when
+// the buffers are released.
 func (h *Head) Close() error {
-	h.g.mu.Lock()
-	defer h.g.mu.Unlock()
+	g := h.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if h.closed {
 		return nil
 	}
 	h.closed = true
 	h.release()
+	g.heads = slices.DeleteFunc(g.heads, func(x *Head) bool { return x == h })
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestHeadGreedyPipelined(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					queue := []graph.Pending{p}
+					queue := []graph.HeadStep{p}
 					pos = int64(len(prompt))
 					var got []int32
 					for len(got) < steps {
@@ -220,10 +220,10 @@ func TestHeadRejects(t *testing.T) {
 	if _, err := h.Submit(ctx, d.Inputs([]int32{1, 2}, 0), true); !errors.As(err, &ie) {
 		t.Errorf("fed step of two tokens: %v, want an InputError", err)
 	}
-	if _, err := h.Wait(ctx, graph.Pending{}); err == nil {
+	if _, err := h.Wait(ctx, graph.HeadStep{}); err == nil {
 		t.Error("Wait for nothing: no error")
 	}
-	var ps []graph.Pending
+	var ps []graph.HeadStep
 	for i := 0; i < 2; i++ {
 		p, err := h.Submit(ctx, d.Inputs([]int32{1}, int64(i)), false)
 		if err != nil {
