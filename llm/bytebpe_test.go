@@ -59,7 +59,7 @@ type hfCase struct {
 }
 
 type expectedIDs struct {
-	Tiktoken []tiktokenCase     `json:"tiktoken"`
+	Tiktoken []tiktokenCase      `json:"tiktoken"`
 	HF       map[string][]hfCase `json:"hf"`
 }
 
