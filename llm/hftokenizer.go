@@ -137,6 +137,9 @@ type hfTyped struct {
 
 // hfDecodeErr wraps a JSON error of part.
 func hfDecodeErr(part string, err error) error {
+	if part == "" {
+		return fmt.Errorf("%w: tokenizer.json: %v", ErrTokenizer, err)
+	}
 	return fmt.Errorf("%w: tokenizer.json %s: %v", ErrTokenizer, part, err)
 }
 
@@ -252,6 +255,9 @@ func ParseHFTokenizer(b []byte) (*HFTokenizer, error) {
 	}
 	if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
+	}
+	if len(t.steps) == 0 || !t.steps[len(t.steps)-1].byteLevel {
+		return nil, &UnsupportedError{Feature: "a pre-tokenizer that does not end with ByteLevel (not a byte-level BPE)"}
 	}
 	if err := t.parseDecoder(f.Decoder); err != nil {
 		return nil, err
@@ -376,9 +382,6 @@ func (t *HFTokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			if err := t.parsePreTokenizer(s); err != nil {
 				return err
 			}
-		}
-		if len(t.steps) == 0 || !t.steps[len(t.steps)-1].byteLevel {
-			return &UnsupportedError{Feature: "a pre-tokenizer sequence that does not end with ByteLevel"}
 		}
 	case "ByteLevel":
 		st := hfPreStep{prefixSpace: p.AddPrefixSpace, byteLevel: true}
