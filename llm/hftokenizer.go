@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -151,6 +152,7 @@ func hfDecodeErr(part string, err error) error {
 // *UnsupportedError, which wraps it too.
 func ParseHFTokenizer(b []byte) (*HFTokenizer, error) {
 	var f hfJSON
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a BOM some editors write
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, hfDecodeErr("", err)
 	}
