@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"container/heap"
 	"fmt"
 	"regexp"
 	"slices"
@@ -60,22 +59,62 @@ type bpeCand struct {
 	rank, pos, left, right, merged int32
 }
 
+// bpeHeap is a binary min-heap of candidates by (rank, pos), typed to
+// avoid container/heap's boxing of every push.
 type bpeHeap []bpeCand
 
-func (h bpeHeap) Len() int { return len(h) }
-func (h bpeHeap) Less(i, j int) bool {
+func (h bpeHeap) less(i, j int) bool {
 	if h[i].rank != h[j].rank {
 		return h[i].rank < h[j].rank
 	}
 	return h[i].pos < h[j].pos
 }
-func (h bpeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *bpeHeap) Push(x any)   { *h = append(*h, x.(bpeCand)) }
-func (h *bpeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h bpeHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *bpeHeap) push(c bpeCand) {
+	*h = append(*h, c)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *bpeHeap) pop() bpeCand {
+	s := *h
+	c := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	(*h).down(0)
+	return c
+}
+
+func (h bpeHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // bpeScratch is the working memory of one Encode call, reused across its
@@ -108,7 +147,7 @@ func (s *bpeScratch) merge(r mergeRanker, ids []int32, out []int32) []int32 {
 			s.heap = append(s.heap, bpeCand{rank, int32(i), ids[i], ids[i+1], m})
 		}
 	}
-	heap.Init(&s.heap)
+	s.heap.init()
 	syms := s.syms
 	push := func(pos int32) {
 		if pos < 0 {
@@ -119,11 +158,11 @@ func (s *bpeScratch) merge(r mergeRanker, ids []int32, out []int32) []int32 {
 			return
 		}
 		if rank, m, ok := r.pairRank(syms[pos].id, syms[next].id); ok {
-			heap.Push(&s.heap, bpeCand{rank, pos, syms[pos].id, syms[next].id, m})
+			s.heap.push(bpeCand{rank, pos, syms[pos].id, syms[next].id, m})
 		}
 	}
-	for s.heap.Len() > 0 {
-		c := heap.Pop(&s.heap).(bpeCand)
+	for len(s.heap) > 0 {
+		c := s.heap.pop()
 		// A symbol's span only grows, so the same ids at pos and after it
 		// mean the same spans: the candidate still stands.
 		a := &syms[c.pos]
