@@ -12,9 +12,13 @@ import (
 // or newlines: a merge loop that rescans the piece after every merge, or
 // a regex that backtracks, would take minutes on them; the heap-ordered
 // merge and RE2 take milliseconds. No timing is asserted: the test
-// timeout is the bound.
+// timeout is the bound. Under the race detector or -short they are
+// 16 KB.
 func longInputs() map[string]string {
-	const n = 100 << 10
+	n := 100 << 10
+	if raceEnabled || testing.Short() {
+		n = 16 << 10
+	}
 	return map[string]string{
 		"letter":  strings.Repeat("a", n),
 		"digits":  strings.Repeat("7", n),
