@@ -44,14 +44,18 @@ func (f TokenizerFormat) String() string {
 // DetectTokenizer tells a tokenizer file's format from its first bytes: a
 // JSON object is a tokenizer.json; a first line of base64, a space and a
 // decimal rank is tiktoken's; a first byte 0x0a (the tag of a
-// ModelProto's first piece) is SentencePiece's; anything else non-empty
-// is taken for llama2.c's tokenizer.bin (a little-endian int32 max token
-// length first, so its second to fourth bytes are zero).
+// ModelProto's first piece) not followed by three zero bytes is
+// SentencePiece's; anything else non-empty is taken for llama2.c's
+// tokenizer.bin (a little-endian int32 max token length first, so its
+// second to fourth bytes are zero).
 func DetectTokenizer(b []byte) TokenizerFormat {
 	if len(b) == 0 {
 		return FormatUnknownTokenizer
 	}
-	if b[0] == 0x0a {
+	// A ModelProto's first piece is a non-empty message, so the length
+	// after its 0x0a tag is not 0; a tokenizer.bin whose max token length
+	// is 10 starts 0a 00 00 00.
+	if b[0] == 0x0a && !(len(b) >= 4 && b[1] == 0 && b[2] == 0 && b[3] == 0) {
 		return FormatSentencePiece
 	}
 	trimmed := bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")

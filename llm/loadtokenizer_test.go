@@ -54,12 +54,19 @@ func TestDetectTokenizer(t *testing.T) {
 			}
 		})
 	}
-	// A tokenizer.bin whose max token length is '{' (123) is still one.
-	pieces, scores := testPieces(false)
-	pieces = append(pieces, strings.Repeat("x", 123))
-	scores = append(scores, 0)
-	if f := llm.DetectTokenizer(writeLlama2CTokenizer(pieces, scores)); f != llm.FormatLlama2C {
-		t.Errorf("a tokenizer.bin with max length 123 is detected as %v", f)
+	// A tokenizer.bin whose max token length is '{' (123) or 0x0a (10,
+	// SentencePiece's first byte) is still one.
+	for _, n := range []int{123, 10} {
+		pieces, scores := testPieces(false)
+		pieces = append(pieces, strings.Repeat("x", n))
+		scores = append(scores, 0)
+		data := writeLlama2CTokenizer(pieces, scores)
+		if f := llm.DetectTokenizer(data); f != llm.FormatLlama2C {
+			t.Errorf("a tokenizer.bin with max length %d is detected as %v", n, f)
+		}
+		if _, err := llm.ParseTokenizer(data); err != nil {
+			t.Errorf("max length %d: %v", n, err)
+		}
 	}
 	if _, err := llm.LoadTokenizer(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadTokenizer(missing) = %v", err)
