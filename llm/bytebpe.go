@@ -13,22 +13,6 @@ import (
 // lookahead Go's regexp lacks written out by hand) and the search for
 // special tokens in text.
 
-// UnsupportedError is a tokenizer file that is well formed but uses a
-// feature this package does not implement exactly (a WordPiece or Unigram
-// model, a Metaspace pre-tokenizer, a regex construct with no RE2
-// equivalent, ...). It wraps ErrTokenizer.
-type UnsupportedError struct {
-	// Feature names what is not supported, as the file spells it.
-	Feature string
-}
-
-func (e *UnsupportedError) Error() string {
-	return "llm: unsupported tokenizer: " + e.Feature
-}
-
-// Unwrap returns ErrTokenizer.
-func (e *UnsupportedError) Unwrap() error { return ErrTokenizer }
-
 // Caps on what a tokenizer file may declare, checked before anything is
 // allocated from them.
 const (

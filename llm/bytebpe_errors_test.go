@@ -78,6 +78,26 @@ func TestTinyTokenizers(t *testing.T) {
 		t.Errorf("EncodeOrdinary(<|eot_id|>) = %v", got)
 	}
 
+	// Other special tokens and regex: GPT-2's, with <|endoftext|> as EOS.
+	gpt, err := llm.ParseTiktokenWith(tinyTiktoken("ab", " a", " ab"), llm.TiktokenOptions{
+		Pattern:       `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`,
+		SpecialTokens: []string{"<|endoftext|>"}, EOS: "<|endoftext|>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := must(gpt.Encode("ab ab<|endoftext|>", true)), []int32{256, 258, 259}; !eqIDs(got, want) || gpt.BOS() != -1 || !eqIDs(llm.StopTokens(gpt), []int32{259}) || gpt.VocabSize() != 260 {
+		t.Errorf("GPT-2 style: Encode %v (want %v), BOS %d, stops %v, vocabulary %d", got, want, gpt.BOS(), llm.StopTokens(gpt), gpt.VocabSize())
+	}
+	// Llama 3's special tokens with only the stops given: BOS and EOS
+	// keep Llama 3's.
+	eot, err := llm.ParseTiktokenWith(tinyTiktoken(), llm.TiktokenOptions{Stops: []string{"<|eot_id|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eot.BOS() != 256 || eot.EOS() != 257 || !eqIDs(eot.StopTokens(), []int32{256 + 9}) {
+		t.Errorf("Stops only: BOS %d, EOS %d, stops %v", eot.BOS(), eot.EOS(), eot.StopTokens())
+	}
+
 	hf, err := llm.ParseHFTokenizer(marshal(t, tinyHF()))
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ const (
 	FormatHFTokenizer
 )
 
+// String names the format.
 func (f TokenizerFormat) String() string {
 	switch f {
 	case FormatLlama2C:
@@ -94,6 +95,14 @@ func isTiktokenLine(b []byte) bool {
 	}
 	return true
 }
+
+// The tokenizers of this package.
+var (
+	_ Tokenizer = (*Llama2CTokenizer)(nil)
+	_ Tokenizer = (*SentencePiece)(nil)
+	_ Tokenizer = (*Tiktoken)(nil)
+	_ Tokenizer = (*HFTokenizer)(nil)
+)
 
 // ParseTokenizer reads a tokenizer file of any format this package
 // reads, chosen by DetectTokenizer: llama2.c's tokenizer.bin, a

@@ -46,14 +46,14 @@ type TiktokenOptions struct {
 	// <|eom_id|>, <|eot_id|> (128009), <|python_tag|>, then
 	// <|reserved_special_token_2|> and on up to 128255.
 	SpecialTokens []string
-	// BOS and EOS name the begin- and end-of-sequence tokens among
-	// SpecialTokens ("" for none when SpecialTokens is set; Llama 3's
-	// <|begin_of_text|> and <|end_of_text|> when it is nil).
+	// BOS and EOS name the begin- and end-of-sequence tokens among the
+	// special tokens. "" is none when SpecialTokens is set, and Llama 3's
+	// <|begin_of_text|> and <|end_of_text|> when it is nil.
 	BOS, EOS string
-	// Stops name the tokens that end a generation (StopTokens); nil is
-	// EOS alone, or with SpecialTokens nil Llama 3's <|end_of_text|>,
-	// <|eom_id|> and <|eot_id|> (instruct models end a turn with
-	// <|eot_id|>).
+	// Stops name the tokens that end a generation (StopTokens). nil is
+	// EOS alone when SpecialTokens is set, and Llama 3's <|end_of_text|>,
+	// <|eom_id|> and <|eot_id|> when it is nil (instruct models end a
+	// turn with <|eot_id|>).
 	Stops []string
 }
 
@@ -175,9 +175,15 @@ func ParseTiktokenWith(b []byte, o TiktokenOptions) (*Tiktoken, error) {
 		pattern = llama3Pattern
 	}
 	if specials == nil {
+		// Llama 3's, and its BOS, EOS and stops where not given.
 		specials = Llama3SpecialTokens()
-		if bos == "" && eos == "" && stops == nil {
-			bos, eos = "<|begin_of_text|>", "<|end_of_text|>"
+		if bos == "" {
+			bos = "<|begin_of_text|>"
+		}
+		if eos == "" {
+			eos = "<|end_of_text|>"
+		}
+		if stops == nil {
 			stops = []string{"<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"}
 		}
 	}
