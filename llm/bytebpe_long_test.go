@@ -56,3 +56,28 @@ func TestLongInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentEncode encodes from several goroutines with one tokenizer
+// of each kind (the race detector checks that they share nothing
+// mutable).
+func TestConcurrentEncode(t *testing.T) {
+	toks := []llm.Tokenizer{loadTiktoken6k(t), loadHF(t, "qwen2_6k")}
+	cases := readExpected(t).Tiktoken[:100]
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for _, c := range cases {
+				if _, e := toks[g%2].Encode(c.Text, true); e != nil && err == nil {
+					err = e
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
