@@ -20,6 +20,20 @@ type HeadOptions = graph.HeadOptions
 // HeadStep is a step submitted through a Head, awaiting Wait.
 type HeadStep = graph.HeadStep
 
+// StepOptions are what one step asks of a Head: the token fed from the
+// previous pick, the top-k for a sampler.
+type StepOptions = graph.StepOptions
+
+// HeadResult is what a Head computed for one step: the greedy pick and,
+// when asked, the largest logits with the softmax normalizer.
+type HeadResult = graph.HeadResult
+
+// TopLogit is one of a step's largest logits.
+type TopLogit = graph.TopLogit
+
+// MaxTopK is the largest StepOptions.TopK.
+const MaxTopK = graph.MaxTopK
+
 // NewHead makes a Head for the model's output o.Logits and input
 // o.Token. A program of several delegate calls, or I/O a Head cannot
 // serve, gives an error wrapping ErrUnsupported. Closing the model closes

@@ -1,10 +1,13 @@
 package graph_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
@@ -74,7 +77,7 @@ func TestHeadGreedyPipelined(t *testing.T) {
 						pos++
 					}
 					// The head's, pipelined two deep.
-					p, err := h.Submit(ctx, d.Inputs(prompt, 0), false)
+					p, err := h.Submit(ctx, d.Inputs(prompt, 0), graph.StepOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -83,18 +86,18 @@ func TestHeadGreedyPipelined(t *testing.T) {
 					var got []int32
 					for len(got) < steps {
 						// Step pos is submitted before the token it eats is read.
-						next, err := h.Submit(ctx, d.Inputs([]int32{-1}, pos), true)
+						next, err := h.Submit(ctx, d.Inputs([]int32{-1}, pos), graph.StepOptions{Fed: true})
 						if err != nil {
 							t.Fatalf("step at %d: %v", pos, err)
 						}
 						pos++
 						queue = append(queue, next)
-						tok, err := h.Wait(ctx, queue[0])
+						r, err := h.Wait(ctx, queue[0])
 						if err != nil {
 							t.Fatal(err)
 						}
 						queue = queue[1:]
-						got = append(got, tok)
+						got = append(got, r.Token)
 					}
 					// One step is still in flight, as after a stop token:
 					// it is read and dropped before the next prompt.
@@ -160,15 +163,15 @@ func TestHeadArgmax(t *testing.T) {
 			for _, r := range tc.rows {
 				flat = append(flat, r...)
 			}
-			p, err := h.Submit(ctx, []graph.Tensor{graph.Float32Tensor([]int64{1, int64(rows), int64(vocab)}, flat)}, false)
+			p, err := h.Submit(ctx, []graph.Tensor{graph.Float32Tensor([]int64{1, int64(rows), int64(vocab)}, flat)}, graph.StepOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := h.Wait(ctx, p)
+			r, err := h.Wait(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := hostArgmax(tc.rows[rows-1]); got != want {
+			if got, want := r.Token, hostArgmax(tc.rows[rows-1]); got != want {
 				t.Errorf("head picked %d, host %d", got, want)
 			}
 		})
@@ -207,7 +210,7 @@ func TestHeadRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 0), true); !errors.Is(err, graph.ErrUnsupported) {
+	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 0), graph.StepOptions{Fed: true}); !errors.Is(err, graph.ErrUnsupported) {
 		t.Errorf("fed step without a token input: %v", err)
 	}
 	h.Close()
@@ -217,7 +220,7 @@ func TestHeadRejects(t *testing.T) {
 	}
 	defer h.Close()
 	var ie *graph.InputError
-	if _, err := h.Submit(ctx, d.Inputs([]int32{1, 2}, 0), true); !errors.As(err, &ie) {
+	if _, err := h.Submit(ctx, d.Inputs([]int32{1, 2}, 0), graph.StepOptions{Fed: true}); !errors.As(err, &ie) {
 		t.Errorf("fed step of two tokens: %v, want an InputError", err)
 	}
 	if _, err := h.Wait(ctx, graph.HeadStep{}); err == nil {
@@ -225,13 +228,13 @@ func TestHeadRejects(t *testing.T) {
 	}
 	var ps []graph.HeadStep
 	for i := 0; i < 2; i++ {
-		p, err := h.Submit(ctx, d.Inputs([]int32{1}, int64(i)), false)
+		p, err := h.Submit(ctx, d.Inputs([]int32{1}, int64(i)), graph.StepOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps = append(ps, p)
 	}
-	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 2), false); err == nil {
+	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 2), graph.StepOptions{}); err == nil {
 		t.Error("a third step in flight: no error")
 	}
 	for _, p := range ps {
@@ -243,7 +246,139 @@ func TestHeadRejects(t *testing.T) {
 		t.Error("Wait twice: no error")
 	}
 	h.Close()
-	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 0), false); !errors.Is(err, graph.ErrClosed) {
+	if _, err := h.Submit(ctx, d.Inputs([]int32{1}, 0), graph.StepOptions{}); !errors.Is(err, graph.ErrClosed) {
 		t.Errorf("Submit after Close: %v", err)
+	}
+}
+
+// hostTop is the reference for the head's top-k: the k largest of row,
+// largest first, ties by token, NaN as the smallest; the maximum; the sum
+// of exp((x-max)/temp) over the non-NaN values, in float64.
+func hostTop(row []float32, k int, temp float64) ([]graph.TopLogit, float32, float64) {
+	top := make([]graph.TopLogit, len(row))
+	for i, v := range row {
+		top[i] = graph.TopLogit{Token: int32(i), Logit: v}
+	}
+	ord := func(v float32) float64 {
+		if v != v {
+			return math.Inf(-1)
+		}
+		return float64(v)
+	}
+	slices.SortStableFunc(top, func(a, b graph.TopLogit) int { return cmp.Compare(ord(b.Logit), ord(a.Logit)) })
+	mx := row[hostArgmax(row)]
+	var z float64
+	for _, v := range row {
+		if v == v {
+			z += math.Exp((float64(v) - float64(mx)) / temp)
+		}
+	}
+	return top[:min(k, len(row))], mx, z
+}
+
+// TestHeadTopK checks the head's top-k, maximum and normalizer against
+// the host on rows with ties inside and at the k-th largest value, NaNs,
+// infinities, both zeros and negative values, for k from 1 to past the
+// row; a row whose ties at the k-th value overflow the read-back gives no
+// Top (the caller reads Logits, checked too).
+func TestHeadTopK(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 7))
+	const vocab = 1000
+	random := make([]float32, vocab)
+	for i := range random {
+		random[i] = float32(r.NormFloat64() * 3)
+	}
+	ties := make([]float32, vocab) // 500 values of 1.5 around the 40th largest
+	for i := range ties {
+		ties[i] = float32(r.Float64())
+		if i%2 == 0 {
+			ties[i] = 1.5
+		}
+		if i%100 == 1 {
+			ties[i] = 2 + float32(i)/1000
+		}
+	}
+	edges := slices.Clone(random)
+	edges[3], edges[10], edges[11], edges[500] = float32(math.NaN()), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0
+	edges[12], edges[900] = 9, 9
+	b := serialization.NewBuilder()
+	x := b.Tensor(serialization.Float32, []uint32{1, 2, vocab}, -1)
+	y := b.Tensor(serialization.Float32, []uint32{1, 2, vocab}, -1)
+	b.Op("aten.clone.default", x, b.Null(), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Load(ctx, graph.OpenTestDevice(t), blob, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, tc := range []struct {
+		name     string
+		row      []float32
+		k        int
+		temp     float64
+		overflow bool
+	}{
+		{"random k1", random, 1, 1, false},
+		{"random k40", random, 40, 0.8, false},
+		{"random k256", random, 256, 1.3, false},
+		{"edges k5", edges, 5, 1, false},
+		{"edges k200", edges, 200, 0.5, false},
+		{"ties inside", ties, 8, 1, false},
+		{"ties at the k-th overflow", ties, 40, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Two rows: the head reads the last one.
+			in := append(slices.Clone(random), tc.row...)
+			p, err := h.Submit(ctx, []graph.Tensor{graph.Float32Tensor([]int64{1, 2, vocab}, in)}, graph.StepOptions{TopK: tc.k, Temperature: tc.temp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Wait(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, mx, z := hostTop(tc.row, tc.k, tc.temp)
+			if res.Token != hostArgmax(tc.row) || res.Max != mx || math.Abs(res.SumExp-z) > 1e-5*z {
+				t.Errorf("token %d max %v sum %v, want %d %v %v", res.Token, res.Max, res.SumExp, hostArgmax(tc.row), mx, z)
+			}
+			if tc.overflow {
+				if res.Top != nil {
+					t.Fatalf("%d ties at the k-th value fit the read-back?", len(res.Top))
+				}
+				row, err := h.Logits(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(row, tc.row) {
+					t.Fatal("Logits is not the last row")
+				}
+				return
+			}
+			if len(res.Top) != len(want) {
+				t.Fatalf("%d of the largest, want %d", len(res.Top), len(want))
+			}
+			for i := range want {
+				w, g := want[i], res.Top[i]
+				if w.Token != g.Token || math.Float32bits(w.Logit) != math.Float32bits(g.Logit) {
+					t.Fatalf("largest %d: %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+	for _, o := range []graph.StepOptions{{TopK: graph.MaxTopK + 1, Temperature: 1}, {TopK: 5}, {TopK: -1, Temperature: 1}} {
+		if _, err := h.Submit(ctx, []graph.Tensor{graph.Float32Tensor([]int64{1, 2, vocab}, make([]float32, 2*vocab))}, o); !errors.Is(err, graph.ErrUnsupported) {
+			t.Errorf("%+v: %v, want ErrUnsupported", o, err)
+		}
 	}
 }

@@ -494,7 +494,7 @@ func (r *Runner) generateOnDevice(ctx context.Context, h *wgdelegate.Head, feed 
 	stats.OnDevice = true
 	submit := func(tokens []int32, fed bool) (wgdelegate.HeadStep, error) {
 		t0 := time.Now()
-		p, err := h.Submit(ctx, r.inputs(tokens), fed)
+		p, err := h.Submit(ctx, r.inputs(tokens), wgdelegate.StepOptions{Fed: fed})
 		stats.Submit += time.Since(t0)
 		return p, err
 	}
@@ -517,12 +517,13 @@ func (r *Runner) generateOnDevice(ctx context.Context, h *wgdelegate.Head, feed 
 			inflight = append(inflight, next)
 		}
 		t0 := time.Now()
-		tok, err := h.Wait(ctx, inflight[0])
+		hr, err := h.Wait(ctx, inflight[0])
 		stats.Wait += time.Since(t0)
 		if err != nil {
 			drain()
 			return err
 		}
+		tok := hr.Token
 		inflight = inflight[1:]
 		if i == 0 {
 			stats.Prefill = time.Since(start)
