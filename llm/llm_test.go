@@ -574,3 +574,60 @@ func TestGreedyOnDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestSampledOnDevice: sampling reads back the step's largest logits from
+// the device head (DeviceTopK) and draws the same tokens as reading every
+// step's logits (DeviceTopK -1); a chain that keeps tokens past them
+// reads the row after all (Stats.LogitReads). Every calling convention.
+func TestSampledOnDevice(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			v, err := models.NewLlamaLayout(testCfg, nil, l.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev, host := load(t, v), load(t, v)
+			for _, tc := range []struct {
+				opts  llm.GenerateOptions
+				reads bool // every step reads the row back
+			}{
+				{llm.GenerateOptions{Temperature: 1, TopK: 5, Seed: 3}, false},
+				{llm.GenerateOptions{Temperature: 0.9, TopK: 12, TopP: 0.8, MinP: 0.02, Seed: 4}, false},
+				{llm.GenerateOptions{Temperature: 1.1, TopP: 0.3, Seed: 5, DeviceTopK: 40}, false},
+				{llm.GenerateOptions{Temperature: 1, Seed: 6}, true},
+			} {
+				o := tc.opts
+				o.MaxNewTokens = 10
+				dev.Reset()
+				host.Reset()
+				got, err := dev.Generate(ctx, []int32{2, 4, 6, 8, 10}, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ho := o
+				ho.DeviceTopK = -1
+				want, err := host.Generate(ctx, []int32{2, 4, 6, 8, 10}, ho)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Tokens, want.Tokens) || dev.Pos() != host.Pos() {
+					t.Fatalf("%+v: device %v (pos %d), host %v (pos %d)", tc.opts, got.Tokens, dev.Pos(), want.Tokens, host.Pos())
+				}
+				st := got.Stats
+				if !st.OnDevice || want.Stats.OnDevice {
+					t.Fatalf("%+v: OnDevice %v, host run %v", tc.opts, st.OnDevice, want.Stats.OnDevice)
+				}
+				if tc.reads && st.LogitReads != len(got.Tokens) {
+					t.Errorf("%+v: %d logit reads for %d tokens, want every step", tc.opts, st.LogitReads, len(got.Tokens))
+				}
+				if tc.opts.TopK > 0 && st.LogitReads != 0 {
+					t.Errorf("%+v: %d logit reads with top-k inside the read-back", tc.opts, st.LogitReads)
+				}
+			}
+			if _, err := dev.Generate(ctx, []int32{1}, llm.GenerateOptions{Temperature: 1, DeviceTopK: wgdelegate.MaxTopK + 1}); !errors.Is(err, llm.ErrOption) {
+				t.Errorf("DeviceTopK past MaxTopK: %v", err)
+			}
+		})
+	}
+}

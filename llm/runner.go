@@ -280,6 +280,13 @@ type GenerateOptions struct {
 	// back a step) and submits each step before the previous token is
 	// read (see the package documentation). The tokens are the same.
 	HostGreedy bool
+	// DeviceTopK is how many of the largest logits a sampled step (above
+	// temperature 0, without penalties) reads back from the device's head
+	// instead of the whole row: 0 means DefaultDeviceTopK, or TopK when
+	// that is set and larger; -1 reads every step's logits. When what the
+	// sampler keeps (top-k, the nucleus, the min-p floor) does not lie in
+	// them, the step reads the row after all (Stats.LogitReads).
+	DeviceTopK int
 	// OnToken, when set, receives each generated token as soon as it is
 	// sampled; an error it returns ends the generation and is returned.
 	OnToken func(token int32) error
@@ -313,7 +320,14 @@ type Stats struct {
 	// step including the prompt's.
 	OnDevice     bool
 	Submit, Wait time.Duration
+	// LogitReads counts the sampled steps on the device whose pick needed
+	// the whole row of logits read back.
+	LogitReads int
 }
+
+// DefaultDeviceTopK is GenerateOptions.DeviceTopK's default: the largest
+// logits a sampled step reads back from the device.
+const DefaultDeviceTopK = 64
 
 // PromptTokensPerSecond is the prefill rate.
 func (s Stats) PromptTokensPerSecond() float64 { return rate(s.PromptTokens, s.Prefill) }
@@ -348,6 +362,9 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	if len(feed) == 0 {
 		return res, fmt.Errorf("%w: an empty prompt with nothing generated before", ErrOption)
 	}
+	if opts.DeviceTopK < -1 || opts.DeviceTopK > wgdelegate.MaxTopK {
+		return res, fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, opts.DeviceTopK, wgdelegate.MaxTopK)
+	}
 	if opts.MaxNewTokens < 0 || opts.PrefillChunk < 0 {
 		return res, fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, opts.MaxNewTokens, opts.PrefillChunk)
 	}
@@ -369,7 +386,8 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 		return res, err
 	}
 	s.accept(feed...)
-	logits, err := r.forward(ctx, feed, int64(opts.PrefillChunk))
+	pick := r.picker(ctx, s, opts, stats)
+	tok, err := pick(feed, int64(opts.PrefillChunk))
 	if err != nil {
 		return res, err
 	}
@@ -381,7 +399,7 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			if logits, err = r.forward(ctx, []int32{r.pending}, 1); err != nil {
+			if tok, err = pick([]int32{r.pending}, 1); err != nil {
 				r.last = *stats
 				return res, err
 			}
@@ -389,7 +407,6 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 			stats.DecodeSteps++
 			stats.Decode = time.Since(decodeStart)
 		}
-		tok := s.sample(logits)
 		if i == 0 {
 			stats.TimeToFirstToken = time.Since(start)
 			decodeStart = time.Now()
@@ -448,10 +465,17 @@ func (r *Runner) Stream(ctx context.Context, prompt []int32, opts GenerateOption
 // otherwise or when the model has no head (a program of several
 // delegates, logits or tokens a head cannot serve).
 func (r *Runner) greedyHead(s *sampler, opts GenerateOptions) *wgdelegate.Head {
-	if s.temp != 0 || s.penalize || opts.HostGreedy || r.noHead {
+	if s.temp != 0 || s.penalize || opts.HostGreedy {
 		return nil
 	}
-	if r.head == nil {
+	return r.deviceHead()
+}
+
+// deviceHead returns the model's Head, making it on first use; nil when
+// the model has none (a program of several delegates, logits or tokens a
+// head cannot serve).
+func (r *Runner) deviceHead() *wgdelegate.Head {
+	if r.head == nil && !r.noHead {
 		h, err := r.m.NewHead(wgdelegate.HeadOptions{Logits: 0, Token: 0})
 		if err != nil {
 			r.noHead = true
@@ -472,15 +496,9 @@ func (r *Runner) greedyHead(s *sampler, opts GenerateOptions) *wgdelegate.Head {
 // not count as filled (the next sequence or Generate overwrites it).
 func (r *Runner) generateOnDevice(ctx context.Context, h *wgdelegate.Head, feed []int32, n int64, opts GenerateOptions, res *Result, start time.Time) error {
 	stats := &res.Stats
-	chunk := int64(opts.PrefillChunk)
-	if chunk <= 0 || chunk > r.conv.MaxTokens {
-		chunk = r.conv.MaxTokens
-	}
-	for int64(len(feed)) > chunk {
-		if err := r.execute(ctx, feed[:chunk]); err != nil {
-			return err
-		}
-		feed = feed[chunk:]
+	feed, err := r.feedChunks(ctx, feed, int64(opts.PrefillChunk))
+	if err != nil {
+		return err
 	}
 	var inflight []wgdelegate.HeadStep
 	// drain waits for the steps still submitted (their picks unused),
@@ -554,4 +572,84 @@ func (r *Runner) generateOnDevice(ctx context.Context, h *wgdelegate.Head, feed 
 	}
 	drain()
 	return nil
+}
+
+// picker returns the function that feeds tokens (in chunks of up to
+// chunk) and picks the next token with s: from read-back logits, or, for
+// sampling with a device head, from the step's largest logits (reading
+// the row only when they do not suffice).
+func (r *Runner) picker(ctx context.Context, s *sampler, opts GenerateOptions, stats *Stats) func([]int32, int64) (int32, error) {
+	k := opts.DeviceTopK
+	if k == 0 {
+		k = max(DefaultDeviceTopK, s.topK)
+	}
+	var h *wgdelegate.Head
+	if s.temp > 0 && !s.penalize && k > 0 && k <= wgdelegate.MaxTopK {
+		h = r.deviceHead()
+	}
+	if h == nil {
+		return func(tokens []int32, chunk int64) (int32, error) {
+			logits, err := r.forward(ctx, tokens, chunk)
+			if err != nil {
+				return -1, err
+			}
+			return s.sample(logits), nil
+		}
+	}
+	stats.OnDevice = true
+	return func(tokens []int32, chunk int64) (int32, error) {
+		last, err := r.feedChunks(ctx, tokens, chunk)
+		if err != nil {
+			return -1, err
+		}
+		t0 := time.Now()
+		st, err := h.Submit(ctx, r.inputs(last), wgdelegate.StepOptions{TopK: k, Temperature: s.temp})
+		stats.Submit += time.Since(t0)
+		if err != nil {
+			return -1, err
+		}
+		r.pos += int64(len(last))
+		t0 = time.Now()
+		hr, err := h.Wait(ctx, st)
+		stats.Wait += time.Since(t0)
+		if err != nil {
+			return -1, err
+		}
+		if tok, ok := s.sampleTop(hr.Top, hr.SumExp); ok {
+			return tok, nil
+		}
+		stats.LogitReads++
+		logits, err := h.Logits(ctx)
+		if err != nil {
+			return -1, err
+		}
+		return s.sample(logits), nil
+	}
+}
+
+// feedChunks checks tokens like forward and feeds all but the last chunk
+// of up to chunk tokens (Convention().MaxTokens when 0), returning that
+// last chunk for the caller to submit.
+func (r *Runner) feedChunks(ctx context.Context, tokens []int32, chunk int64) ([]int32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens to feed", ErrOption)
+	}
+	if err := r.fits(int64(len(tokens))); err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= r.conv.Vocab {
+			return nil, &TokenError{Token: t, Vocab: r.conv.Vocab}
+		}
+	}
+	if chunk <= 0 || chunk > r.conv.MaxTokens {
+		chunk = r.conv.MaxTokens
+	}
+	for int64(len(tokens)) > chunk {
+		if err := r.execute(ctx, tokens[:chunk]); err != nil {
+			return nil, err
+		}
+		tokens = tokens[chunk:]
+	}
+	return tokens, nil
 }
