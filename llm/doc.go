@@ -70,6 +70,30 @@
 // the greedy path still gives run.c's tokens. At temperature 1, or with
 // neither top-p nor min-p, the two orders draw from the same distribution.
 //
+// # On the device
+//
+// A step's logits are only looked at to pick the next token, so Generate
+// has the model's Head (wgdelegate.Model.NewHead) do what the pick needs
+// where the logits are, after the step's dispatches:
+//
+//   - greedy (no penalties): the argmax, 4 bytes read back a step; the
+//     pick feeds the next step on the device, so step t+1 is submitted
+//     before step t's token is read and the GPU is not left idle while
+//     the host reads a token, checks it and encodes the next step. A stop
+//     token is honoured when read: the step already submitted behind it
+//     only wrote a cache row the runner does not count as filled;
+//   - sampling (no penalties): the DeviceTopK largest logits with the
+//     softmax normalizer; the chain above picks from them exactly as from
+//     the whole row when top-k, the nucleus or the min-p floor lies among
+//     them (with top-p or min-p but no top-k, the cut uses the device's
+//     float32 normalizer, so one landing within about 1e-6 of TopP may
+//     differ), and reads the row otherwise (Stats.LogitReads).
+//
+// Penalties, HostGreedy, DeviceTopK -1 and models without a Head (a
+// program of several delegates) read every step's logits. Stats.OnDevice
+// says which way a generation went, and Submit and Wait what the host
+// spent preparing and submitting steps and waiting for their results.
+//
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for
 // concurrent use.
