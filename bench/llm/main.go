@@ -167,15 +167,15 @@ type result struct {
 	baseRates, baseStepMs []float64
 	// fixedMs are the times of steps that repeat one input_pos: the
 	// graph is then not recorded again, as it is for every new position.
-	fixedMs    []float64
+	fixedMs []float64
 	// hostRates and hostStepMs are the host pick's, with -pick both.
 	hostRates, hostStepMs []float64
 	// submitUs and waitUs are the host's µs per step submitting steps and
 	// waiting for tokens, per device-pick run.
 	submitUs, waitUs []float64
-	dispatches int
-	records    wgdelegate.RecordStats // after the timed runs
-	ours       []int32
+	dispatches       int
+	records          wgdelegate.RecordStats // after the timed runs
+	ours             []int32
 	// cRates and theirs are run.c's tok/s per run and its tokens (empty
 	// when run.c did not run); mismatch is the first step where the
 	// tokens differ, -1 when they agree as far as both go.
