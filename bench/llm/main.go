@@ -57,16 +57,18 @@ type shape struct {
 	cfg     models.LlamaConfig
 	steps   int
 	cflags  string
-	threads int // OMP_NUM_THREADS for run.c; 0 leaves it unset
+	threads int  // OMP_NUM_THREADS for run.c; 0 leaves it unset
+	shared  bool // the classifier is the embedding, always
 }
 
 var shapes = map[string]shape{
 	"110m": {cfg: models.Stories110M, steps: 32, cflags: "-O3 -march=native -fopenmp"},
+	"1b":   {cfg: models.Llama32_1B, steps: 16, cflags: "-O3 -march=native -fopenmp", shared: true},
 	"260k": {cfg: models.Stories260K, steps: 256, cflags: "-O2", threads: 1},
 }
 
 func main() {
-	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512) or 110m (stories110M: dim 768, 12 layers, vocab 32000)")
+	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512), 110m (stories110M: dim 768, 12 layers, vocab 32000) or 1b (Llama 3.2 1B: dim 2048, hidden 8192, 16 layers, GQA 32/8, vocab 128256, tied classifier)")
 	steps := flag.Int("n", 0, "decode steps per run (0: 256 for 260k, 32 for 110m); at most the cache length")
 	runs := flag.Int("runs", 3, "timed runs (each restarts at input_pos 0)")
 	seq := flag.Int64("seq", 0, "KV cache length, seq_len (0: the shape's: 512 for 260k, 256 for 110m)")
@@ -86,7 +88,7 @@ func main() {
 
 	sh, ok := shapes[*shapeName]
 	if !ok {
-		log.Fatalf("llm: unknown -shape %q (260k or 110m)", *shapeName)
+		log.Fatalf("llm: unknown -shape %q (260k, 110m or 1b)", *shapeName)
 	}
 	cfg := sh.cfg
 	cfg.Seed, cfg.SplitCache, cfg.Q4Group = *seed, *split, *q4
@@ -119,7 +121,7 @@ func main() {
 	if *pick != "device" && *pick != "host" && *pick != "both" {
 		log.Fatalf("llm: -pick %q is not device, host or both", *pick)
 	}
-	o := options{pick: *pick, name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
+	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
 	switch *cpuThreads {
 	case "inline":
 		o.cpuThreads = wgdelegate.CPUThreadsInline
