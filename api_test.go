@@ -519,6 +519,16 @@ func TestOpenOptions(t *testing.T) {
 	if _, err := wgdelegate.Open(ctx, ptePath, wgdelegate.WithDevice(device(t))); !errors.Is(err, graph.ErrConstant) {
 		t.Errorf("without data: %v", err)
 	}
+	// A memory limit below the tensors' 32 bytes refuses the model; one
+	// above loads it.
+	if _, err := wgdelegate.Open(ctx, ptePath, wgdelegate.WithDataFiles(ptdPath), wgdelegate.WithMemoryLimit(16)); !errors.Is(err, wgdelegate.ErrUnsupported) || !strings.Contains(err.Error(), "memory limit") {
+		t.Errorf("16-byte memory limit: %v", err)
+	}
+	m4, err := wgdelegate.Open(ctx, ptePath, wgdelegate.WithDataFiles(ptdPath), wgdelegate.WithMemoryLimit(1<<20))
+	if err != nil {
+		t.Fatalf("1 MiB memory limit: %v", err)
+	}
+	m4.Close()
 }
 
 func TestTensors(t *testing.T) {

@@ -6,6 +6,7 @@ require (
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/google/flatbuffers v2.0.8+incompatible
+	golang.org/x/text v0.23.0
 	google.golang.org/protobuf v1.34.2
 )
 

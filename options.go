@@ -19,6 +19,7 @@ type config struct {
 	logger      *slog.Logger
 	progress    func(Progress)
 	kernels     KernelConfig
+	memLimit    int64
 }
 
 func newConfig(opts []Option) *config {
@@ -29,6 +30,17 @@ func newConfig(opts []Option) *config {
 		}
 	}
 	return c
+}
+
+// WithMemoryLimit caps the tensor bytes each delegate graph of the model
+// may allocate, checked before any buffer is created; a model over it
+// fails to load with an error wrapping ErrUnsupported. Without it (or
+// with n <= 0) the limit is graph.DefaultMemoryLimit: three quarters of
+// the host's memory on a CPU adapter or an integrated GPU, whose buffers
+// are host memory, and none on a discrete GPU, whose memory size WebGPU
+// does not report.
+func WithMemoryLimit(n int64) Option {
+	return func(c *config) { c.memLimit = n }
 }
 
 // WithDataFiles names .ptd files holding named constants (weights the

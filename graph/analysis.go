@@ -122,7 +122,7 @@ func HostDType(dt, staging serialization.DataType) serialization.DataType {
 }
 
 // Limits bound what Analyze accepts: MemoryLimit caps the tensor bytes
-// (0: DefaultMemoryLimit); MaxBufferSize and MaxStorageBufferBindingSize
+// (0: unchecked; Load passes DefaultMemoryLimit(dev)); MaxBufferSize and MaxStorageBufferBindingSize
 // are the device's (0: unchecked).
 type Limits struct {
 	MemoryLimit                 int64
@@ -180,11 +180,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		delete(a.Lazy, int32(id))
 	}
 	a.consumers()
-	limit := lim.MemoryLimit
-	if limit <= 0 {
-		limit = DefaultMemoryLimit
-	}
-	if need := a.Plan.Stats.TensorBufferBytes(); need > limit {
+	if need, limit := a.Plan.Stats.TensorBufferBytes(), lim.MemoryLimit; limit > 0 && need > limit {
 		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
 	if err := a.checkDeviceLimits(lim); err != nil {

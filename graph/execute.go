@@ -306,6 +306,11 @@ func (g *WebGPUGraph) Close() error {
 		return nil
 	}
 	g.closed = true
+	for _, h := range g.heads {
+		h.closed = true
+		h.release()
+	}
+	g.heads = nil
 	g.release()
 	return nil
 }

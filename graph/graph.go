@@ -38,7 +38,8 @@ type Options struct {
 	OutputHostTypes []serialization.DataType
 	// MemoryLimit caps the tensor bytes a graph may allocate, checked before
 	// any buffer is created, so a hostile or mistaken blob cannot exhaust the
-	// host (lavapipe's buffers are host memory). 0 means DefaultMemoryLimit.
+	// host (lavapipe's buffers are host memory). 0 means
+	// DefaultMemoryLimit(dev).
 	MemoryLimit int64
 	// SkipWarmup skips the warm-up run at the end of a load (each pipeline
 	// dispatched once, one workgroup, so that the first Execute pays no
@@ -50,10 +51,6 @@ type Options struct {
 	// Kernels are the load's kernel choices (the zero value: defaults).
 	Kernels ops.Config
 }
-
-// DefaultMemoryLimit is the tensor memory a graph may use unless
-// Options.MemoryLimit says otherwise.
-const DefaultMemoryLimit = 8 << 30
 
 // tensorState is a tensor value as built.
 type tensorState struct {
@@ -190,6 +187,8 @@ type WebGPUGraph struct {
 	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats   PackedCacheStats
 
+	heads []*Head // open Heads, closed with the graph
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -228,6 +227,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	// Every rejection happens in the analysis, before any GPU object
 	// exists.
 	lim := dev.Limits()
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = DefaultMemoryLimit(dev)
+	}
 	a, err := Analyze(blob, opts.NamedData, Limits{MemoryLimit: opts.MemoryLimit,
 		MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize,
 		Device: g.profile, Kernels: opts.Kernels, HalfKVCache: opts.Kernels.HalfKVCache})
@@ -236,9 +238,6 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	}
 	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()
-	if g.memLimit <= 0 {
-		g.memLimit = DefaultMemoryLimit
-	}
 	g.tensors = make([]*tensorState, len(a.Tensors))
 	for i, ti := range a.Tensors {
 		if ti == nil {

@@ -70,14 +70,71 @@
 // the greedy path still gives run.c's tokens. At temperature 1, or with
 // neither top-p nor min-p, the two orders draw from the same distribution.
 //
+// # On the device
+//
+// A step's logits are only looked at to pick the next token, so Generate
+// has the model's Head (wgdelegate.Model.NewHead) do what the pick needs
+// where the logits are, after the step's dispatches:
+//
+//   - greedy (no penalties): the argmax, 4 bytes read back a step; the
+//     pick feeds the next step on the device, so step t+1 is submitted
+//     before step t's token is read and the GPU is not left idle while
+//     the host reads a token, checks it and encodes the next step. A stop
+//     token is honoured when read: the step already submitted behind it
+//     only wrote a cache row the runner does not count as filled;
+//   - sampling (no penalties): the DeviceTopK largest logits with the
+//     softmax normalizer; the chain above picks from them exactly as from
+//     the whole row when top-k, the nucleus or the min-p floor lies among
+//     them (with top-p or min-p but no top-k, the cut uses the device's
+//     float32 normalizer, so one landing within about 1e-6 of TopP may
+//     differ), and reads the row otherwise (Stats.LogitReads).
+//
+// Penalties, HostGreedy, DeviceTopK -1 and models without a Head (a
+// program of several delegates) read every step's logits. Stats.OnDevice
+// says which way a generation went, and Submit and Wait what the host
+// spent preparing and submitting steps and waiting for their results.
+//
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for
 // concurrent use.
 //
 // # Tokenizers
 //
-// The runner works on token ids. Tokenizer turns text into ids and back:
-// LoadLlama2CTokenizer reads llama2.c's tokenizer.bin (run.c's BPE merge
-// and byte-fallback pieces), LoadSentencePiece a SentencePiece
-// tokenizer.model (as Llama 2 exports ship).
+// The runner works on token ids. Tokenizer turns text into ids and back;
+// LoadTokenizer (ParseTokenizer for bytes) reads any of these files,
+// choosing by their content (DetectTokenizer), not their name:
+//
+//   - llama2.c's tokenizer.bin (LoadLlama2CTokenizer): run.c's BPE merges
+//     by score and byte-fallback pieces;
+//   - a SentencePiece tokenizer.model, a protobuf (LoadSentencePiece), as
+//     Llama 2 exports ship: BPE models, not unigram ones;
+//   - a tiktoken tokenizer.model, lines of base64 token bytes and rank
+//     (LoadTiktoken), as Llama 3 exports ship and ExecuTorch's Llama
+//     runner reads: a token's id is its rank, Llama 3's 256 special
+//     tokens follow the ranks (<|begin_of_text|> 128000, <|end_of_text|>
+//     128001, <|start_header_id|> 128006, <|end_header_id|> 128007,
+//     <|eot_id|> 128009, ...), text is split by Llama 3's regex and
+//     merged lowest rank first (ParseTiktokenWith takes another regex
+//     and special tokens);
+//   - a Hugging Face tokenizer.json with a byte-level BPE model
+//     (LoadHFTokenizer), as Llama 3, Qwen 2 and GPT-2 style exports ship:
+//     added tokens, NFC (or another Unicode normalization) or no
+//     normalizer, a ByteLevel pre-tokenizer alone or after Split regexes,
+//     merges as "a b" strings or pairs, ignore_merges, a ByteLevel
+//     decoder, and BOS from a TemplateProcessing post-processor. Other
+//     models (WordPiece, Unigram), pre-tokenizers (Metaspace, ...) and
+//     regex constructs with no RE2 equivalent are an *UnsupportedError.
+//
+// The byte-level tokenizers (Tiktoken, HFTokenizer) give the ids of the
+// reference implementations, tiktoken and Hugging Face's tokenizers (the
+// \s+(?!\S) lookahead of their regexes, which Go's regexp lacks, is
+// written out by hand), decode every id to its bytes (the ids of a text
+// decode back to it, after the normalizer where there is one), recognise
+// special tokens written in the text, and encode in O(n log n) of a
+// piece's length. StopTokens gives the ids a
+// generation should stop at: EOS, and the end-of-turn tokens of instruct
+// models (<|eot_id|>, <|im_end|>). Llama3ChatPrompt formats a
+// conversation for a Llama 3 instruct model.
+//
+// Malformed tokenizer files are errors wrapping ErrTokenizer.
 package llm

@@ -67,3 +67,19 @@ func (e *TokenError) Error() string {
 
 // Unwrap returns ErrTokenRange.
 func (e *TokenError) Unwrap() error { return ErrTokenRange }
+
+// UnsupportedError is a tokenizer file that is well formed but uses a
+// feature this package does not implement exactly (a WordPiece or Unigram
+// model, a Metaspace pre-tokenizer, a regex construct with no RE2
+// equivalent, ...). It wraps ErrTokenizer.
+type UnsupportedError struct {
+	// Feature names what is not supported, as the file spells it.
+	Feature string
+}
+
+func (e *UnsupportedError) Error() string {
+	return "llm: unsupported tokenizer: " + e.Feature
+}
+
+// Unwrap returns ErrTokenizer.
+func (e *UnsupportedError) Unwrap() error { return ErrTokenizer }

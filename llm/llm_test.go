@@ -495,3 +495,139 @@ func TestInspectRealProgram(t *testing.T) {
 		t.Errorf("methods %v", info.Methods)
 	}
 }
+
+// TestGreedyOnDevice: greedy generation picks tokens on the device (the
+// model's Head, steps pipelined) and gives exactly the tokens, stop and
+// cache positions of picking on the host from read-back logits
+// (HostGreedy): to the end of the cache, with a stop token, across two
+// Generate calls of one sequence (the last token pending), with a prompt
+// prefilled in chunks, and followed by Forward. Penalties fall back to
+// the host. Every calling convention.
+func TestGreedyOnDevice(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			v, err := models.NewLlamaLayout(testCfg, nil, l.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev, host := load(t, v), load(t, v)
+			type run struct {
+				prompt []int32
+				opts   llm.GenerateOptions
+			}
+			check := func(what string, runs []run, forward []int32) {
+				t.Helper()
+				dev.Reset()
+				host.Reset()
+				for i, rn := range runs {
+					got, err := dev.Generate(ctx, rn.prompt, rn.opts)
+					if err != nil {
+						t.Fatalf("%s, run %d: %v", what, i, err)
+					}
+					ho := rn.opts
+					ho.HostGreedy = true
+					want, err := host.Generate(ctx, rn.prompt, ho)
+					if err != nil {
+						t.Fatalf("%s, run %d on the host: %v", what, i, err)
+					}
+					penalized := rn.opts.PresencePenalty != 0
+					if got.Stats.OnDevice == penalized || want.Stats.OnDevice {
+						t.Fatalf("%s, run %d: OnDevice %v (host run %v)", what, i, got.Stats.OnDevice, want.Stats.OnDevice)
+					}
+					if !slices.Equal(got.Tokens, want.Tokens) || got.Stop != want.Stop || dev.Pos() != host.Pos() {
+						t.Fatalf("%s, run %d: device %v stop %d pos %d; host %v stop %d pos %d", what, i,
+							got.Tokens, got.Stop, dev.Pos(), want.Tokens, want.Stop, host.Pos())
+					}
+					if got.Stats.GeneratedTokens != want.Stats.GeneratedTokens || got.Stats.DecodeSteps != want.Stats.DecodeSteps {
+						t.Fatalf("%s, run %d: stats %+v, host %+v", what, i, got.Stats, want.Stats)
+					}
+				}
+				if forward != nil {
+					a, err := dev.Forward(ctx, forward)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := host.Forward(ctx, forward)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(a, b) {
+						t.Fatalf("%s: Forward after generating: logits differ", what)
+					}
+				}
+			}
+			full, err := host.Generate(ctx, []int32{2, 4, 6}, llm.GenerateOptions{HostGreedy: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("to the end of the cache", []run{{[]int32{2, 4, 6}, llm.GenerateOptions{}}}, nil)
+			check("stop token", []run{{[]int32{2, 4, 6}, llm.GenerateOptions{MaxNewTokens: 12, StopTokens: []int32{full.Tokens[3]}}}}, []int32{7})
+			check("one sequence, two calls", []run{
+				{[]int32{2, 4, 6}, llm.GenerateOptions{MaxNewTokens: 3}},
+				{[]int32{9}, llm.GenerateOptions{MaxNewTokens: 4}},
+				{nil, llm.GenerateOptions{MaxNewTokens: 2}},
+			}, []int32{5})
+			check("chunked prefill", []run{{[]int32{1, 2, 3, 4, 5, 6, 7}, llm.GenerateOptions{MaxNewTokens: 5, PrefillChunk: 3}}}, nil)
+			check("one token", []run{{[]int32{3}, llm.GenerateOptions{MaxNewTokens: 1}}}, []int32{8})
+			check("penalties on the host", []run{{[]int32{2, 4, 6}, llm.GenerateOptions{MaxNewTokens: 6, PresencePenalty: 3}}}, nil)
+		})
+	}
+}
+
+// TestSampledOnDevice: sampling reads back the step's largest logits from
+// the device head (DeviceTopK) and draws the same tokens as reading every
+// step's logits (DeviceTopK -1); a chain that keeps tokens past them
+// reads the row after all (Stats.LogitReads). Every calling convention.
+func TestSampledOnDevice(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			v, err := models.NewLlamaLayout(testCfg, nil, l.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev, host := load(t, v), load(t, v)
+			for _, tc := range []struct {
+				opts  llm.GenerateOptions
+				reads bool // every step reads the row back
+			}{
+				{llm.GenerateOptions{Temperature: 1, TopK: 5, Seed: 3}, false},
+				{llm.GenerateOptions{Temperature: 0.9, TopK: 12, TopP: 0.8, MinP: 0.02, Seed: 4}, false},
+				{llm.GenerateOptions{Temperature: 1.1, TopP: 0.3, Seed: 5, DeviceTopK: 40}, false},
+				{llm.GenerateOptions{Temperature: 1, Seed: 6}, true},
+			} {
+				o := tc.opts
+				o.MaxNewTokens = 10
+				dev.Reset()
+				host.Reset()
+				got, err := dev.Generate(ctx, []int32{2, 4, 6, 8, 10}, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ho := o
+				ho.DeviceTopK = -1
+				want, err := host.Generate(ctx, []int32{2, 4, 6, 8, 10}, ho)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Tokens, want.Tokens) || dev.Pos() != host.Pos() {
+					t.Fatalf("%+v: device %v (pos %d), host %v (pos %d)", tc.opts, got.Tokens, dev.Pos(), want.Tokens, host.Pos())
+				}
+				st := got.Stats
+				if !st.OnDevice || want.Stats.OnDevice {
+					t.Fatalf("%+v: OnDevice %v, host run %v", tc.opts, st.OnDevice, want.Stats.OnDevice)
+				}
+				if tc.reads && st.LogitReads != len(got.Tokens) {
+					t.Errorf("%+v: %d logit reads for %d tokens, want every step", tc.opts, st.LogitReads, len(got.Tokens))
+				}
+				if tc.opts.TopK > 0 && st.LogitReads != 0 {
+					t.Errorf("%+v: %d logit reads with top-k inside the read-back", tc.opts, st.LogitReads)
+				}
+			}
+			if _, err := dev.Generate(ctx, []int32{1}, llm.GenerateOptions{Temperature: 1, DeviceTopK: wgdelegate.MaxTopK + 1}); !errors.Is(err, llm.ErrOption) {
+				t.Errorf("DeviceTopK past MaxTopK: %v", err)
+			}
+		})
+	}
+}

@@ -27,6 +27,10 @@ type Runner struct {
 	tok32   []int32
 	tok64   []int64
 	last    Stats
+	// head picks greedy tokens on the device (nil until the first greedy
+	// Generate; noHead once NewHead refused this model).
+	head   *wgdelegate.Head
+	noHead bool
 }
 
 // Open loads the decoder at path (a .pte program, or a raw VH00 blob) with
@@ -103,8 +107,13 @@ func (r *Runner) Reset() {
 	r.pos, r.pending = 0, -1
 }
 
-// Close closes the model if the runner opened it (Open, Load).
+// Close closes the model if the runner opened it (Open, Load), and the
+// runner's device head either way.
 func (r *Runner) Close() error {
+	if r.head != nil {
+		r.head.Close()
+		r.head = nil
+	}
 	if r.own {
 		return r.m.Close()
 	}
@@ -169,6 +178,29 @@ func (r *Runner) fits(n int64) error {
 // execute runs one Execute of tokens at r.pos and keeps the last logits.
 func (r *Runner) execute(ctx context.Context, tokens []int32) error {
 	n := int64(len(tokens))
+	outs, err := r.m.Execute(ctx, r.inputs(tokens)...)
+	if err != nil {
+		return err
+	}
+	if len(outs) == 0 {
+		return &NotDecoderError{Reason: "Execute returned no outputs"}
+	}
+	v, err := outs[0].Float32s()
+	if err != nil {
+		return err
+	}
+	if int64(len(v)) < r.conv.Vocab || int64(len(v))%r.conv.Vocab != 0 {
+		return &NotDecoderError{Reason: fmt.Sprintf("logits of shape %v for a vocabulary of %d", outs[0].Shape, r.conv.Vocab)}
+	}
+	r.logits = append(r.logits[:0], v[int64(len(v))-r.conv.Vocab:]...)
+	r.pos += n
+	return nil
+}
+
+// inputs returns the model's inputs for tokens at r.pos, in buffers the
+// runner reuses.
+func (r *Runner) inputs(tokens []int32) []wgdelegate.Tensor {
+	n := int64(len(tokens))
 	var tok wgdelegate.Tensor
 	if r.conv.TokenType == wgdelegate.Int64 {
 		r.tok64 = r.tok64[:0]
@@ -190,23 +222,7 @@ func (r *Runner) execute(ctx context.Context, tokens []int32) error {
 	} else {
 		pos = wgdelegate.FromInt64(posShape, []int64{r.pos})
 	}
-	outs, err := r.m.Execute(ctx, tok, pos)
-	if err != nil {
-		return err
-	}
-	if len(outs) == 0 {
-		return &NotDecoderError{Reason: "Execute returned no outputs"}
-	}
-	v, err := outs[0].Float32s()
-	if err != nil {
-		return err
-	}
-	if int64(len(v)) < r.conv.Vocab || int64(len(v))%r.conv.Vocab != 0 {
-		return &NotDecoderError{Reason: fmt.Sprintf("logits of shape %v for a vocabulary of %d", outs[0].Shape, r.conv.Vocab)}
-	}
-	r.logits = append(r.logits[:0], v[int64(len(v))-r.conv.Vocab:]...)
-	r.pos += n
-	return nil
+	return []wgdelegate.Tensor{tok, pos}
 }
 
 // GenerateOptions configure Generate and Stream.
@@ -258,6 +274,19 @@ type GenerateOptions struct {
 	// PrefillChunk caps the tokens per Execute while prefilling; 0 uses
 	// Convention().MaxTokens (all at once when the prompt fits).
 	PrefillChunk int
+	// HostGreedy makes greedy decoding read every step's logits back and
+	// pick on the host, as before the device head; by default a greedy
+	// generation without penalties picks on the device (4 bytes read
+	// back a step) and submits each step before the previous token is
+	// read (see the package documentation). The tokens are the same.
+	HostGreedy bool
+	// DeviceTopK is how many of the largest logits a sampled step (above
+	// temperature 0, without penalties) reads back from the device's head
+	// instead of the whole row: 0 means DefaultDeviceTopK, or TopK when
+	// that is set and larger; -1 reads every step's logits. When what the
+	// sampler keeps (top-k, the nucleus, the min-p floor) does not lie in
+	// them, the step reads the row after all (Stats.LogitReads).
+	DeviceTopK int
 	// OnToken, when set, receives each generated token as soon as it is
 	// sampled; an error it returns ends the generation and is returned.
 	OnToken func(token int32) error
@@ -284,7 +313,21 @@ type Stats struct {
 	TimeToFirstToken time.Duration
 	// Decode is the time of the decode steps.
 	Decode time.Duration
+	// OnDevice is true when the tokens were picked on the device (greedy
+	// decoding through the model's Head, steps pipelined); then Submit is
+	// the host's time preparing and submitting steps (inputs, records,
+	// encoding) and Wait its time blocked on the tokens, both over every
+	// step including the prompt's.
+	OnDevice     bool
+	Submit, Wait time.Duration
+	// LogitReads counts the sampled steps on the device whose pick needed
+	// the whole row of logits read back.
+	LogitReads int
 }
+
+// DefaultDeviceTopK is GenerateOptions.DeviceTopK's default: the largest
+// logits a sampled step reads back from the device.
+const DefaultDeviceTopK = 64
 
 // PromptTokensPerSecond is the prefill rate.
 func (s Stats) PromptTokensPerSecond() float64 { return rate(s.PromptTokens, s.Prefill) }
@@ -319,6 +362,9 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	if len(feed) == 0 {
 		return res, fmt.Errorf("%w: an empty prompt with nothing generated before", ErrOption)
 	}
+	if opts.DeviceTopK < -1 || opts.DeviceTopK > wgdelegate.MaxTopK {
+		return res, fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, opts.DeviceTopK, wgdelegate.MaxTopK)
+	}
 	if opts.MaxNewTokens < 0 || opts.PrefillChunk < 0 {
 		return res, fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, opts.MaxNewTokens, opts.PrefillChunk)
 	}
@@ -334,8 +380,14 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	}
 	stats := &res.Stats
 	stats.PromptTokens = len(feed)
+	if h := r.greedyHead(s, opts); h != nil {
+		err := r.generateOnDevice(ctx, h, feed, n, opts, &res, start)
+		r.last = *stats
+		return res, err
+	}
 	s.accept(feed...)
-	logits, err := r.forward(ctx, feed, int64(opts.PrefillChunk))
+	pick := r.picker(ctx, s, opts, stats)
+	tok, err := pick(feed, int64(opts.PrefillChunk))
 	if err != nil {
 		return res, err
 	}
@@ -347,7 +399,7 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			if logits, err = r.forward(ctx, []int32{r.pending}, 1); err != nil {
+			if tok, err = pick([]int32{r.pending}, 1); err != nil {
 				r.last = *stats
 				return res, err
 			}
@@ -355,7 +407,6 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 			stats.DecodeSteps++
 			stats.Decode = time.Since(decodeStart)
 		}
-		tok := s.sample(logits)
 		if i == 0 {
 			stats.TimeToFirstToken = time.Since(start)
 			decodeStart = time.Now()
@@ -407,4 +458,198 @@ func (r *Runner) Stream(ctx context.Context, prompt []int32, opts GenerateOption
 			yield(-1, err)
 		}
 	}
+}
+
+// greedyHead returns the device head for a generation that can use it
+// (greedy, no penalties, not HostGreedy), making it on first use; nil
+// otherwise or when the model has no head (a program of several
+// delegates, logits or tokens a head cannot serve).
+func (r *Runner) greedyHead(s *sampler, opts GenerateOptions) *wgdelegate.Head {
+	if s.temp != 0 || s.penalize || opts.HostGreedy {
+		return nil
+	}
+	return r.deviceHead()
+}
+
+// deviceHead returns the model's Head, making it on first use; nil when
+// the model has none (a program of several delegates, logits or tokens a
+// head cannot serve).
+func (r *Runner) deviceHead() *wgdelegate.Head {
+	if r.head == nil && !r.noHead {
+		h, err := r.m.NewHead(wgdelegate.HeadOptions{Logits: 0, Token: 0})
+		if err != nil {
+			r.noHead = true
+			return nil
+		}
+		r.head = h
+	}
+	return r.head
+}
+
+// generateOnDevice is Generate's greedy loop with the device head: the
+// prompt's last chunk and every decode step are submitted through h, and
+// step t+1 (fed the token step t picks, on the device) is submitted
+// before step t's token is read, so the GPU runs one step while the host
+// reads the previous one's 4 bytes and encodes the next. A stop token
+// ends the loop when it is read; the step already submitted behind it
+// wrote only the cache row at the stop's position, which the runner does
+// not count as filled (the next sequence or Generate overwrites it).
+func (r *Runner) generateOnDevice(ctx context.Context, h *wgdelegate.Head, feed []int32, n int64, opts GenerateOptions, res *Result, start time.Time) error {
+	stats := &res.Stats
+	feed, err := r.feedChunks(ctx, feed, int64(opts.PrefillChunk))
+	if err != nil {
+		return err
+	}
+	var inflight []wgdelegate.HeadStep
+	// drain waits for the steps still submitted (their picks unused),
+	// so that the head's ring is free for the next generation.
+	drain := func() {
+		for _, p := range inflight {
+			h.Wait(context.WithoutCancel(ctx), p)
+		}
+		inflight = nil
+	}
+	stats.OnDevice = true
+	submit := func(tokens []int32, fed bool) (wgdelegate.HeadStep, error) {
+		t0 := time.Now()
+		p, err := h.Submit(ctx, r.inputs(tokens), wgdelegate.StepOptions{Fed: fed})
+		stats.Submit += time.Since(t0)
+		return p, err
+	}
+	p, err := submit(feed, false)
+	if err != nil {
+		return err
+	}
+	r.pending = -1
+	r.pos += int64(len(feed))
+	inflight = append(inflight, p)
+	var decodeStart time.Time
+	for i := int64(0); i < n; i++ {
+		if i+1 < n {
+			// The step that eats token i, submitted before token i is read.
+			next, err := submit([]int32{0}, true)
+			if err != nil {
+				drain()
+				return err
+			}
+			inflight = append(inflight, next)
+		}
+		t0 := time.Now()
+		hr, err := h.Wait(ctx, inflight[0])
+		stats.Wait += time.Since(t0)
+		if err != nil {
+			drain()
+			return err
+		}
+		tok := hr.Token
+		inflight = inflight[1:]
+		if i == 0 {
+			stats.Prefill = time.Since(start)
+			stats.TimeToFirstToken = stats.Prefill
+			decodeStart = time.Now()
+		} else {
+			stats.DecodeSteps++
+			stats.Decode = time.Since(decodeStart)
+		}
+		if slices.Contains(opts.StopTokens, tok) {
+			res.Stop = tok
+			drain()
+			return nil
+		}
+		res.Tokens = append(res.Tokens, tok)
+		stats.GeneratedTokens++
+		if i+1 < n {
+			r.pos++ // token i is in the cache: its step was submitted
+		} else {
+			r.pending = tok
+		}
+		if opts.OnToken != nil {
+			if err := opts.OnToken(tok); err != nil {
+				drain()
+				return err
+			}
+		}
+	}
+	drain()
+	return nil
+}
+
+// picker returns the function that feeds tokens (in chunks of up to
+// chunk) and picks the next token with s: from read-back logits, or, for
+// sampling with a device head, from the step's largest logits (reading
+// the row only when they do not suffice).
+func (r *Runner) picker(ctx context.Context, s *sampler, opts GenerateOptions, stats *Stats) func([]int32, int64) (int32, error) {
+	k := opts.DeviceTopK
+	if k == 0 {
+		k = max(DefaultDeviceTopK, s.topK)
+	}
+	var h *wgdelegate.Head
+	if s.temp > 0 && !s.penalize && k > 0 && k <= wgdelegate.MaxTopK {
+		h = r.deviceHead()
+	}
+	if h == nil {
+		return func(tokens []int32, chunk int64) (int32, error) {
+			logits, err := r.forward(ctx, tokens, chunk)
+			if err != nil {
+				return -1, err
+			}
+			return s.sample(logits), nil
+		}
+	}
+	stats.OnDevice = true
+	return func(tokens []int32, chunk int64) (int32, error) {
+		last, err := r.feedChunks(ctx, tokens, chunk)
+		if err != nil {
+			return -1, err
+		}
+		t0 := time.Now()
+		st, err := h.Submit(ctx, r.inputs(last), wgdelegate.StepOptions{TopK: k, Temperature: s.temp})
+		stats.Submit += time.Since(t0)
+		if err != nil {
+			return -1, err
+		}
+		r.pos += int64(len(last))
+		t0 = time.Now()
+		hr, err := h.Wait(ctx, st)
+		stats.Wait += time.Since(t0)
+		if err != nil {
+			return -1, err
+		}
+		if tok, ok := s.sampleTop(hr.Top, hr.SumExp); ok {
+			return tok, nil
+		}
+		stats.LogitReads++
+		logits, err := h.Logits(ctx)
+		if err != nil {
+			return -1, err
+		}
+		return s.sample(logits), nil
+	}
+}
+
+// feedChunks checks tokens like forward and feeds all but the last chunk
+// of up to chunk tokens (Convention().MaxTokens when 0), returning that
+// last chunk for the caller to submit.
+func (r *Runner) feedChunks(ctx context.Context, tokens []int32, chunk int64) ([]int32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens to feed", ErrOption)
+	}
+	if err := r.fits(int64(len(tokens))); err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= r.conv.Vocab {
+			return nil, &TokenError{Token: t, Vocab: r.conv.Vocab}
+		}
+	}
+	if chunk <= 0 || chunk > r.conv.MaxTokens {
+		chunk = r.conv.MaxTokens
+	}
+	for int64(len(tokens)) > chunk {
+		if err := r.execute(ctx, tokens[:chunk]); err != nil {
+			return nil, err
+		}
+		tokens = tokens[chunk:]
+	}
+	return tokens, nil
 }

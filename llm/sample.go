@@ -3,6 +3,7 @@ package llm
 import (
 	"cmp"
 	"fmt"
+	"github.com/wgdelegate/wgdelegate"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -258,4 +259,118 @@ func (s *sampler) trim(last int) int {
 		last--
 	}
 	return last
+}
+
+// sampleTop is sample for a step whose device head read back the largest
+// logits top (largest first, ties by token) and the normalizer z, the sum
+// over the whole row of exp((logit-max)/temperature): it picks as sample
+// would from the whole row whenever what the chain keeps lies in top, and
+// reports false, having drawn nothing, otherwise (the caller then reads
+// the logits and calls sample). With top-k (at most len(top)) the
+// probabilities are those sample computes, bit for bit; without it top-p
+// and min-p cut with z, computed in float32 on the device, so a cut that
+// falls within about 1e-6 of topP may land one token off the host's.
+func (s *sampler) sampleTop(top []wgdelegate.TopLogit, z float64) (int32, bool) {
+	if s.penalize || s.temp == 0 || len(top) == 0 {
+		return -1, false
+	}
+	nucleus := s.topP > 0 && s.topP < 1
+	k := len(top)
+	switch {
+	case s.topK > 0 && s.topK <= len(top):
+		k = s.topK
+	case s.topK > 0 || (!nucleus && s.minP <= 0):
+		return -1, false // the chain keeps tokens beyond top
+	}
+	kept := top[:k]
+	mx := float64(kept[0].Logit)
+	s.probs = s.probs[:0]
+	for _, t := range kept {
+		p := math.Exp((float64(t.Logit) - mx) / s.temp)
+		if p != p {
+			p = 0
+		}
+		s.probs = append(s.probs, p)
+	}
+	// s.order: indices into kept in token order, for the sums and the
+	// draw that sample makes in token order.
+	s.order = s.order[:0]
+	for i := range kept {
+		s.order = append(s.order, int32(i))
+	}
+	slices.SortFunc(s.order, func(a, b int32) int { return cmp.Compare(kept[a].Token, kept[b].Token) })
+	sum := z
+	if s.topK > 0 {
+		sum = 0
+		for _, i := range s.order {
+			sum += s.probs[i]
+		}
+	}
+	if sum == 0 || math.IsInf(sum, 0) || math.IsNaN(sum) {
+		return -1, false
+	}
+	for i := range s.probs {
+		s.probs[i] /= sum
+	}
+	if !nucleus && s.minP <= 0 {
+		// Top-k alone: sample's draw over the kept tokens in token order.
+		u := s.rng.Float64()
+		var c float64
+		last := s.order[0]
+		for _, i := range s.order {
+			c += s.probs[i]
+			if u < c {
+				return kept[i].Token, true
+			}
+			if s.probs[i] > 0 {
+				last = i
+			}
+		}
+		return kept[last].Token, true
+	}
+	// Most likely first, ties by token, as sample sorts the whole row.
+	slices.SortStableFunc(s.order, func(a, b int32) int { return cmp.Compare(s.probs[b], s.probs[a]) })
+	var c float64
+	last := -1
+	if nucleus {
+		for j, i := range s.order {
+			c += s.probs[i]
+			if c > s.topP {
+				last = j
+				break
+			}
+		}
+	}
+	if last < 0 {
+		if s.topK == 0 {
+			// The nucleus (or, without one, the min-p floor) must close
+			// inside top: the rest of the row is no more likely than its
+			// last entry.
+			if nucleus || s.probs[s.order[len(s.order)-1]] >= s.minP*s.probs[s.order[0]] {
+				return -1, false
+			}
+		}
+		last = len(s.order) - 1
+	}
+	floor := s.minP * s.probs[s.order[0]]
+	trimmed := last
+	for trimmed > 0 && (s.probs[s.order[trimmed]] == 0 || s.probs[s.order[trimmed]] < floor) {
+		trimmed--
+	}
+	if trimmed != last || !nucleus {
+		last = trimmed
+		c = 0
+		for _, i := range s.order[:last+1] {
+			c += s.probs[i]
+		}
+	}
+	u := s.rng.Float64() * c
+	var acc float64
+	for _, i := range s.order[:last+1] {
+		acc += s.probs[i]
+		if u < acc {
+			return kept[i].Token, true
+		}
+	}
+	return kept[s.order[last]].Token, true
 }

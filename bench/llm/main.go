@@ -1,10 +1,15 @@
 // Command llm benchmarks greedy Llama decoding: a random-weight model of a
 // llama2.c TinyStories shape, written as an ExecuTorch Vulkan llama export
 // (internal/models.Llama, exporter memory plan), loaded through the public
-// API and run one token per Execute with input_pos advancing, from token 1
-// (BOS) at position 0, as llama2.c's run.c does with an empty prompt. It
-// reports tokens/s (the median and range over -runs), milliseconds per
-// step and GPU dispatches per step:
+// API and decoded greedily through the llm package's Runner, one token per
+// step with input_pos advancing, from token 1 (BOS) at position 0, as
+// llama2.c's run.c does with an empty prompt. By default the tokens are
+// picked on the device and steps pipelined (llm's device head); -pick host
+// reads every step's logits back and picks on the host, and -pick both
+// alternates the two in one process and prints their ratio. It reports
+// tokens/s (the median and range over -runs), milliseconds per step, GPU
+// dispatches per step and, for the device pick, the host's time per step
+// spent submitting and waiting:
 //
 //	go run ./bench/llm -shape 260k -n 256
 //	go run ./bench/llm -shape 110m -n 32 -runc /path/to/llama2.c/run.c
@@ -44,6 +49,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/llm"
 )
 
 // shape is one model size with its defaults for the run.c comparison.
@@ -51,16 +57,18 @@ type shape struct {
 	cfg     models.LlamaConfig
 	steps   int
 	cflags  string
-	threads int // OMP_NUM_THREADS for run.c; 0 leaves it unset
+	threads int  // OMP_NUM_THREADS for run.c; 0 leaves it unset
+	shared  bool // the classifier is the embedding, always
 }
 
 var shapes = map[string]shape{
 	"110m": {cfg: models.Stories110M, steps: 32, cflags: "-O3 -march=native -fopenmp"},
+	"1b":   {cfg: models.Llama32_1B, steps: 16, cflags: "-O3 -march=native -fopenmp", shared: true},
 	"260k": {cfg: models.Stories260K, steps: 256, cflags: "-O2", threads: 1},
 }
 
 func main() {
-	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512) or 110m (stories110M: dim 768, 12 layers, vocab 32000)")
+	shapeName := flag.String("shape", "260k", "model shape: 260k (stories260K: dim 64, 5 layers, GQA 8/4, vocab 512), 110m (stories110M: dim 768, 12 layers, vocab 32000) or 1b (Llama 3.2 1B: dim 2048, hidden 8192, 16 layers, GQA 32/8, vocab 128256, tied classifier)")
 	steps := flag.Int("n", 0, "decode steps per run (0: 256 for 260k, 32 for 110m); at most the cache length")
 	runs := flag.Int("runs", 3, "timed runs (each restarts at input_pos 0)")
 	seq := flag.Int64("seq", 0, "KV cache length, seq_len (0: the shape's: 512 for 260k, 256 for 110m)")
@@ -72,6 +80,7 @@ func main() {
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
 	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
 	q4 := flag.Int64("q4", 0, "write every linear as et_vk.linear_q4gsw with 4-bit weights in groups of this size (-qmode 4w); run.c then runs the float weights, so only the speeds compare")
+	pick := flag.String("pick", "device", "where greedy tokens are picked: device (llm's device head, steps pipelined), host (every step's logits read back), or both (alternating runs, same process)")
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
 	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
@@ -80,7 +89,7 @@ func main() {
 
 	sh, ok := shapes[*shapeName]
 	if !ok {
-		log.Fatalf("llm: unknown -shape %q (260k or 110m)", *shapeName)
+		log.Fatalf("llm: unknown -shape %q (260k, 110m or 1b)", *shapeName)
 	}
 	cfg := sh.cfg
 	cfg.Seed, cfg.SplitCache, cfg.Q4Group = *seed, *split, *q4
@@ -110,7 +119,10 @@ func main() {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	o := options{name: *shapeName, shared: *shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
+	if *pick != "device" && *pick != "host" && *pick != "both" {
+		log.Fatalf("llm: -pick %q is not device, host or both", *pick)
+	}
+	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
 	fam, err := wgdelegate.ParseKernelFamily(*kernels)
 	if err != nil {
 		log.Fatalf("llm: -kernels: %v", err)
@@ -154,6 +166,8 @@ type options struct {
 	// cpuThreads is the device's llvmpipe worker setting
 	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
 	cpuThreads int
+	// pick is where the greedy tokens are picked: device, host or both.
+	pick string
 }
 
 // result is what one benchmark measured.
@@ -163,10 +177,15 @@ type result struct {
 	baseRates, baseStepMs []float64
 	// fixedMs are the times of steps that repeat one input_pos: the
 	// graph is then not recorded again, as it is for every new position.
-	fixedMs    []float64
-	dispatches int
-	records    wgdelegate.RecordStats // after the timed runs
-	ours       []int32
+	fixedMs []float64
+	// hostRates and hostStepMs are the host pick's, with -pick both.
+	hostRates, hostStepMs []float64
+	// submitUs and waitUs are the host's µs per step submitting steps and
+	// waiting for tokens, per device-pick run.
+	submitUs, waitUs []float64
+	dispatches       int
+	records          wgdelegate.RecordStats // after the timed runs
+	ours             []int32
 	// cRates and theirs are run.c's tok/s per run and its tokens (empty
 	// when run.c did not run); mismatch is the first step where the
 	// tokens differ, -1 when they agree as far as both go.
@@ -257,9 +276,14 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		defer base.Close()
 	}
 
+	runner, err := llm.New(m, llm.ProgramInfo{MaxSeqLen: cfg.MaxSeq})
+	if err != nil {
+		return nil, err
+	}
+	defer runner.Close()
 	res := &result{mismatch: -1}
 	for r := range o.runs {
-		ids, times, err := decode(ctx, m, l, cfg, o.steps)
+		ids, times, st, err := decode(ctx, runner, o.steps, o.pick == "host")
 		if err != nil {
 			return nil, err
 		}
@@ -275,9 +299,34 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		}
 		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
 		res.dispatches = m.MemoryStats().NumDispatches
+		if st.OnDevice {
+			res.dispatches++ // the head's argmax
+			res.submitUs = append(res.submitUs, float64(st.Submit.Microseconds())/float64(o.steps))
+			res.waitUs = append(res.waitUs, float64(st.Wait.Microseconds())/float64(o.steps))
+		}
 		res.records = m.RecordStats()
+		if o.pick == "both" {
+			ids, times, _, err := decode(ctx, runner, o.steps, true)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Equal(ids, res.ours) {
+				return nil, fmt.Errorf("llm: the host pick decoded other tokens than the device pick")
+			}
+			var total time.Duration
+			for _, t := range times[1:] {
+				total += t
+				res.hostStepMs = append(res.hostStepMs, float64(t)/float64(time.Millisecond))
+			}
+			res.hostRates = append(res.hostRates, float64(o.steps-1)/total.Seconds())
+		}
 		if base != nil {
-			ids, times, err := decode(ctx, base, l, cfg, o.steps)
+			br, err := llm.New(base, llm.ProgramInfo{MaxSeqLen: cfg.MaxSeq})
+			if err != nil {
+				return nil, err
+			}
+			ids, times, _, err := decode(ctx, br, o.steps, o.pick == "host")
+			br.Close()
 			if err != nil {
 				return nil, err
 			}
@@ -340,6 +389,15 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 func (res *result) print(o options) {
 	fmt.Printf("wgdelegate: %s tok/s over %d runs of %d steps; %.2f ms/step (median, p10 %.2f, p90 %.2f); %d dispatches/step\n",
 		summary(res.rates), o.runs, o.steps, quantile(res.stepMs, 0.5), quantile(res.stepMs, 0.1), quantile(res.stepMs, 0.9), res.dispatches)
+	if len(res.submitUs) > 0 {
+		fmt.Printf("host per step (device pick, pipelined): submit %.1f µs, wait %.1f µs (medians over runs)\n",
+			quantile(res.submitUs, 0.5), quantile(res.waitUs, 0.5))
+	}
+	if len(res.hostRates) > 0 {
+		fmt.Printf("host pick (logits read back), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); device / host %.3f (medians)\n",
+			summary(res.hostRates), quantile(res.hostStepMs, 0.5), quantile(res.hostStepMs, 0.1), quantile(res.hostStepMs, 0.9),
+			quantile(res.rates, 0.5)/quantile(res.hostRates, 0.5))
+	}
 	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched)\n",
 		res.records.Rerecords, res.records.Refreshes, res.records.Patched)
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
@@ -378,25 +436,27 @@ func (res *result) print(o options) {
 
 // decode runs n greedy steps from token 1 at input_pos 0 and returns the
 // tokens chosen and each step's time.
-func decode(ctx context.Context, m *wgdelegate.Model, l *models.Llama, cfg models.LlamaConfig, n int) ([]int32, []time.Duration, error) {
-	ids := make([]int32, 0, n)
+// decode generates n greedy tokens from token 1 at position 0 (n steps:
+// the first from the one-token prompt) and returns them with the time
+// between consecutive tokens (the first from the call) and the runner's
+// stats; host picks on the host (llm.GenerateOptions.HostGreedy).
+func decode(ctx context.Context, r *llm.Runner, n int, host bool) ([]int32, []time.Duration, llm.Stats, error) {
+	r.Reset()
 	times := make([]time.Duration, 0, n)
-	tok := int32(1)
-	for pos := range int64(n) {
-		t0 := time.Now()
-		outs, err := m.Execute(ctx, l.Inputs([]int32{tok}, pos)...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("llm: step %d: %w", pos, err)
-		}
-		logits, err := outs[0].Float32s()
-		if err != nil {
-			return nil, nil, err
-		}
-		tok = models.Argmax(logits, int(cfg.Vocab))
-		times = append(times, time.Since(t0))
-		ids = append(ids, tok)
+	last := time.Now()
+	res, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: n, HostGreedy: host, OnToken: func(int32) error {
+		now := time.Now()
+		times = append(times, now.Sub(last))
+		last = now
+		return nil
+	}})
+	if err != nil {
+		return nil, nil, llm.Stats{}, err
 	}
-	return ids, times, nil
+	if len(res.Tokens) != n {
+		return nil, nil, llm.Stats{}, fmt.Errorf("llm: %d tokens of %d", len(res.Tokens), n)
+	}
+	return res.Tokens, times, res.Stats, nil
 }
 
 var tokPerSec = regexp.MustCompile(`achieved tok/s: ([0-9.]+|inf)`)

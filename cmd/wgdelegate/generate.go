@@ -34,10 +34,13 @@ memory. Ctrl-C stops the generation: the statistics so far are printed
 
 Flags:
   --data FILE          a .ptd file holding named constants (repeatable)
-  --tokenizer FILE     llama2.c's tokenizer.bin or a SentencePiece
-                       tokenizer.model (told apart by their bytes); without
+  --tokenizer FILE     llama2.c's tokenizer.bin, a SentencePiece or a
+                       tiktoken (Llama 3) tokenizer.model, or a Hugging Face
+                       tokenizer.json (told apart by their bytes); without
                        one, prompts and output are token ids
   --prompt TEXT        the prompt, encoded with --tokenizer after BOS
+  --chat               send --prompt as a user's message in Llama 3
+                       instruct's chat format (a Llama 3 tokenizer)
   --ids 1,2,3          the prompt as token ids (the default is BOS alone:
                        the tokenizer's, the program's get_bos_id, or 1)
   -n N                 tokens to generate (default 64; 0 fills the cache)
@@ -65,7 +68,8 @@ Flags:
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
-                       EOS, else the program's get_eos_ids, else none)
+                       EOS and end-of-turn tokens such as <|eot_id|>, else
+                       the program's get_eos_ids, else none)
   --json               print one JSON object on stdout at the end instead
                        (tokens, text, prompt/decode tok/s, TTFT, memory)
   --cpu-threads N      compute threads of a CPU adapter (llvmpipe/lavapipe):
@@ -107,6 +111,7 @@ type generateOptions struct {
 	stopSet          bool
 	gen              llm.GenerateOptions
 	json, verbose    bool
+	chat             bool
 	cpuThreads       int
 	kernels          wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 	f16KV            bool
@@ -121,6 +126,7 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
 		{names: []string{"prompt"}, value: true, set: func(v string) error { o.prompt = &v; return nil }},
+		{names: []string{"chat"}, set: func(string) error { o.chat = true; return nil }},
 		{names: []string{"ids"}, value: true, set: idsFlag(&o.ids)},
 		{names: []string{"n"}, value: true, set: func(v string) error {
 			n, err := strconv.Atoi(v)
@@ -182,6 +188,9 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 	if o.prompt != nil && o.tokenizer == "" {
 		return o, errors.New("generate: --prompt needs --tokenizer (or give the prompt as --ids)")
 	}
+	if o.chat && o.prompt == nil {
+		return o, errors.New("generate: --chat needs --prompt")
+	}
 	o.model, err = oneModel("generate", pos)
 	return o, err
 }
@@ -212,23 +221,33 @@ func floatFlag(dst *float64) func(string) error {
 	}
 }
 
-// loadTokenizer reads a SentencePiece model (a protobuf, whose first byte
-// is the tag of its pieces, 0x0a) or a llama2.c tokenizer.bin.
+// loadTokenizer reads any tokenizer file llm reads, told apart by its
+// bytes (llm.ParseTokenizer).
 func loadTokenizer(path string) (llm.Tokenizer, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	var t llm.Tokenizer
-	if len(b) > 0 && b[0] == 0x0a {
-		t, err = llm.ParseSentencePiece(b)
-	} else {
-		t, err = llm.ParseLlama2CTokenizer(b)
-	}
+	t, err := llm.ParseTokenizer(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
+}
+
+// chatPrompt returns the text to encode for --prompt and whether BOS goes
+// first: with --chat, the prompt as a user's message in Llama 3
+// instruct's format, which starts with BOS itself.
+func chatPrompt(o generateOptions, tok llm.Tokenizer) (string, bool, error) {
+	if !o.chat {
+		return *o.prompt, true, nil
+	}
+	if sp, ok := tok.(interface{ SpecialTokenID(string) (int32, bool) }); !ok {
+		return "", false, fmt.Errorf("generate: --chat needs a Llama 3 tokenizer (tiktoken or tokenizer.json), not a %T", tok)
+	} else if _, ok := sp.SpecialTokenID("<|start_header_id|>"); !ok {
+		return "", false, errors.New("generate: --chat needs a Llama 3 tokenizer: this one has no <|start_header_id|>")
+	}
+	return llm.Llama3ChatPrompt([]llm.ChatMessage{{Role: "user", Content: *o.prompt}}), false, nil
 }
 
 func generateCommand(args []string, stdout, stderr io.Writer) error {
@@ -314,7 +333,11 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	prompt := o.ids
 	switch {
 	case o.prompt != nil:
-		if prompt, err = tok.Encode(*o.prompt, true); err != nil {
+		text, bos, err := chatPrompt(o, tok)
+		if err != nil {
+			return err
+		}
+		if prompt, err = tok.Encode(text, bos); err != nil {
 			return err
 		}
 	case prompt == nil && tok != nil && tok.BOS() >= 0:
@@ -326,8 +349,8 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	}
 	switch {
 	case o.stopSet:
-	case tok != nil && tok.EOS() >= 0:
-		o.stop = []int32{tok.EOS()}
+	case tok != nil && len(llm.StopTokens(tok)) > 0:
+		o.stop = llm.StopTokens(tok)
 	default:
 		o.stop = info.EOS
 	}

@@ -19,14 +19,17 @@ typedef struct { wgdH pipe, group; uint32_t x, y, z, pad; } wgdDispatch;
 typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
 
 // wgd_record pushes an error scope and returns a command encoder holding
-// every dispatch in one compute pass, then the copies; or NULL, with the
-// scope popped into err.
-static wgdH wgd_record(wgdH dev, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+// the pre copies, every dispatch in one compute pass, then the copies; or
+// NULL, with the scope popped into err.
+static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
 	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
 	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
 	if (!enc) {
 		wgd_pop(dev, err);
 		return NULL;
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (pre[i].size > 0) wgpuCommandEncoderCopyBufferToBuffer(enc, pre[i].src, 0, pre[i].dst, 0, pre[i].size);
 	}
 	if (nd > 0) {
 		wgdH pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
@@ -45,10 +48,11 @@ static wgdH wgd_record(wgdH dev, const wgdDispatch *d, size_t nd, const wgdCopy 
 	return enc;
 }
 
-// wgd_submit encodes every dispatch in one compute pass, then the copies,
-// and submits once. It returns 0, or -1 with err set (nothing submitted).
-static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
-	wgdH enc = wgd_record(dev, d, nd, c, nc, err);
+// wgd_submit encodes the pre copies, every dispatch in one compute pass,
+// then the copies, and submits once. It returns 0, or -1 with err set
+// (nothing submitted).
+static int wgd_submit(wgdH dev, wgdH queue, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+	wgdH enc = wgd_record(dev, pre, np, d, nd, c, nc, err);
 	if (!enc) return -1;
 	return wgd_finish_submit(dev, queue, enc, err);
 }
@@ -56,7 +60,7 @@ static int wgd_submit(wgdH dev, wgdH queue, const wgdDispatch *d, size_t nd, con
 // wgd_encode is wgd_submit without the submit: the finished command buffer
 // is released. It measures what encoding costs (see encodeOnly).
 static int wgd_encode(wgdH dev, const wgdDispatch *d, size_t nd, wgdErr *err) {
-	wgdH enc = wgd_record(dev, d, nd, NULL, 0, err);
+	wgdH enc = wgd_record(dev, NULL, 0, d, nd, NULL, 0, err);
 	if (!enc) return -1;
 	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
 	wgd_pop(dev, err);
@@ -194,8 +198,17 @@ func (d *Device) freeRaw() {
 // program is a prepared submission: the dispatch and copy records in C
 // layout, built once and replayed by every Run.
 type program struct {
+	pre        []C.wgdCopy // copies before the compute pass
 	dispatches []C.wgdDispatch
 	copies     []C.wgdCopy
+}
+
+// setPre replaces the copies made before the compute pass.
+func (p *program) setPre(copies []Copy) {
+	p.pre = p.pre[:0]
+	for _, c := range copies {
+		p.pre = append(p.pre, C.wgdCopy{src: rawBuffer(c.Src.b), dst: rawBuffer(c.Dst.b), size: C.uint64_t(c.Size)})
+	}
 }
 
 func (p *program) set(dispatches []Dispatch, reads []Readback) {
@@ -212,8 +225,11 @@ func (p *program) set(dispatches []Dispatch, reads []Readback) {
 
 // submit encodes and submits p; the caller holds d.mu.
 func (d *Device) submit(p *program) error {
+	var pp, cp *C.wgdCopy
 	var dp *C.wgdDispatch
-	var cp *C.wgdCopy
+	if len(p.pre) > 0 {
+		pp = &p.pre[0]
+	}
 	if len(p.dispatches) > 0 {
 		dp = &p.dispatches[0]
 	}
@@ -222,7 +238,7 @@ func (d *Device) submit(p *program) error {
 	}
 	// Every submit also flushes the queue writes made before it.
 	d.flush.pending = 0
-	if C.wgd_submit(d.raw.dev, d.raw.queue, dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
+	if C.wgd_submit(d.raw.dev, d.raw.queue, pp, C.size_t(len(p.pre)), dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
 		return d.scopeError("submit")
 	}
 	return nil

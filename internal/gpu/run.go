@@ -23,6 +23,14 @@ type Readback struct {
 	Size uint64
 }
 
+// Copy copies the first Size bytes of Src to the start of Dst, both
+// storage buffers; Size is a multiple of 4.
+type Copy struct {
+	Src  *Buffer
+	Dst  *Buffer
+	Size uint64
+}
+
 // ErrMapFailed is returned when a staging buffer cannot be mapped.
 var ErrMapFailed = errors.New("gpu: buffer map failed")
 
@@ -63,6 +71,7 @@ func (d *Device) Submit(dispatches []Dispatch) error {
 type Program struct {
 	d     *Device
 	p     program
+	pre   []Copy
 	reads []Readback
 }
 
@@ -80,6 +89,14 @@ func (p *Program) Set(dispatches []Dispatch, reads []Readback) {
 	p.reads = append(p.reads[:0], reads...)
 }
 
+// SetPre sets the copies made before the program's compute pass (none by
+// default), such as a value one submission left in a buffer of its own
+// moved into the next one's input. They are checked at submission.
+func (p *Program) SetPre(copies []Copy) {
+	p.p.setPre(copies)
+	p.pre = append(p.pre[:0], copies...)
+}
+
 // SetReadSize changes readback i's byte count (a multiple of 4).
 func (p *Program) SetReadSize(i int, size uint64) {
 	p.reads[i].Size = size
@@ -92,11 +109,81 @@ func (p *Program) Run(ctx context.Context) error {
 	d := p.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := p.submitLocked(); err != nil {
+		return err
+	}
+	if len(p.reads) == 0 {
+		return d.waitIdleLocked(ctx)
+	}
+	return d.waitMappedLocked(ctx, p.reads)
+}
+
+// Submit submits the program once and returns without waiting: the
+// readbacks' staging buffers are being mapped, and WaitMapped waits for
+// them. The queue runs submissions in order, so a program submitted
+// next may read what this one writes; this is how a decode loop keeps the
+// GPU busy with step t+1 while the host waits for step t's few bytes.
+// Until WaitMapped returns, the staging buffers must not be read; a later
+// submission that reads back into one of them first waits for its map.
+func (p *Program) Submit() error {
+	d := p.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return p.submitLocked()
+}
+
+// WaitMapped waits until the staging buffers of reads, submitted by
+// Program.Submit, are mapped, and reports a failed map as ErrMapFailed.
+// If ctx ends first it returns ctx.Err() and the maps stay pending (see
+// Run).
+func (d *Device) WaitMapped(ctx context.Context, reads []Readback) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	for _, r := range reads {
+		if r.Dst.state == unmapped {
+			return &Error{Op: "wait mapped", Err: errors.New("staging buffer has no map pending or done")}
+		}
+	}
+	return d.waitMappedLocked(ctx, reads)
+}
+
+// waitMappedLocked waits for the maps of reads' staging buffers.
+func (d *Device) waitMappedLocked(ctx context.Context, reads []Readback) error {
+	for _, r := range reads {
+		if err := d.waitMapLocked(ctx, r.Dst); err != nil {
+			return err
+		}
+	}
+	for _, r := range reads {
+		if r.Dst.state == mapFailed {
+			r.Dst.state = unmapped
+			if err := d.checkLostLocked("run"); err != nil {
+				return err
+			}
+			return ErrMapFailed
+		}
+	}
+	return d.checkLostLocked("run")
+}
+
+// submitLocked checks the readbacks, submits the program and starts the
+// maps of its staging buffers. The caller holds d.mu.
+func (p *Program) submitLocked() error {
+	d := p.d
 	if d.closed {
 		return ErrClosed
 	}
 	if err := d.checkLostLocked("run"); err != nil {
 		return err
+	}
+	for _, c := range p.pre {
+		if c.Src.kind != Storage || c.Dst.kind != Storage || c.Src.released || c.Dst.released ||
+			c.Size%4 != 0 || c.Size > c.Src.size || c.Size > c.Dst.size {
+			return &Error{Op: "run", Err: fmt.Errorf("pre copy of %d bytes between released, non-storage or too small buffers", c.Size)}
+		}
 	}
 	for _, r := range p.reads {
 		if r.Dst.kind != Staging || r.Dst.released || r.Src.released {
@@ -120,24 +207,7 @@ func (p *Program) Run(ctx context.Context) error {
 		r.Dst.state = mapPending
 		d.rawMapRead(r.Dst)
 	}
-	if len(p.reads) == 0 {
-		return d.waitIdleLocked(ctx)
-	}
-	for _, r := range p.reads {
-		if err := d.waitMapLocked(ctx, r.Dst); err != nil {
-			return err
-		}
-	}
-	for _, r := range p.reads {
-		if r.Dst.state == mapFailed {
-			r.Dst.state = unmapped
-			if err := d.checkLostLocked("run"); err != nil {
-				return err
-			}
-			return ErrMapFailed
-		}
-	}
-	return d.checkLostLocked("run")
+	return nil
 }
 
 // Mapped returns the mapped bytes of a staging buffer after a successful Run.

@@ -59,6 +59,12 @@ var (
 		MaxSeq: 256, MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000, Seed: 1}
 	Stories260K = LlamaConfig{Dim: 64, Hidden: 172, Layers: 5, Heads: 8, KVHeads: 4, Vocab: 512,
 		MaxSeq: 512, MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000, Seed: 1}
+	// Llama32_1B has Llama 3.2 1B's shape (its classifier is the
+	// embedding, tied: set LlamaWeights.Output to the embedding), with a
+	// 256-position cache; RopeTheta is Llama 3's base without its
+	// frequency scaling.
+	Llama32_1B = LlamaConfig{Dim: 2048, Hidden: 8192, Layers: 16, Heads: 32, KVHeads: 8, Vocab: 128256,
+		MaxSeq: 256, MaxTokens: 1, Eps: 1e-5, RopeTheta: 500000, Seed: 1}
 )
 
 // HeadDim is the size of one attention head.

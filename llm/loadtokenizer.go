@@ -1,0 +1,151 @@
+package llm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+// TokenizerFormat is the kind of a tokenizer file, as DetectTokenizer
+// tells it from the file's bytes.
+type TokenizerFormat int
+
+// Tokenizer file formats.
+const (
+	// FormatUnknownTokenizer: none of the formats below (an empty file).
+	FormatUnknownTokenizer TokenizerFormat = iota
+	// FormatLlama2C: llama2.c's tokenizer.bin (ParseLlama2CTokenizer).
+	FormatLlama2C
+	// FormatSentencePiece: a SentencePiece tokenizer.model, a protobuf
+	// (ParseSentencePiece).
+	FormatSentencePiece
+	// FormatTiktoken: a tiktoken tokenizer.model, lines of base64 and
+	// rank (ParseTiktoken).
+	FormatTiktoken
+	// FormatHFTokenizer: a Hugging Face tokenizer.json
+	// (ParseHFTokenizer).
+	FormatHFTokenizer
+)
+
+// String names the format.
+func (f TokenizerFormat) String() string {
+	switch f {
+	case FormatLlama2C:
+		return "llama2.c tokenizer.bin"
+	case FormatSentencePiece:
+		return "SentencePiece model"
+	case FormatTiktoken:
+		return "tiktoken BPE ranks"
+	case FormatHFTokenizer:
+		return "Hugging Face tokenizer.json"
+	}
+	return "unknown tokenizer format"
+}
+
+// DetectTokenizer tells a tokenizer file's format from its first bytes: a
+// JSON object is a tokenizer.json; a first line of base64, a space and a
+// decimal rank is tiktoken's; a first byte 0x0a (the tag of a
+// ModelProto's first piece) not followed by three zero bytes is
+// SentencePiece's; anything else non-empty is taken for llama2.c's
+// tokenizer.bin (a little-endian int32 max token length first, so its
+// second to fourth bytes are zero).
+func DetectTokenizer(b []byte) TokenizerFormat {
+	if len(b) == 0 {
+		return FormatUnknownTokenizer
+	}
+	// A ModelProto's first piece is a non-empty message, so the length
+	// after its 0x0a tag is not 0; a tokenizer.bin whose max token length
+	// is 10 starts 0a 00 00 00.
+	if b[0] == 0x0a && !(len(b) >= 4 && b[1] == 0 && b[2] == 0 && b[3] == 0) {
+		return FormatSentencePiece
+	}
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(trimmed) > 1 && trimmed[0] == '{' {
+		if rest := bytes.TrimLeft(trimmed[1:], " \t\r\n"); len(rest) > 0 && (rest[0] == '"' || rest[0] == '}') {
+			return FormatHFTokenizer
+		}
+	}
+	if isTiktokenLine(b) {
+		return FormatTiktoken
+	}
+	return FormatLlama2C
+}
+
+// isTiktokenLine reports whether b starts with a line of base64, one
+// space and digits.
+func isTiktokenLine(b []byte) bool {
+	line := b
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		line = b[:i]
+	}
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	tok, rank, ok := bytes.Cut(line, []byte{' '})
+	if !ok || len(tok) == 0 || len(rank) == 0 {
+		return false
+	}
+	for _, c := range tok {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	for _, c := range rank {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// The tokenizers of this package.
+var (
+	_ Tokenizer = (*Llama2CTokenizer)(nil)
+	_ Tokenizer = (*SentencePiece)(nil)
+	_ Tokenizer = (*Tiktoken)(nil)
+	_ Tokenizer = (*HFTokenizer)(nil)
+)
+
+// ParseTokenizer reads a tokenizer file of any format this package
+// reads, chosen by DetectTokenizer: llama2.c's tokenizer.bin, a
+// SentencePiece or a tiktoken tokenizer.model (Llama 3's regex and
+// special tokens), or a Hugging Face tokenizer.json.
+func ParseTokenizer(b []byte) (Tokenizer, error) {
+	switch f := DetectTokenizer(b); f {
+	case FormatSentencePiece:
+		return ParseSentencePiece(b)
+	case FormatTiktoken:
+		return ParseTiktoken(b)
+	case FormatHFTokenizer:
+		return ParseHFTokenizer(b)
+	case FormatLlama2C:
+		return ParseLlama2CTokenizer(b)
+	default:
+		return nil, fmt.Errorf("%w: %v", ErrTokenizer, f)
+	}
+}
+
+// LoadTokenizer reads the tokenizer file at path (ParseTokenizer).
+func LoadTokenizer(path string) (Tokenizer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ParseTokenizer(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// StopTokens returns the ids that should end a generation with t: its
+// StopTokens method's when it has one (Tiktoken, HFTokenizer: EOS and the
+// end-of-turn tokens of instruct models, such as Llama 3's <|eot_id|>),
+// else its EOS alone, or none when EOS is -1.
+func StopTokens(t Tokenizer) []int32 {
+	if s, ok := t.(interface{ StopTokens() []int32 }); ok {
+		return s.StopTokens()
+	}
+	if eos := t.EOS(); eos >= 0 {
+		return []int32{eos}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package llm_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/llm"
+)
+
+// TestDetectTokenizer: each format is told from its bytes, and
+// ParseTokenizer and LoadTokenizer return the matching type.
+func TestDetectTokenizer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want llm.TokenizerFormat
+		typ  string
+	}{
+		{"llama2.c", writeLlama2CTokenizer(testPieces(false)), llm.FormatLlama2C, "*llm.Llama2CTokenizer"},
+		{"sentencepiece", spModel(true, true, false), llm.FormatSentencePiece, "*llm.SentencePiece"},
+		{"tiktoken", tinyTiktoken("ab"), llm.FormatTiktoken, "*llm.Tiktoken"},
+		{"tiktoken with CRLF", []byte(strings.ReplaceAll(string(tinyTiktoken("ab")), "\n", "\r\n")), llm.FormatTiktoken, "*llm.Tiktoken"},
+		{"tokenizer.json", marshal(t, tinyHF()), llm.FormatHFTokenizer, "*llm.HFTokenizer"},
+		{"tokenizer.json indented with a BOM", append([]byte("\xef\xbb\xbf{\n  "), marshal(t, tinyHF())[1:]...), llm.FormatHFTokenizer, "*llm.HFTokenizer"},
+		{"empty", nil, llm.FormatUnknownTokenizer, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := llm.DetectTokenizer(tc.data); got != tc.want {
+				t.Fatalf("DetectTokenizer = %v, want %v", got, tc.want)
+			}
+			tk, err := llm.ParseTokenizer(tc.data)
+			if tc.typ == "" {
+				if !errors.Is(err, llm.ErrTokenizer) {
+					t.Fatalf("ParseTokenizer = %v, want ErrTokenizer", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := typeName(tk); got != tc.typ {
+				t.Errorf("ParseTokenizer gave a %s, want %s", got, tc.typ)
+			}
+			path := filepath.Join(t.TempDir(), "tok")
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tk, err := llm.LoadTokenizer(path); err != nil || typeName(tk) != tc.typ {
+				t.Errorf("LoadTokenizer = %T, %v", tk, err)
+			}
+		})
+	}
+	// A tokenizer.bin whose max token length is '{' (123) or 0x0a (10,
+	// SentencePiece's first byte) is still one.
+	for _, n := range []int{123, 10} {
+		pieces, scores := testPieces(false)
+		pieces = append(pieces, strings.Repeat("x", n))
+		scores = append(scores, 0)
+		data := writeLlama2CTokenizer(pieces, scores)
+		if f := llm.DetectTokenizer(data); f != llm.FormatLlama2C {
+			t.Errorf("a tokenizer.bin with max length %d is detected as %v", n, f)
+		}
+		if _, err := llm.ParseTokenizer(data); err != nil {
+			t.Errorf("max length %d: %v", n, err)
+		}
+	}
+	if _, err := llm.LoadTokenizer(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LoadTokenizer(missing) = %v", err)
+	}
+	// The path is in the error.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"model": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.LoadTokenizer(bad); !errors.Is(err, llm.ErrTokenizer) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("LoadTokenizer(bad) = %v", err)
+	}
+}
+
+// TestStopTokens: the stop ids each kind of tokenizer gives.
+func TestStopTokens(t *testing.T) {
+	l2c, err := llm.ParseLlama2CTokenizer(writeLlama2CTokenizer(testPieces(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := llm.StopTokens(l2c); !eqIDs(got, []int32{2}) {
+		t.Errorf("llama2.c: %v", got)
+	}
+	if got, want := llm.StopTokens(loadTiktoken6k(t)), []int32{6001, 6008, 6009}; !eqIDs(got, want) {
+		t.Errorf("tiktoken: %v, want %v", got, want)
+	}
+	for name, want := range map[string][]int32{
+		"llama3_6k": {6001, 6008, 6009}, // <|end_of_text|>, <|eom_id|>, <|eot_id|>
+		"gpt2_6k":   {6256},             // <|endoftext|>
+		"qwen2_6k":  {6256, 6258},       // <|endoftext|>, <|im_end|>
+	} {
+		if got := llm.StopTokens(loadHF(t, name)); !eqIDs(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	for name, want := range map[string][2]int32{"llama3_6k": {6000, 6001}, "gpt2_6k": {-1, 6256}, "qwen2_6k": {-1, 6256}} {
+		tk := loadHF(t, name)
+		if tk.BOS() != want[0] || tk.EOS() != want[1] {
+			t.Errorf("%s: BOS %d, EOS %d, want %v", name, tk.BOS(), tk.EOS(), want)
+		}
+	}
+}
+
+func typeName(v any) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", v)
+}

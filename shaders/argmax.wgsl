@@ -1,0 +1,73 @@
+// argmax.wgsl: the index of the largest element of one row of x, the
+// first of equals, a NaN never picked unless the whole row is NaN (then
+// index 0): the token llm's sampler picks at temperature 0 (argmax in
+// llm/sample.go), computed where the logits are, so that a greedy decode
+// step reads back 4 bytes instead of the vocabulary's logits (graph's
+// Head). result[0] receives the index.
+//
+// One workgroup of {{.WG}} lanes: each lane scans a strided part of the
+// row, then a workgroup tree keeps the larger key, the smaller index on
+// ties. Values are compared as integer keys of their bits, so the order
+// is exact on an adapter that flushes subnormals or assumes no NaN.
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> result: array<u32>;
+
+// Go twin: argmaxParams in graph/head.go.
+struct Params {
+  base: u32,  // the row's first element
+  n: u32,     // the row's length
+  _pad0: u32,
+  _pad1: u32,
+}
+@group(0) @binding(2) var<uniform> params: Params;
+
+var<workgroup> sk: array<u32, {{.WG}}>;
+var<workgroup> si: array<u32, {{.WG}}>;
+
+const none = 0xffffffffu;
+
+// key maps v's bits to an unsigned integer in the order of the values,
+// both zeros equal and NaN below every number (-Inf included).
+fn key(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  let m = b & 0x7fffffffu;
+  if (m > 0x7f800000u) {
+    return 0u;
+  }
+  if (m == 0u) {
+    return 0x80000000u;
+  }
+  return select(b | 0x80000000u, ~b, (b >> 31u) != 0u);
+}
+
+// better reports whether (ka, ia) beats (kb, ib): a larger key, or the
+// same key at a smaller index (none, a lane with no elements, loses).
+fn better(ka: u32, ia: u32, kb: u32, ib: u32) -> bool {
+  return ka > kb || (ka == kb && ia < ib);
+}
+
+@compute @workgroup_size({{.WG}})
+fn main(@builtin(local_invocation_index) lid: u32) {
+  var bk = 0u;
+  var bi = none;
+  for (var i = lid; i < params.n; i += {{.WG}}u) {
+    let k = key(x[params.base + i]);
+    if (bi == none || k > bk) {
+      bk = k;
+      bi = i;
+    }
+  }
+  sk[lid] = bk;
+  si[lid] = bi;
+  workgroupBarrier();
+{{- range .Strides}}
+  if (lid < {{.}}u && better(sk[lid + {{.}}u], si[lid + {{.}}u], sk[lid], si[lid])) {
+    sk[lid] = sk[lid + {{.}}u];
+    si[lid] = si[lid + {{.}}u];
+  }
+  workgroupBarrier();
+{{- end}}
+  if (lid == 0u) {
+    result[0] = select(si[0], 0u, si[0] == none);
+  }
+}
