@@ -10,12 +10,14 @@ import (
 // linear streams. A FLOAT16 constant weight with K%8 == 0 is read instead
 // from a copy packed as halves (HalfWeightSpec, through the graph's packer
 // and its packed-weight cache): two bytes a weight, eight halves per
-// vec4<u32> load (shaders/gemv_f16.wgsl), float32 accumulation, at every
-// M (the GEMV kernel with 16 output columns per invocation from 8 rows up
-// beats the float32 tiled kernel there). A weight that nothing but
-// linears read then needs no float32 copy: the graph defers it
-// (HalfOnlyWeight) and packs it at load. Config.NoHalfWeights turns the
-// packed path off.
+// vec4<u32> load, float32 accumulation, at every M, in both kernel
+// families (the linear family's table, linear_family.go: the cpu family's
+// shaders/gemv_f16.wgsl, whose GEMV with 16 output columns per invocation
+// from 8 rows up beats the float32 tiled kernel on lavapipe; the gpu
+// family's gemv_gpu.wgsl and matmul_gpu.wgsl). A weight that nothing but
+// linears read then needs no float32 copy: the graph asks the table
+// (linearLoadPack, through LoadPackFor), defers it and packs it at load.
+// Config.NoHalfWeights turns the packed path off.
 
 // halfPackWG is pack_f16.wgsl's workgroup size.
 const halfPackWG = 64
@@ -72,10 +74,10 @@ func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
 }
 
 // HalfOnlyWeight reports whether a FLOAT16 linear weight of serialized
-// dims is read as packed halves (unless Config.NoHalfWeights): 2-D, K a
-// positive multiple of 8, not empty. The graph decides it before
-// recording (the float32 copy then gets no buffer) and packs such weights
-// at load.
+// dims can be read as packed halves (unless Config.NoHalfWeights): 2-D, K
+// a positive multiple of 8, not empty. linearLoadPack asks it before the
+// table, for the graph's analysis (the float32 copy then gets no buffer
+// and the weight is packed at load).
 func HalfOnlyWeight(dims []int64) bool {
 	return len(dims) == 2 && dims[0] > 0 && dims[1] > 0 && dims[1]%8 == 0
 }

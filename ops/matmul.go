@@ -22,17 +22,19 @@ import (
 // leading dims flattened into M (a 1-D input is one row); addmm computes
 // beta·self + alpha·(mat1·mat2), ignoring self when beta is 0. float32 only.
 //
-// Kernels, chosen per shape at record time from the live M (a new M
-// re-records): a one-row linear, and a linear of at most 16 rows with
-// K%4 == 0 and N%4 != 0, runs the GEMV kernel (shaders/gemv.wgsl: each
-// invocation loads a few weight rows once and applies them to all its
-// input rows; any K and N); otherwise
+// Kernels come from the linear family's table (linear_family.go), chosen
+// per call at record time from the load's kernel family and the live M (a
+// new M re-records). The cpu family (lavapipe): a one-row linear, and a
+// linear of at most 16 rows with K%4 == 0 and N%4 != 0, runs the GEMV
+// kernel (shaders/gemv.wgsl: each invocation loads a few weight rows once
+// and applies them to all its input rows; any K and N); otherwise
 // shaders/matmul.wgsl: a vec4 register-blocked kernel (16 rows × 4 vec4
 // columns per invocation) when K and N are multiples of 4, a scalar
-// 8×8-tile kernel otherwise; batches run along the grid's z. K is
-// split into chunks of at most matmulMaxTrips loop trips, one accumulating
-// dispatch each, because llvmpipe silently cuts loops at 65535 trips per
-// invocation.
+// 8×8-tile kernel otherwise; batches run along the grid's z. The gpu
+// family: a linear of at most 16 rows runs shaders/gemv_gpu.wgsl, every
+// other call shaders/matmul_gpu.wgsl (linear_gpu.go). K is split into
+// chunks (kChunks), one accumulating dispatch each, because llvmpipe
+// silently cuts loops at 65535 trips per invocation.
 //
 // Epilogue fusion: when the op's output is read only by a following
 // aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
