@@ -27,6 +27,10 @@ func init() {
 		linearCase([]int64{70, 37}, 65, true, weightNamed),
 		linearCase([]int64{130, 64}, 129, false, weightInput),
 		mmCase(65, 33, 70, weightNamed),
+		// Its K chunks (2048 tiles of 16 a dispatch): 32768 + 232, on
+		// one tile (the Heavy cases with longer K run in the long
+		// sweeps).
+		mmCase(20, 33000, 5, weightNamed),
 		mmCase(18, 7, 3, weightInput),
 		bmmCase(3, 70, 17, 65, weightInput),
 		// NaN, ±Inf, ±0, big and tiny values through both GPU kernels.

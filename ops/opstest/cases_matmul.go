@@ -190,15 +190,15 @@ func init() {
 		// K past llvmpipe's 65535 loop trips per invocation, which would
 		// silently truncate one dispatch: split into accumulating chunks
 		// (vec4: 300000/4 = 75000 trips; scalar: 70001 trips).
-		mmCase(2, 300000, 4, weightNamed),
-		mmCase(3, 70001, 3, weightNamed),
+		heavy(mmCase(2, 300000, 4, weightNamed)),
+		heavy(mmCase(3, 70001, 3, weightNamed)),
 		linearCase([]int64{2, 270000}, 4, true, weightNamed),
 		linearCase([]int64{70001}, 5, true, weightPrepack),
 		// One-row linears big enough for the GEMV kernel (N·K >= 4M):
 		// K split into chunks (600000/4 = 150000 vec4s > 8 lanes × 16384
 		// trips), and more than 65535·32 columns (a folded 2-D grid).
 		linearCase([]int64{600000}, 14, true, weightNamed),
-		linearCase([]int64{1, 4}, 2100000, false, weightInput),
+		heavy(linearCase([]int64{1, 4}, 2100000, false, weightInput)),
 		// Below the cap but more than one chunk.
 		linearCase([]int64{9, 40000}, 8, false, weightNamed),
 		// Around the GEMV kernel's choice (one row, or at most 16 rows
@@ -324,9 +324,9 @@ func init() {
 		bmmCase(5, 4, 8, 4, weightPrepack),
 		bmmCase(4, 129, 3, 33, weightInput),
 		// More batches than workgroups per grid dimension: two z ranges.
-		bmmCase(70000, 1, 4, 4, weightInput),
+		heavy(bmmCase(70000, 1, 4, 4, weightInput)),
 		// K past the loop budget, batched.
-		bmmCase(2, 2, 70001, 3, weightInput),
+		heavy(bmmCase(2, 2, 70001, 3, weightInput)),
 
 		addmmCase([]int64{5}, 7, 13, 5, 1, 1, false),
 		addmmCase([]int64{7, 5}, 7, 13, 5, 0.5, 2, false),
@@ -339,7 +339,7 @@ func init() {
 		addmmCase([]int64{33, 1}, 33, 64, 8, 2, 0.5, false),
 		addmmCase([]int64{8}, 33, 64, 8, 0, 1, true),
 		addmmCase([]int64{5}, 7, 13, 5, 0, 2, true),
-		addmmCase([]int64{4}, 3, 70000, 4, 1, 0.5, false),
+		heavy(addmmCase([]int64{4}, 3, 70000, 4, 1, 0.5, false)),
 
 		matmulCase([]int64{13}, []int64{13}, weightInput),
 		matmulCase([]int64{64}, []int64{64}, weightNamed),
@@ -591,7 +591,7 @@ func init() {
 		// K split into accumulating chunks: the epilogue applies only to the
 		// final sums (vec4: 270000/4 = 67500 trips; scalar 70001 trips).
 		epilogueCase("linear", 2, 270000, 4, weightNamed, "clamp", epiFused, false),
-		epilogueCase("mm", 3, 70001, 3, weightNamed, "relu", epiFused, false),
+		heavy(epilogueCase("mm", 3, 70001, 3, weightNamed, "relu", epiFused, false)),
 		mlpActCase(5, 64, 128, 36, "relu"),
 		mlpActCase(3, 33, 64, 7, "gelu"),
 	)

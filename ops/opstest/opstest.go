@@ -45,6 +45,18 @@ type Case struct {
 	// Tol overrides DefaultTolerance for float32 and float16 outputs when
 	// non-zero.
 	Tol Tolerance
+	// Heavy marks a case that takes seconds on lavapipe under some kernel
+	// family (a K of 70000 and more through the gpu family's tiled kernel,
+	// whose barriers lavapipe runs as coroutine switches; 70000 batches of
+	// 256-invocation workgroups): FamilyCases leaves it to the long sweeps
+	// (testenv.Long), the first family runs it always.
+	Heavy bool
+}
+
+// heavy returns c marked Heavy.
+func heavy(c Case) Case {
+	c.Heavy = true
+	return c
 }
 
 // Cases is the registry of every family's cases.
@@ -342,7 +354,8 @@ func mustBlob(b *serialization.Builder) []byte {
 
 // FamilyCases returns the cases whose graphs hold an op whose kernels the
 // kernel family decides (ops.LinearFamilyOps): the cases a run under a
-// second family must repeat.
+// second family must repeat. Outside the long sweeps (testenv.Long) it
+// leaves out the Heavy ones.
 func FamilyCases(cases []Case) []Case {
 	fam := map[string]bool{}
 	for _, n := range ops.LinearFamilyOps() {
@@ -350,6 +363,9 @@ func FamilyCases(cases []Case) []Case {
 	}
 	var out []Case
 	for _, c := range cases {
+		if c.Heavy && (!testenv.Long() || testing.Short()) {
+			continue
+		}
 		b := serialization.NewBuilder()
 		c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
 		for _, op := range b.Graph().Chain {

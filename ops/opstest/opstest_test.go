@@ -33,8 +33,10 @@ func TestConformance(t *testing.T) {
 
 // TestFamilyCases checks that FamilyCases picks the cases of the linear
 // family's ops and leaves the others out, so the gpu family's default run
-// cannot silently shrink to nothing or grow to everything.
+// cannot silently shrink to nothing or grow to everything, and that it
+// leaves the Heavy cases to the long sweeps.
 func TestFamilyCases(t *testing.T) {
+	t.Setenv(testenv.LongEnv, "")
 	fc := FamilyCases(Cases)
 	in := map[string]bool{}
 	for _, c := range fc {
@@ -54,7 +56,25 @@ func TestFamilyCases(t *testing.T) {
 	if len(fc) < 100 || len(fc) >= len(Cases) {
 		t.Errorf("%d family cases of %d", len(fc), len(Cases))
 	}
-	t.Logf("%d family cases of %d", len(fc), len(Cases))
+	heavy := 0
+	for _, c := range Cases {
+		if c.Heavy {
+			heavy++
+			if in[c.Name] {
+				t.Errorf("heavy case %s is among the default run's family cases", c.Name)
+			}
+		}
+	}
+	if heavy == 0 {
+		t.Error("no heavy case")
+	}
+	t.Setenv(testenv.LongEnv, "1")
+	if !testing.Short() {
+		if n := len(FamilyCases(Cases)); n != len(fc)+heavy {
+			t.Errorf("the long sweeps' family cases are %d, want %d + %d heavy", n, len(fc), heavy)
+		}
+	}
+	t.Logf("%d family cases of %d (%d heavy)", len(fc), len(Cases), heavy)
 }
 
 // TestConformanceReference runs the suite with the reference interpreter
