@@ -239,13 +239,17 @@ func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 			if err != nil {
 				return err
 			}
-			c.canHalf, c.half = ok, id
+			if c.canHalf = ok; ok {
+				c.half = id
+			}
 		case packTranspose:
 			id, ok, err := linearPacked(b, c.f.b, w)
 			if err != nil {
 				return err
 			}
-			c.canTranspose, c.transposed = ok, id
+			if c.canTranspose = ok; ok {
+				c.transposed = id
+			}
 		}
 	}
 	c.canHalf = c.canHalf && c.half >= 0
