@@ -81,9 +81,15 @@ struct Params {
 {{- template "epilogue_act" .}}
 
 {{- if .DQ8}}
+// round(x / xs) as the reference rounds the correctly rounded quotient,
+// and the clamp on the bits (common.tmpl).
+{{template "num_div"}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
 // qx quantizes and re-centres 4 activations.
 fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
-  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+  return fclamp4(round_div4(v, sc) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
 }
 
 {{end -}}
