@@ -149,8 +149,12 @@ fn apply(v: {{.T}}) -> {{.T}} {
 {{- else}}
   // x^e = 2^(e*log2|x|); a finite negative x with a fractional e is NaN
   // (C's pow(-Inf, e) is Inf or 0).
-  // llvmpipe's exp2 turns NaN into 0, so NaN is passed on by hand.
-  let r = select(exp2(params.af * log2(abs(v))), v, is_nan{{$s}}(v));
+  // llvmpipe's exp2 turns NaN into 0, so NaN is passed on by hand, and
+  // ±0 (whose log2 is -Inf, which an adapter need not honour) gives C's
+  // +0 for a positive exponent and +Inf for a negative one, on the bits.
+  let z = (bitcast<{{$U}}>(v) & {{$U}}(0x7fffffffu)) == {{$U}}(0u);
+  var r = select(exp2(params.af * log2(abs(v))), select({{.T}}(), {{.T}}(params.inf), params.af < 0.0), z);
+  r = select(r, v, is_nan{{$s}}(v));
 {{- if eq .Pow "frac"}}
   return select(r, {{.T}}(params.nan), (v < {{.T}}()) & (v > {{.T}}(-params.inf)));
 {{- else}}

@@ -1,37 +1,39 @@
-package shaders_test
+package opstest
 
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// These tests run common.tmpl's numerics helpers on the adapter (lavapipe
-// here) over edge and random bit patterns and compare the result bits with
-// Go's float32 arithmetic (correctly rounded) or float64 math rounded
-// once. A helper is correct only if it is correct on every adapter, so
-// what they check is bits, not closeness.
+// These tests run shaders/common.tmpl's numerics helpers on the adapter
+// (lavapipe here) over edge and random bit patterns and compare the result
+// bits with Go's float32 arithmetic (correctly rounded) or float64 math
+// rounded once. A helper is correct only if it is correct on every
+// adapter, so what they check is bits, not closeness. (They live here, not
+// in shaders, whose tests run without a device.)
 
-var testDev *gpu.Device
+var (
+	helperDevOnce sync.Once
+	helperDev     *gpu.Device
+	helperDevErr  error
+)
 
-func TestMain(m *testing.M) {
-	d, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open device:", err)
-		os.Exit(1)
+// helperDevice opens the device the helper tests share, once.
+func helperDevice(t *testing.T) *gpu.Device {
+	t.Helper()
+	helperDevOnce.Do(func() { helperDev, helperDevErr = gpu.Open(context.Background(), gpu.Options{}) })
+	if helperDevErr != nil {
+		t.Fatal(helperDevErr)
 	}
-	testDev = d
-	code := m.Run()
-	d.Close()
-	os.Exit(code)
+	return helperDev
 }
 
 // runHelper renders body (WGSL template text over the shared templates
@@ -54,7 +56,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := testDev
+	d := helperDevice(t)
 	p, err := d.Pipeline(t.Name(), src, "main", shaders.Layout(1, 1, false))
 	if err != nil {
 		t.Fatal(err)
