@@ -303,7 +303,50 @@ func init() {
 		cs = append(cs, numCase(c, true))
 	}
 
+	// Dynamic int8 activations whose quotients x/scale sit on or next to
+	// halves: each row spans [-1, 1] (scale 2/255) and its other values are
+	// (k + 1/2)·scale rounded, so the quantizers' fast path (the adapter's
+	// quotient) must defer to the exact one: through the one-row kernel
+	// (M = 1) and the tiled one (M = 3). A code off by one moves the output
+	// far past the tolerance.
+	for _, m := range []int64{1, 3} {
+		cs = append(cs, numCase(dq8caTiesCase(m), false))
+	}
+
 	Cases = append(Cases, cs...)
+}
+
+// dq8caTiesCase is choose_qparams_affine → linear_dq8ca_q4gsw on an [m,
+// 256] input of near-half quotients (see above).
+func dq8caTiesCase(m int64) Case {
+	const k, n, g = 256, 40, 64
+	return Case{
+		Name: "linear_dq8ca_q4gsw/ties/" + shapeName([]int64{m, k}),
+		Tol:  Tolerance{Abs: quantTol(k).Abs * 4, Rel: 1e-5},
+		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			f := serialization.Float32
+			sc := float64(float32(2) / float32(255))
+			xv := reference.New(f, []int64{m, k})
+			for row := int64(0); row < m; row++ {
+				for j := int64(0); j < k; j++ {
+					q := float64(r.IntN(241)-120) + 0.5
+					xv.V[row*k+j] = float64(float32(q * sc))
+				}
+				xv.V[row*k], xv.V[row*k+1] = -1, 1
+			}
+			x := b.Tensor(f, Dims(xv.Shape), -1)
+			b.Inputs(x)
+			scale := b.Tensor(f, []uint32{uint32(m)}, -1)
+			zp := b.Tensor(serialization.Int8, []uint32{uint32(m)}, -1)
+			b.Op("torchao.choose_qparams_affine.default", x, b.String("ASYMMETRIC"), b.IntList(1, k), b.Null(),
+				b.Int(-128), b.Int(127), b.Null(), b.Null(), b.Null(), b.Bool(false), b.ValueList(scale, zp))
+			w, ws, s, bv := dq8caWeights(b, r, n, k, g, true)
+			out := b.Tensor(f, []uint32{uint32(m), n}, -1)
+			b.Op("et_vk.linear_dq8ca_q4gsw.default", x, scale, zp, w, ws, s, b.Int(g), bv, out)
+			b.Outputs(out, scale, zp)
+			return []*reference.Tensor{xv}
+		},
+	}
 }
 
 // numName names a float in a case name (-0 keeps its sign).
