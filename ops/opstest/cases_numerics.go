@@ -313,6 +313,22 @@ func init() {
 		cs = append(cs, numCase(dq8caTiesCase(m), false))
 	}
 
+	// Attention with a NaN in one query row and one key: the NaN reaches
+	// the outputs it touches through the row maxima (fmax) as the
+	// reference's softmax gives it, and leaves the other rows alone.
+	for _, aten := range []bool{true, false} {
+		c := sdpaCase(aten, []int64{1, 2, 5, 8}, []int64{1, 2, 7, 8}, []int64{1, 2, 7, 8}, maskNone, nil, 0, false, false)
+		inner := c.Build
+		c.Build = func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			in := inner(b, r)
+			in[0].V[8] = numNaN         // q: head 0, row 1
+			in[1].V[7*8+3*8+2] = numNaN // k: head 1, key 3
+			return in
+		}
+		c.Name += "/nan"
+		cs = append(cs, numCase(c, false))
+	}
+
 	Cases = append(Cases, cs...)
 }
 
