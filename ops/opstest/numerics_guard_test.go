@@ -92,6 +92,22 @@ func TestNumericsGuard(t *testing.T) {
 		}
 		t.Logf("%+v: %v, %d kernels", cfg, time.Since(start), len(shaders.Rendered()))
 	}
+	// A decoder's device head (graph.Head: argmax.wgsl, topk.wgsl) is no
+	// op; any graph with float32 logits renders its kernels.
+	hb := serialization.NewBuilder()
+	x := hb.Tensor(serialization.Float32, []uint32{1, 8}, -1)
+	y := hb.Tensor(serialization.Float32, []uint32{1, 8}, -1)
+	hb.Op("aten.clone.default", x, hb.Null(), y)
+	hb.Inputs(x)
+	hb.Outputs(y)
+	hg, _, err := Load(dev, hb, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hg.NewHead(graph.HeadOptions{Logits: 0, Token: -1}); err != nil {
+		t.Fatal(err)
+	}
+	hg.Close()
 	g, err := newGuard()
 	if err != nil {
 		t.Fatal(err)
