@@ -32,6 +32,7 @@ func TestPurePackages(t *testing.T) {
 		{"./serialization", nil},
 		{"./memplan", nil},
 		{"./internal/tensor", nil},
+		{"./internal/numguard", nil},
 		{"./npy", []string{module + "/graph"}},
 		{"./prepack", []string{module + "/ops"}},
 		{"./ops", nil},

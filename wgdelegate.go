@@ -107,6 +107,20 @@ func (d *Device) KernelFamily(k KernelConfig) KernelFamily {
 // option was 0. It is 0 on every other adapter.
 func (d *Device) CPUThreads() int { return d.d.Info().CPUThreads }
 
+// FlushesSubnormals reports whether the adapter's float32 arithmetic
+// flushes subnormal values (magnitudes below 2^-126) to zero, as WGSL
+// allows; Open probes it with a tiny dispatch. Where it does, an
+// arithmetic result whose exact value is subnormal may come out as ±0 and
+// a subnormal input may act as ±0 in arithmetic; comparisons, minimum and
+// maximum, where, abs, neg and copies stay exact, and nothing else differs
+// (README, "Numerics on every adapter").
+func (d *Device) FlushesSubnormals() bool { return d.d.Info().Subnormals.Flushes() }
+
+// Subnormals describes what the adapter does with subnormal values:
+// "kept", or "flushed (operands)", "flushed (results)", "flushed
+// (operands and results)".
+func (d *Device) Subnormals() string { return d.d.Info().Subnormals.String() }
+
 // Limits are the device limits a model's tensors and dispatches must fit.
 type Limits struct {
 	MaxBufferSize                    uint64

@@ -292,7 +292,9 @@ func convOp(b Builder, args []int32, clamp bool) error {
 		}
 		bias = args[2]
 	}
-	var lo, hi float64
+	// An absent bound is -Inf or +Inf, which clamps nothing (the kernel
+	// clamps with both; has_min and has_max stay informational).
+	lo, hi := math.Inf(-1), math.Inf(1)
 	hasLo, hasHi := false, false
 	if clamp {
 		if !b.IsNull(args[9]) {

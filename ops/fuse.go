@@ -347,6 +347,7 @@ type fusedVariant struct {
 	NS, NShp     int // lengths of params.sc and params.shp
 	OBind, PBind int
 	WG           int
+	Div          bool // a div step: the kernel renders div_rn (common.tmpl "num_div")
 }
 
 // fuseDispatch renders and records chain c writing tensor out.
@@ -394,6 +395,7 @@ func fuseDispatch(b Builder, c *fuseChain, out int32) error {
 		fs := fusedStep{Op: st.op, Unary: st.unary}
 		if !st.unary {
 			fs.Expr = fuseBinaryExpr(i, st, v.T)
+			v.Div = v.Div || st.op == "div"
 		}
 		v.Steps = append(v.Steps, fs)
 	}
@@ -433,6 +435,12 @@ func fuseBinaryExpr(i int, st fuseStep, t string) string {
 		x, y = y, x
 	}
 	alpha := P + ".z"
+	// The common.tmpl helpers binary.wgsl calls too: names end in 4 for
+	// vec4s.
+	sfx := ""
+	if t != "f32" {
+		sfx = "4"
+	}
 	switch st.op {
 	case "add":
 		return fmt.Sprintf("%s + %s * %s", x, alpha, y)
@@ -443,9 +451,11 @@ func fuseBinaryExpr(i int, st fuseStep, t string) string {
 	case "mul":
 		return fmt.Sprintf("%s * %s", x, y)
 	case "div":
-		return fmt.Sprintf("%s / %s", x, y)
-	case "minimum", "maximum":
-		return fmt.Sprintf("%s_(%s, %s)", st.op, x, y)
+		return fmt.Sprintf("div_rn%s(%s, %s)", sfx, x, y)
+	case "minimum":
+		return fmt.Sprintf("fmin%s(%s, %s)", sfx, x, y)
+	case "maximum":
+		return fmt.Sprintf("fmax%s(%s, %s)", sfx, x, y)
 	}
 	panic("ops: fuse: no expression for binary op " + st.op)
 }

@@ -187,6 +187,11 @@ func recordGPUGEMVKernel(b Builder, g gpuGEMV, epi matmulEpilogue, dst int32) er
 		sh.Strides = append(sh.Strides, s)
 	}
 	sh.Unroll = matmulTile(gpuGEMVUnroll, gpuGEMVUnroll)
+	if sh.DQ8 {
+		// Its quantizer is big code: one unit a trip keeps one call site
+		// per row (llvmpipe compiles a big kernel for seconds).
+		sh.Unroll = []int{0}
+	}
 	if g.m*g.n > matmulMaxElems {
 		return Errorf(-1, "output of %d×%d elements is too large", g.m, g.n)
 	}

@@ -85,6 +85,7 @@ func (q q8taParams) bytes() []byte {
 	p.U32(q.numel).I32(q.zpA).I32(q.zpB).I32(q.zpOut)
 	p.F32(q.sA).F32(q.sB).F32(q.alpha).F32(q.invOut)
 	p.I32(q.qmin).I32(q.qmax).U32(q.h).U32(q.w)
+	// zero (always 0: keep_rounded's opaque zero), then padding.
 	p.U32(q.r).U32(uint32(len(q.dims))).U32(0).U32(0)
 	p.U32s(q.dims, q8taMaxRank).U32s(q.sa, q8taMaxRank).U32s(q.sb, q8taMaxRank)
 	return p.Bytes()

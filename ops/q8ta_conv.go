@@ -258,6 +258,7 @@ func q8ConvOp(b Builder, args []int32, dw, transposed bool) error {
 	p.U32(uint32(pad[1])).U32(uint32(dil[0])).U32(uint32(dil[1])).U32(uint32(ld))
 	p.U32(uint32(icPG)).U32(uint32(oc / groups)).I32(zpIn).I32(zpOut)
 	p.F32(sIn).F32(invOut).U32(r).U32(uint32(out.Numel))
+	p.U32(0) // zero: keep_rounded's opaque zero (must be 0)
 	if err := b.Dispatch(kern, inputs, []int32{args[want-1]}, p.Bytes(), groupsGrid); err != nil {
 		return fmt.Errorf("ops: q8ta conv: %w", err)
 	}

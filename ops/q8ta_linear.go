@@ -246,6 +246,7 @@ func recordQ8LinearKernel(b Builder, c q8LinearCall) error {
 	var p Params
 	p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(c.k / 4)).U32(uint32(colBlocks))
 	p.I32(c.zpIn).F32(c.sIn).F32(c.invIn).F32(c.invOut)
+	// zero (always 0: keep_rounded's opaque zero), then padding.
 	p.I32(c.zpOut).U32(relu).U32(0).U32(0)
 	if err := b.Dispatch(kern, inputs, []int32{c.out}, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: q8ta linear: %w", err)

@@ -35,8 +35,11 @@ import (
 // torch's sqrt for ±0.5). The float32 results are within the conformance
 // suite's default tolerance (1e-5 relative) of a float64 reference:
 // tanh, sigmoid and gelu use overflow- and cancellation-free forms, and
-// sin/cos/tan reduce arguments past 2^20 themselves (Payne-Hanek), where
-// llvmpipe's own reduction loses digits.
+// sin/cos/tan reduce every argument past pi/4 in integer arithmetic
+// (Payne-Hanek, shaders/common.tmpl "num_trig"): WGSL bounds its own
+// sin and cos only on [-pi, pi]. The selections (relu, the clamps, abs,
+// neg, hardshrink) work on the bits, so NaN and subnormals come through
+// exactly on every adapter.
 //
 // A float32 op of this family (not sin, cos, tan, pow) starts or joins a
 // fused chain of elementwise ops when fusion applies (ops/fuse.go). Its

@@ -17,8 +17,21 @@ type chainFuser struct{ *fuser }
 
 func (chainFuser) SameBuffer(x, y int32) bool { return x == y }
 
-// unaryHelpers are the functions of unary_formulas.tmpl's "unary_helpers".
-var unaryHelpers = []string{"clamp_keep_nan", "is_nan", "tanh_", "sigmoid_", "erfc_", "gelu_", "gelu_tanh_"}
+// unaryHelpers returns the functions of unary_formulas.tmpl's
+// "unary_helpers" in a kernel of one element (vec4 false) or four per
+// invocation: common.tmpl's "num" helpers, whose names end in 4 for vec4s,
+// and the transcendental forms.
+func unaryHelpers(vec4 bool) []string {
+	sfx := ""
+	if vec4 {
+		sfx = "4"
+	}
+	var out []string
+	for _, h := range []string{"is_nan", "fkey", "flt", "fle", "feq", "ftotal", "fmax", "fmin", "fclamp", "frelu", "fabs", "fneg"} {
+		out = append(out, h+sfx)
+	}
+	return append(out, "tanh_", "sigmoid_", "erfc_", "gelu_", "gelu_tanh_")
+}
 
 // unaryScalarArgs adds op's scalar args to b: the bounds, slope, lambd or
 // approximation the formula reads (approx for gelu).
@@ -145,7 +158,7 @@ func TestUnaryFormulasAgree(t *testing.T) {
 					if got := fusedStepFormula(t, fused, k, formula); got != want {
 						t.Errorf("%s: fused formula\n\t%s\nunfused\n\t%s", order, got, want)
 					}
-					for _, h := range unaryHelpers {
+					for _, h := range unaryHelpers(n == 8) {
 						if got, want := wgslFn(fused, h), wgslFn(unfused, h); got == "" || got != want {
 							t.Errorf("%s: fused kernel's %s\n%s\nunfused kernel's\n%s", order, h, got, want)
 						}
@@ -168,14 +181,14 @@ func TestUnaryFormulasAgree(t *testing.T) {
 			if vec4 {
 				n = 8
 			}
-			checkEpilogue(t, fmt.Sprintf("matmul Vec4=%v %s", vec4, act), k.Source, formulas[act][n])
+			checkEpilogue(t, fmt.Sprintf("matmul Vec4=%v %s", vec4, act), k.Source, formulas[act][n], vec4)
 		}
 		sh := gemvShader{Act: act, Rows: []int{0}, Cols: []int{0}, WG: 8}
 		k, err := shaders.Render("gemv.wgsl", sh, "main", shaders.Layout(2, 1, true), 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkEpilogue(t, "gemv "+act, k.Source, formulas[act][7])
+		checkEpilogue(t, "gemv "+act, k.Source, formulas[act][7], false)
 	}
 }
 
@@ -183,8 +196,8 @@ func TestUnaryFormulasAgree(t *testing.T) {
 type unaryRendered struct{ formula, src string }
 
 // checkEpilogue compares a matmul kernel's act with the unfused unary
-// kernel's formula and helpers.
-func checkEpilogue(t *testing.T, name, src string, want unaryRendered) {
+// kernel's formula and helpers (vec4: four elements per invocation).
+func checkEpilogue(t *testing.T, name, src string, want unaryRendered, vec4 bool) {
 	t.Helper()
 	m := regexp.MustCompile(`(?m)^  return (.*);$`).FindStringSubmatch(wgslFn(src, "act"))
 	if m == nil {
@@ -194,7 +207,7 @@ func checkEpilogue(t *testing.T, name, src string, want unaryRendered) {
 	if got := strings.NewReplacer("params.act_lo", "A", "params.act_hi", "B").Replace(m[1]); got != want.formula {
 		t.Errorf("%s: epilogue formula\n\t%s\nunfused\n\t%s", name, got, want.formula)
 	}
-	for _, h := range unaryHelpers {
+	for _, h := range unaryHelpers(vec4) {
 		if got, w := wgslFn(src, h), wgslFn(want.src, h); got == "" || got != w {
 			t.Errorf("%s: %s\n%s\nunfused kernel's\n%s", name, h, got, w)
 		}

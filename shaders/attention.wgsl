@@ -135,6 +135,15 @@ var<workgroup> wm: array<f32, {{.WRows}}>;
 var<workgroup> wl: array<f32, {{.WRows}}>;
 var<workgroup> wacc: array<vec4<f32>, {{.WAcc}}>;
 
+// Maxima through common.tmpl's fmax (NaN wins, on the bits), and "is not
+// -inf" on the bits, so that a NaN score reaches the output as torch's
+// softmax gives it, whatever the adapter assumes about NaN.
+{{template "num" (args "T" "f32")}}
+
+fn finite_or_nan(v: f32) -> bool {
+  return bitcast<u32>(v) != 0xff800000u;
+}
+
 @compute @workgroup_size({{.Lanes}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
@@ -219,8 +228,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
 {{- end}}
       if (j >= nk{{$r}}) { sc = neg_inf; }
-      if (sc > neg_inf) {
-        let mn = max(m{{$r}}, sc);
+      if (finite_or_nan(sc)) {
+        let mn = fmax(m{{$r}}, sc);
         let corr = exp(m{{$r}} - mn);
         let p = exp(sc - mn);
         l{{$r}} = l{{$r}} * corr + p;
@@ -242,9 +251,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- range $r := .Rows}}
   {
     var mx = neg_inf;
-    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    for (var t = 0u; t < L; t++) { mx = fmax(mx, wm[{{$r}}u * L + t]); }
     var c = 0.0;
-    if (m{{$r}} > neg_inf) { c = exp(m{{$r}} - mx); }
+    if (finite_or_nan(m{{$r}})) { c = exp(m{{$r}} - mx); }
 {{- range $.VChunks}}
     wacc[({{$r}}u * L + lane) * V4 + {{.I}}u] = acc{{$r}}_{{.I}} * c;
 {{- end}}
@@ -254,11 +263,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- range $r := .Rows}}
   if (row0 + {{$r}}u < nx) {
     var mx = neg_inf;
-    for (var t = 0u; t < L; t++) { mx = max(mx, wm[{{$r}}u * L + t]); }
+    for (var t = 0u; t < L; t++) { mx = fmax(mx, wm[{{$r}}u * L + t]); }
     var sum = 0.0;
     for (var t = 0u; t < L; t++) {
       let mt = wm[{{$r}}u * L + t];
-      if (mt > neg_inf) { sum += wl[{{$r}}u * L + t] * exp(mt - mx); }
+      if (finite_or_nan(mt)) { sum += wl[{{$r}}u * L + t] * exp(mt - mx); }
     }
     let oo = b * params.o_sb + h{{$r}} * params.o_sh + i{{$r}} * params.o_ss;
     for (var d = lane; d < V4; d += L) {

@@ -83,20 +83,29 @@ fn load_b(i: u32) -> {{.CT}} {
 {{- end}}
 }
 
-{{- if and (eq .CS "f32") (or (eq .Op "floordiv") (eq .Op "minimum") (eq .Op "maximum") (eq .Op "pow"))}}
+{{- if eq .CS "f32"}}
+{{- if or (eq .Op "div") (eq .Op "floordiv") (eq .Op "truncdiv")}}
 
-// NaN and infinity tests on the bits: x != x may be folded away.
-fn is_nan(x: f32) -> bool {
-  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
-}
+{{template "num_div"}}
+{{- end}}
+{{- if or (eq .Op "floordiv") (eq .Op "minimum") (eq .Op "maximum") (eq .Op "pow")}}
 
+{{template "num" (args "T" "f32")}}
+
+// Infinity, zero and sign tests on the bits: a compiler may assume no
+// infinities, and an adapter that flushes subnormals compares them as 0.
 fn is_inf(x: f32) -> bool {
   return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn is_zero(x: f32) -> bool {
+  return (bitcast<u32>(x) & 0x7fffffffu) == 0u;
 }
 
 fn sign_bit(x: f32) -> bool {
   return (bitcast<u32>(x) >> 31u) != 0u;
 }
+{{- end}}
 {{- end}}
 
 {{- if eq .Op "floordiv"}}
@@ -156,31 +165,33 @@ fn cmp_prod(ax: f32, aq: f32, ay: f32) -> i32 {
 }
 
 // op1 is Python's floor division, as torch's div_floor_floating. floor(x/y)
-// is one too big when x/y rounds up onto an integer (1 // 0.1 is 9, but
-// 1/0.1 rounds to 10); then the remainder x - q*y, whose sign cmp_prod
-// finds exactly, has the sign opposite to y's.
+// (x/y correctly rounded by div_rn) is one too big when x/y rounds up
+// onto an integer (1 // 0.1 is 9, but 1/0.1 rounds to 10); then the
+// remainder x - q*y, whose sign cmp_prod finds exactly, has the sign
+// opposite to y's. The rounded quotient is never below an integer the true
+// one reaches, so it is never one too small.
 fn op1(x: f32, y: f32) -> f32 {
-  if (y == 0.0) {
-    return x / y;
+  if (is_zero(y)) {
+    return div_rn(x, y);
   }
   if (is_nan(x) || is_nan(y) || is_inf(x)) {
     return bitcast<f32>(0x7fc00000u);
   }
-  if (is_inf(y) || x == 0.0) {
+  if (is_inf(y) || is_zero(x)) {
     // x/y is ±0; it floors to -1 when x and y have opposite signs.
-    if (x == 0.0 || sign_bit(x) == sign_bit(y)) {
-      return x / y;
+    if (is_zero(x) || sign_bit(x) == sign_bit(y)) {
+      return div_rn(x, y);
     }
     return -1.0;
   }
-  var q = floor(x / y);
-  if (q == 0.0) {
+  var q = floor(div_rn(x, y));
+  if (is_zero(q)) {
     // x/y may have underflowed to -0: the true quotient is negative.
     return select(q, -1.0, sign_bit(x) != sign_bit(y));
   }
-  if (abs(q) < 16777216.0) {
+  if (fabs(q) < 16777216.0) {
     // q*y has x's sign, so the remainder's sign is x's times c.
-    let c = cmp_prod(abs(x), abs(q), abs(y));
+    let c = cmp_prod(fabs(x), fabs(q), fabs(y));
     if (c != 0 && ((sign_bit(x) != (c < 0)) != sign_bit(y))) {
       q -= 1.0;
     }
@@ -204,7 +215,7 @@ fn op1(x: i32, y: i32) -> i32 {
 {{- if eq .CS "f32"}}
 
 fn op1(x: f32, y: f32) -> f32 {
-  return trunc(x / y);
+  return trunc(div_rn(x, y));
 }
 {{- else}}
 
@@ -216,12 +227,9 @@ fn op1(x: i32, y: i32) -> i32 {
 {{- else if or (eq .Op "minimum") (eq .Op "maximum")}}
 {{- if eq .CS "f32"}}
 
-// op1 propagates NaN (WGSL's min and max leave it unspecified).
+// op1 propagates NaN and compares on the bits (common.tmpl).
 fn op1(x: f32, y: f32) -> f32 {
-  if (is_nan(x) || is_nan(y)) {
-    return bitcast<f32>(0x7fc00000u);
-  }
-  return {{if eq .Op "minimum"}}min{{else}}max{{end}}(x, y);
+  return {{if eq .Op "minimum"}}fmin{{else}}fmax{{end}}(x, y);
 }
 {{- else}}
 
@@ -303,8 +311,10 @@ fn apply(x: {{.CT}}, y: {{.CT}}) -> {{.CT}} {
   return y - params.alpha_{{if eq .CS "f32"}}f{{else}}i{{end}} * x;
 {{- else if eq .Op "mul"}}
   return x * y;
+{{- else if and (eq .Op "div") (eq .W 4)}}
+  return div_rn4(x, y);
 {{- else if eq .Op "div"}}
-  return x / y;
+  return div_rn(x, y);
 {{- else if eq .Op "bitand"}}
   return x & y;
 {{- else if eq .Op "bitor"}}

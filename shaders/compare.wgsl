@@ -52,11 +52,11 @@ fn load_b(e: u32) -> {{.CS}} {
 }
 
 {{- if eq .CS "f32"}}
-// The float tests look at the bits: on lavapipe x != y is false when
-// either is NaN (an ordered compare), and x != 0 is false for NaN.
-fn is_nan(x: f32) -> bool {
-  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
-}
+
+// The float tests look at the bits (common.tmpl): on lavapipe x != y is
+// false when either is NaN (an ordered compare), x != 0 is false for NaN,
+// and an adapter that flushes subnormals would compare them as 0.
+{{template "num" (args "T" "f32")}}
 
 fn nonzero(x: f32) -> bool {
   return (bitcast<u32>(x) & 0x7fffffffu) != 0u;
@@ -68,14 +68,30 @@ fn nonzero(x: i32) -> bool {
 {{- end}}
 
 fn apply(x: {{.CS}}, y: {{.CS}}) -> bool {
+{{- if eq .Op "and"}}
+  return nonzero(x) && nonzero(y);
+{{- else if eq .Op "or"}}
+  return nonzero(x) || nonzero(y);
+{{- else if eq .Op "xor"}}
+  return nonzero(x) != nonzero(y);
+{{- else if eq .CS "f32"}}
 {{- if eq .Op "eq"}}
+  return feq(x, y);
+{{- else if eq .Op "ne"}}
+  return !feq(x, y);
+{{- else if eq .Op "lt"}}
+  return flt(x, y);
+{{- else if eq .Op "le"}}
+  return fle(x, y);
+{{- else if eq .Op "gt"}}
+  return flt(y, x);
+{{- else if eq .Op "ge"}}
+  return fle(y, x);
+{{- end}}
+{{- else if eq .Op "eq"}}
   return x == y;
 {{- else if eq .Op "ne"}}
-{{- if eq .CS "f32"}}
-  return is_nan(x) || is_nan(y) || !(x == y);
-{{- else}}
   return x != y;
-{{- end}}
 {{- else if eq .Op "lt"}}
   return x < y;
 {{- else if eq .Op "le"}}
@@ -84,12 +100,6 @@ fn apply(x: {{.CS}}, y: {{.CS}}) -> bool {
   return x > y;
 {{- else if eq .Op "ge"}}
   return x >= y;
-{{- else if eq .Op "and"}}
-  return nonzero(x) && nonzero(y);
-{{- else if eq .Op "or"}}
-  return nonzero(x) || nonzero(y);
-{{- else if eq .Op "xor"}}
-  return nonzero(x) != nonzero(y);
 {{- end}}
 }
 

@@ -46,6 +46,12 @@ struct Params {
   dq_h: i32, dr_h: i32, dq_w: i32, dr_w: i32,  // transposed: dil = dq·stride + dr
 }
 
+// The clamp epilogue through common.tmpl's fclamp (NaN stays NaN, on the
+// bits); min_v and max_v are -Inf and +Inf where a bound is absent.
+{{template "num" (args "T" "f32")}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
 {{if .Tiled}}
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -137,16 +143,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
   }
 {{- if .Packed}}
-  // Clamp (a fused activation, last chunk only) four lanes at a time; a NaN
-  // compares false and stays NaN. Then one bounds check per column.
-  let lo = vec4<f32>(params.min_v);
-  let hi = vec4<f32>(params.max_v);
-  let clo = vec4<bool>(params.last != 0u && params.has_min != 0u);
-  let chi = vec4<bool>(params.last != 0u && params.has_max != 0u);
+  // Clamp (a fused activation, last chunk only) four lanes at a time; NaN
+  // stays NaN. Then one bounds check per column.
+  if (params.last != 0u) {
+    let lo = vec4<f32>(params.min_v);
+    let hi = vec4<f32>(params.max_v);
 {{- range $k := .Vec}}{{range $q := $.OXB}}
-  acc{{$k}}_{{$q}} = select(acc{{$k}}_{{$q}}, lo, clo & (acc{{$k}}_{{$q}} < lo));
-  acc{{$k}}_{{$q}} = select(acc{{$k}}_{{$q}}, hi, chi & (acc{{$k}}_{{$q}} > hi));
+    acc{{$k}}_{{$q}} = fclamp4(acc{{$k}}_{{$q}}, lo, hi);
 {{- end}}{{end}}
+  }
 {{- range $q := .OXB}}
   if (ox0 + {{$q}}u < params.ow) {
 {{- range $l := $.Lanes}}
@@ -156,14 +161,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- end}}
 {{- end}}
 {{- if not .Packed}}
-  // Clamp (a fused activation, last chunk only); a NaN compares false and
-  // stays NaN. Then one bounds check per column.
-  let clo = params.last != 0u && params.has_min != 0u;
-  let chi = params.last != 0u && params.has_max != 0u;
+  // Clamp (a fused activation, last chunk only); NaN stays NaN. Then one
+  // bounds check per column.
+  if (params.last != 0u) {
 {{- range $j := .OCB}}{{range $q := $.OXB}}
-  acc{{$j}}_{{$q}} = select(acc{{$j}}_{{$q}}, params.min_v, clo && acc{{$j}}_{{$q}} < params.min_v);
-  acc{{$j}}_{{$q}} = select(acc{{$j}}_{{$q}}, params.max_v, chi && acc{{$j}}_{{$q}} > params.max_v);
+    acc{{$j}}_{{$q}} = fclamp(acc{{$j}}_{{$q}}, params.min_v, params.max_v);
 {{- end}}{{end}}
+  }
 {{- range $q := .OXB}}
   if (ox0 + {{$q}}u < params.ow) {
 {{- range $j := $.OCB}}
@@ -265,9 +269,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
 {{- range .OCB}}
   if (params.last != 0u) {
-    // Comparisons are false for NaN, so NaN passes through as in torch.
-    if (params.has_min != 0u && acc{{.}} < params.min_v) { acc{{.}} = params.min_v; }
-    if (params.has_max != 0u && acc{{.}} > params.max_v) { acc{{.}} = params.max_v; }
+    // NaN passes through as in torch.
+    acc{{.}} = fclamp(acc{{.}}, params.min_v, params.max_v);
   }
   y[o{{.}}] = acc{{.}};
 {{- end}}

@@ -4,11 +4,26 @@
 // and binding layout), so the same kernel is the same pipeline everywhere.
 //
 // The .tmpl files hold named templates parsed with every kernel: common.tmpl
-// the pieces several kernels share (row addressing, workgroup trees), and
-// unary_formulas.tmpl the elementwise unary formulas and their helper
-// functions, written once for the unfused unary kernel, the fused
-// elementwise chain and the matmul epilogue, so that an op computes the same
-// float32 operations in the same order in all of them.
+// the pieces several kernels share (row addressing, workgroup trees) and the
+// numerics helpers, and unary_formulas.tmpl the elementwise unary formulas
+// and their helper functions, written once for the unfused unary kernel, the
+// fused elementwise chain and the matmul epilogue, so that an op computes
+// the same float32 operations in the same order in all of them.
+//
+// # Numerics
+//
+// WGSL lets an adapter assume no NaN, leave min/max/clamp undefined on NaN,
+// divide within 2.5 ulp, bound sin/cos only on [-pi, pi], flush subnormals
+// and fuse a*b+c. Every float min, max, clamp, data division and sin/cos/tan
+// of a kernel therefore goes through common.tmpl's helpers ("num": is_nan,
+// flt/fle/feq, fmax/fmin, fclamp, frelu, fabs, fneg; "num_div": div_rn,
+// round_div; "num_round": keep_rounded; "num_trig": sin_, cos_, tan_), which
+// decide on the bits in integer arithmetic, so results are the same on
+// every adapter. internal/numguard checks every kernel the conformance
+// cases render for a bare one (ops/opstest TestNumericsGuard); its
+// allow-list names the divisions that stay, each compared with a
+// tolerance, and why. NumericHelperSources and RenderText serve the guard
+// and the helpers' device tests.
 //
 // # The kernel ABI
 //

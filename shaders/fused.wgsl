@@ -11,9 +11,11 @@
 //   - Steps: one assignment to v per op. A unary step is the op's formula
 //     from unary_formulas.tmpl, the one unary.wgsl runs; a binary step's
 //     expression comes from ops/fuse.go (fuseBinaryExpr), as binary.wgsl
-//     computes it (keep them in step). A step's scalars are
-//     params.sc[step]: x, y the unary scalars (bounds, slope, lambd), z the
-//     binary alpha, w a Scalar other.
+//     computes it (keep them in step: minimum, maximum and div through
+//     the same common.tmpl helpers, fmin, fmax and div_rn, which Div
+//     renders). A step's scalars are params.sc[step]: x, y the unary
+//     scalars (bounds, slope, lambd), z the binary alpha, w a Scalar
+//     other.
 //   - W: elements per invocation, 4 (T = vec4<f32>) when the element count
 //     and every broadcast operand's innermost run are multiples of 4.
 {{- range $k, $o := .Operands}}
@@ -35,15 +37,10 @@ struct Params {
 @group(0) @binding({{.PBind}}) var<uniform> params: Params;
 
 {{template "unary_helpers" (args "S" "f32" "T" .T)}}
+{{- if .Div}}
 
-// minimum_ and maximum_ propagate NaN, as binary.wgsl's.
-fn minimum_(x: {{.T}}, y: {{.T}}) -> {{.T}} {
-  return select(min(x, y), {{.T}}(bitcast<f32>(0x7fc00000u)), is_nan(x) | is_nan(y));
-}
-
-fn maximum_(x: {{.T}}, y: {{.T}}) -> {{.T}} {
-  return select(max(x, y), {{.T}}(bitcast<f32>(0x7fc00000u)), is_nan(x) | is_nan(y));
-}
+{{template "num_div"}}
+{{- end}}
 {{- range $k, $o := .Operands}}
 {{- if eq $o.Kind "walk"}}
 

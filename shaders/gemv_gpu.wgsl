@@ -42,8 +42,11 @@
 {{- if .DQ8}}
 // Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): row r's scale
 // xs[r] and int8 zero point (byte r % 4 of xz[r / 4]); each x is quantized
-// as it is loaded (dq8_qx) and the row's sum scaled by xs[r]. The
-// products and a unit's sums are integers below 2^24, exact in f32.
+// as it is loaded (dq8_qx, from the adapter's quotient) and the row's sum
+// scaled by xs[r]. The products and a unit's sums are integers below
+// 2^24, exact in f32. Where a quotient may not round as the correctly
+// rounded one would (rare), the lane sums its units again with the exact
+// quantizer (dq8_qx_exact) before the reduction.
 @group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
 @group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
 {{- end}}
@@ -118,6 +121,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
   var acc{{.}} = 0.0;
 {{- end}}
+{{- if .DQ8}}
+  var exact_ok = true;
+{{- end}}
   var k = params.k_begin + kl;
   // {{len .Unroll}} units a trip, then the rest one at a time.
   for (; k + {{mul (sub (len .Unroll) 1) .Lanes}}u < params.k_end; k += {{mul (len .Unroll) .Lanes}}u) {
@@ -126,13 +132,26 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let w{{$u}} = w[wr + u{{$u}}];
 {{- end}}
 {{- range $u := .Unroll}}
-    {{template "gemv_gpu_step" (args "S" $ "U" (printf "u%d" $u) "W" (printf "w%d" $u))}}
+    {{template "gemv_gpu_step" (args "S" $ "U" (printf "u%d" $u) "W" (printf "w%d" $u) "Exact" false)}}
 {{- end}}
   }
+{{- if gt (len .Unroll) 1}}
   for (; k < params.k_end; k += {{.Lanes}}u) {
     let w0 = w[wr + k];
-    {{template "gemv_gpu_step" (args "S" $ "U" "k" "W" "w0")}}
+    {{template "gemv_gpu_step" (args "S" $ "U" "k" "W" "w0" "Exact" false)}}
   }
+{{- end}}
+{{- if .DQ8}}
+  if (!exact_ok) {
+{{- range .Rows}}
+    acc{{.}} = 0.0;
+{{- end}}
+    for (var ke = params.k_begin + kl; ke < params.k_end; ke += {{.Lanes}}u) {
+      let w0 = w[wr + ke];
+      {{template "gemv_gpu_step" (args "S" $ "U" "ke" "W" "w0" "Exact" true)}}
+    }
+  }
+{{- end}}
 {{- range .Rows}}
   part[{{.}}u * {{$.WG}}u + li] = acc{{.}};
 {{- end}}
@@ -198,14 +217,25 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let b2 = dec4({{$w}}.z, 1u);
       let a3 = dec4({{$w}}.w, 0u);
       let b3 = dec4({{$w}}.w, 1u);
+{{- if $s.DQ8}}
+      // The unit's decoded weights in an array and a loop over its 8 x
+      // vec4s, so that each row calls the quantizer once in the code (a
+      // big kernel costs llvmpipe seconds of compiling).
+      var wd = array<vec4<f32>, 8>(a0, b0, a1, b1, a2, b2, a3, b3);
+{{- end}}
 {{- range $s.Rows}}
       {
         let xb = x{{.}} + 8u * {{$u}};
-{{- if $s.DQ8}}
-        let q = dot(dq8_qx(x[xb], xs{{.}}, xz{{.}}), a0) + dot(dq8_qx(x[xb + 1u], xs{{.}}, xz{{.}}), b0)
-          + dot(dq8_qx(x[xb + 2u], xs{{.}}, xz{{.}}), a1) + dot(dq8_qx(x[xb + 3u], xs{{.}}, xz{{.}}), b1)
-          + dot(dq8_qx(x[xb + 4u], xs{{.}}, xz{{.}}), a2) + dot(dq8_qx(x[xb + 5u], xs{{.}}, xz{{.}}), b2)
-          + dot(dq8_qx(x[xb + 6u], xs{{.}}, xz{{.}}), a3) + dot(dq8_qx(x[xb + 7u], xs{{.}}, xz{{.}}), b3);
+{{- if and $s.DQ8 $.Exact}}
+        var q = 0.0;
+        for (var j = 0u; j < 8u; j++) {
+          q += dot(dq8_qx_exact(x[xb + j], xs{{.}}, xz{{.}}), wd[j]);
+        }
+{{- else if $s.DQ8}}
+        var q = 0.0;
+        for (var j = 0u; j < 8u; j++) {
+          q += dot(dq8_qx(x[xb + j], xs{{.}}, xz{{.}}, &exact_ok), wd[j]);
+        }
 {{- else}}
         let q = dot(x[xb], a0) + dot(x[xb + 1u], b0) + dot(x[xb + 2u], a1) + dot(x[xb + 3u], b1)
           + dot(x[xb + 4u], a2) + dot(x[xb + 5u], b2) + dot(x[xb + 6u], a3) + dot(x[xb + 7u], b3);

@@ -20,16 +20,19 @@ struct Params {
 }
 @group(0) @binding(3) var<uniform> params: Params;
 
+{{template "num" (args "T" "f32")}}
+
 fn unnormalize(g: f32, size: u32) -> f32 {
   var v: f32;
   // The forms of torch's vectorized CPU kernel (ComputeLocationBase).
   if (params.align != 0u) {
-    v = (g + 1.0) * (f32(size - 1u) / 2.0);
+    v = (g + 1.0) * (f32(size - 1u) * 0.5);
   } else {
-    v = (g + 1.0) * (f32(size) / 2.0) - 0.5;
+    v = (g + 1.0) * (f32(size) * 0.5) - 0.5;
   }
 {{- if .Border}}
-  v = min(f32(size - 1u), max(v, 0.0));
+  // NaN stays NaN, as the reference's math.Min(size-1, math.Max(v, 0)).
+  v = fmin(f32(size - 1u), fmax(v, 0.0));
 {{- end}}
   return v;
 }

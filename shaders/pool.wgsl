@@ -10,7 +10,9 @@
 //
 // max: start from -inf at the window's first in-bounds position; a value
 // replaces the running maximum when it is greater or NaN (torch's CPU
-// rule: first maximum wins, NaN propagates).
+// rule: first maximum wins, NaN propagates), compared on the bits
+// (common.tmpl flt, is_nan) so neither NaN nor subnormals depend on the
+// adapter.
 // avg: sum in-bounds values; divide by divisor (mode 2), the window clipped
 // to the padded input (mode 1, count_include_pad) or to the input (mode 0).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -28,10 +30,9 @@ struct Params {
   dil_h: i32, dil_w: i32, divisor: f32, _p0: u32,
 }
 
-fn is_nan(v: f32) -> bool {
-  // By bits: a compiler may fold v != v away.
-  return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
+{{- if not .Avg}}
+{{template "num" (args "T" "f32")}}
+{{- end}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -102,7 +103,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let ix = x0 + i32(kx) * params.dil_w;
     if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) {
       let v = x[base + u32(iy * iw + ix)];
-      if (v > best || is_nan(v)) {
+      // On the bits (common.tmpl): a NaN best stays, every NaN replaces.
+      if (is_nan(v) || flt(best, v)) {
         best = v;
         best_i = iy * iw + ix;
       }

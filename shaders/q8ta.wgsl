@@ -13,7 +13,11 @@
 //               inv_out being the op's output_inv_scale itself
 //
 // requant(v) = clamp(round(v·inv_out) + zp_out, −128, 127); WGSL round()
-// is half to even, as torch.round.
+// is half to even, as torch.round. Every step rounds to float32 as the
+// reference (quantized-format.md §12.4) does: the products that feed an
+// add go through keep_rounded, so no compiler fuses them into an fma
+// (which skipped a rounding and moved some q8ta_add codes by one step on
+// an H100), and inv_out = f32(1/s_out) comes from the host.
 {{- if eq .Kind "quantize"}}
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 {{- else}}
@@ -47,12 +51,16 @@ struct Params {
   w: u32,
   r: u32,
   rank: u32,     // add with broadcasting: dims innermost first, strides
-  _p1: u32,
+  zero: u32,     // always 0: keep_rounded's opaque zero
   _p2: u32,
   dims: array<vec4<u32>, 2>,
   sa: array<vec4<u32>, 2>,
   sb: array<vec4<u32>, 2>,
 }
+
+{{template "num" (args "T" "f32")}}
+
+{{template "num_round"}}
 
 // sext returns element e (mod 4) of a packed int8 word, sign-extended.
 fn sext(word: u32, e: u32) -> i32 {
@@ -61,7 +69,7 @@ fn sext(word: u32, e: u32) -> i32 {
 
 // requant maps a float to an int8 code in [qmin, qmax], as its low byte.
 fn requant(v: f32) -> u32 {
-  let q = clamp(round(v * params.inv_out) + f32(params.zp_out), f32(params.qmin), f32(params.qmax));
+  let q = fclamp(round(v * params.inv_out) + f32(params.zp_out), f32(params.qmin), f32(params.qmax));
   return u32(i32(q)) & 0xffu;
 }
 {{- if .Broadcast}}
@@ -115,16 +123,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- if eq .Kind "quantize"}}
     let q = requant(x[e]);
 {{- else if eq .Kind "relu"}}
-    let q = requant(max(f32(sext(x[i], k) - params.zp_a) * params.s_a, 0.0));
+    let q = requant(frelu(f32(sext(x[i], k) - params.zp_a) * params.s_a));
 {{- else if and (eq .Kind "add") .Broadcast}}
     let ab = operands(e);
-    let fa = f32(sext(x[ab.x >> 2u], ab.x) - params.zp_a) * params.s_a;
+    let fa = keep_rounded(f32(sext(x[ab.x >> 2u], ab.x) - params.zp_a) * params.s_a, params.zero);
     let fb = f32(sext(y[ab.y >> 2u], ab.y) - params.zp_b) * params.s_b;
-    let q = requant(fa + params.alpha * fb);
+    let q = requant(fa + keep_rounded(params.alpha * fb, params.zero));
 {{- else if eq .Kind "add"}}
-    let fa = f32(sext(x[i], k) - params.zp_a) * params.s_a;
+    let fa = keep_rounded(f32(sext(x[i], k) - params.zp_a) * params.s_a, params.zero);
     let fb = f32(sext(y[i], k) - params.zp_b) * params.s_b;
-    let q = requant(fa + params.alpha * fb);
+    let q = requant(fa + keep_rounded(params.alpha * fb, params.zero));
 {{- else if eq .Kind "shuffle"}}
     let s = source(e);
     let q = requant(f32(sext(x[s >> 2u], s) - params.zp_a) * params.s_a);

@@ -57,7 +57,15 @@ struct Params {
   inv_out: f32,
   relu: u32,
   total: u32,    // output elements
+  zero: u32,     // always 0: keep_rounded's opaque zero
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
 }
+
+{{template "num" (args "T" "f32")}}
+
+{{template "num_round"}}
 
 // sext returns int8 element i (mod 4) of a packed word, sign-extended.
 fn sext(word: u32, i: u32) -> i32 {
@@ -142,15 +150,17 @@ fn accum(n: u32, oc: u32, oh: u32, ow: vec4<i32>, valid: vec4<bool>) -> vec4<i32
 
 // requant returns the int8 code of output channel oc's accumulator as its
 // low byte.
+// The product rounds before the bias is added, as the reference's
+// (keep_rounded: no fma).
 fn requant(acc: i32, oc: u32) -> u32 {
   var v = f32(acc) * params.s_in * scales[oc];
 {{- if .Bias}}
-  v = v + bias[oc];
+  v = keep_rounded(v, params.zero) + bias[oc];
 {{- end}}
   if (params.relu != 0u) {
-    v = max(v, 0.0);
+    v = frelu(v);
   }
-  let q = clamp(round(v * params.inv_out) + f32(params.zp_out), -128.0, 127.0);
+  let q = fclamp(round(v * params.inv_out) + f32(params.zp_out), -128.0, 127.0);
   return u32(i32(q)) & 0xffu;
 }
 

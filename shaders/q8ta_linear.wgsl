@@ -47,9 +47,15 @@ struct Params {
   inv_out: f32,
   zp_out: i32,
   relu: u32,
-  _p0: u32,
+  zero: u32,      // always 0: keep_rounded's opaque zero
   _p1: u32,
 }
+
+{{template "num" (args "T" "f32")}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
+{{template "num_round"}}
 
 // unpack returns the four int8 values of a packed word, sign-extended.
 fn unpack(word: u32) -> vec4<i32> {
@@ -59,29 +65,31 @@ fn unpack(word: u32) -> vec4<i32> {
 // xword returns the quantized codes of x's word at index i.
 fn xword(i: u32) -> vec4<i32> {
 {{- if .FloatIn}}
-  let q = clamp(round(x[i] * params.inv_in) + f32(params.zp_in), vec4<f32>(-128.0), vec4<f32>(127.0));
+  let q = fclamp4(round(x[i] * params.inv_in) + f32(params.zp_in), vec4<f32>(-128.0), vec4<f32>(127.0));
   return vec4<i32>(q);
 {{- else}}
   return unpack(x[i]);
 {{- end}}
 }
 
-// epilogue turns the raw dot Σ xq·w of column n into the output value.
+// epilogue turns the raw dot Σ xq·w of column n into the output value;
+// the product rounds before the bias is added, as the reference's
+// (keep_rounded: no fma).
 fn epilogue(dot: i32, n: u32) -> f32 {
   let acc = dot - params.zp_in * sums[n];
   var v = f32(acc) * params.s_in * scales[n];
 {{- if .Bias}}
-  v = v + bias[n];
+  v = keep_rounded(v, params.zero) + bias[n];
 {{- end}}
   if (params.relu != 0u) {
-    v = max(v, 0.0);
+    v = frelu(v);
   }
   return v;
 }
 
 // requant returns the int8 code of v as its low byte.
 fn requant(v: f32) -> u32 {
-  let q = clamp(round(v * params.inv_out) + f32(params.zp_out), -128.0, 127.0);
+  let q = fclamp(round(v * params.inv_out) + f32(params.zp_out), -128.0, 127.0);
   return u32(i32(q)) & 0xffu;
 }
 

@@ -81,9 +81,22 @@ struct Params {
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 {{- if .DQ8}}
-// qx quantizes and re-centres 4 activations.
-fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
-  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+// round(x / xs) as the reference rounds the correctly rounded quotient,
+// and the clamp on the bits (common.tmpl).
+{{template "num_div"}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
+// The activation codes clamp(round(x / xs) + xz, -128, 127) - xz, with
+// x / xs correctly rounded as the reference's. qx_fast quantizes four
+// from the adapter's quotient and clears *ok where that may not be exact
+// (rare); then the kernel's sum runs again with qx1, one value exactly.
+fn qx1(v: f32, sc: f32, z: f32) -> f32 {
+  return fclamp4(vec4<f32>(round(div_rn(v, sc)) + z), vec4<f32>(-128.0), vec4<f32>(127.0)).x - z;
+}
+
+fn qx_fast(v: vec4<f32>, sc: f32, z: f32, ok: ptr<function, bool>) -> vec4<f32> {
+  return fclamp4(round_div4_fast(v, sc, ok) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
 }
 
 {{end -}}
@@ -95,6 +108,87 @@ fn pre(v: vec4<f32>, hi: bool) -> vec4<f32> {
   }
   return v * vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625);
 }
+
+{{- /* "groups": the loop over the weight groups of this chunk, summing
+into acc*. Data: (args "D" the variant "Exact" bool): a DQ8 kernel
+renders it twice, with the fast quantizer first (qx_fast, which clears
+exact_ok when a quotient is too close to a half for the adapter's
+division to decide it) and, only if it did, again with the exact one. */ -}}
+{{- define "groups"}}{{$d := .D}}
+  for (var gi = params.g_begin; gi < params.g_end; gi++) {
+    let t0 = gi * params.gw;
+    let t1 = min(t0 + params.gw, words);
+    var nsx = 0.0;
+{{- range $d.Cols}}
+    var q{{.}} = 0.0;
+{{- end}}
+    for (var t = t0; t < t1; t++) {
+{{- if .Exact}}
+      // The exact pass (rare) quantizes the step's x values in a loop
+      // with one call of the exact quantizer, so that it is compiled
+      // once, not once per value.
+      var xqa: array<vec4<f32>, {{len $d.Words}}>;
+      var xqb: array<vec4<f32>, {{len $d.Words}}>;
+      for (var j = 0u; j < {{len $d.Words}}u * 8u; j++) {
+        let q = qx1(x[t * 8u + j / 4u][j % 4u], xsc, xzp);
+        if (((j / 4u) & 1u) == 0u) {
+          xqa[j / 8u][j % 4u] = q;
+        } else {
+          xqb[j / 8u][j % 4u] = q;
+        }
+      }
+{{- end}}
+{{- range $h := $d.Words}}
+{{- if and $d.DQ8 $.Exact}}
+      let xa{{$h}} = xqa[{{$h}}];
+      let xb{{$h}} = xqb[{{$h}}];
+{{- else if $d.DQ8}}
+      let xa{{$h}} = qx_fast(x[t * 8u + {{$h}}u * 2u], xsc, xzp, &exact_ok);
+      let xb{{$h}} = qx_fast(x[t * 8u + {{$h}}u * 2u + 1u], xsc, xzp, &exact_ok);
+{{- else}}
+      let xa{{$h}} = x[t * 8u + {{$h}}u * 2u];
+      let xb{{$h}} = x[t * 8u + {{$h}}u * 2u + 1u];
+{{- end}}
+{{- end}}
+      nsx -= 8.0 * ({{range $i, $h := $d.Words}}{{if $i}} + {{end}}dot(xa{{$h}} + xb{{$h}}, vec4<f32>(1.0)){{end}});
+{{- range $h := $d.Words}}
+      let ya{{$h}} = pre(xa{{$h}}, false);
+      let yb{{$h}} = pre(xb{{$h}}, true);
+{{- end}}
+{{- range $c := $d.Cols}}
+      {
+        let u = bitcast<vec4<i32>>(w[wr{{$c}} + t]);
+        var q = q{{$c}};
+{{- range $h := $d.Words}}
+{{- $u := index $d.Comp $h}}
+        q = fma(ya{{$h}}.x, f32(u.{{$u}} & 15), q);
+        q = fma(ya{{$h}}.y, f32(u.{{$u}} & 240), q);
+        q = fma(ya{{$h}}.z, f32(u.{{$u}} & 3840), q);
+        q = fma(ya{{$h}}.w, f32(u.{{$u}} & 61440), q);
+        q = fma(yb{{$h}}.x, f32(u.{{$u}} & 983040), q);
+        q = fma(yb{{$h}}.y, f32(u.{{$u}} & 15728640), q);
+        q = fma(yb{{$h}}.z, f32(u.{{$u}} & 251658240), q);
+        q = fma(yb{{$h}}.w, f32(bitcast<u32>(u.{{$u}}) >> 28u), q);
+{{- end}}
+        q{{$c}} = q;
+      }
+{{- end}}
+    }
+{{- if $d.VecScales}}
+    let sb = (gi * params.ld_s + col0) / 4u;
+{{- range $d.ScaleCols}}
+{{- if .First}}
+    let sv{{.V}} = s[sb + {{.V}}u];
+{{- end}}
+    acc{{.C}} = fma(sv{{.V}}.{{.Comp}}, q{{.C}} + nsx, acc{{.C}});
+{{- end}}
+{{- else}}
+{{- range $d.Cols}}
+    acc{{.}} = fma(s[gi * params.ld_s + n{{.}}], q{{.}} + nsx, acc{{.}});
+{{- end}}
+{{- end}}
+  }
+{{- end}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -114,61 +208,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let wr{{.}} = n{{.}} * words;
   var acc{{.}} = 0.0;
 {{- end}}
-  for (var gi = params.g_begin; gi < params.g_end; gi++) {
-    let t0 = gi * params.gw;
-    let t1 = min(t0 + params.gw, words);
-    var nsx = 0.0;
+{{- if .DQ8}}
+  // The fast quantizer decides every code from the adapter's quotient
+  // unless one is too close to a half (rare): then the whole sum runs
+  // again with the exact one. The branch stays out of the loop, where it
+  // cost lavapipe half the kernel's time.
+  var exact_ok = true;
+{{- template "groups" (args "D" . "Exact" false)}}
+  if (!exact_ok) {
 {{- range .Cols}}
-    var q{{.}} = 0.0;
+    acc{{.}} = 0.0;
 {{- end}}
-    for (var t = t0; t < t1; t++) {
-{{- range $h := .Words}}
-{{- if $.DQ8}}
-      let xa{{$h}} = qx(x[t * 8u + {{$h}}u * 2u], xsc, xzp);
-      let xb{{$h}} = qx(x[t * 8u + {{$h}}u * 2u + 1u], xsc, xzp);
-{{- else}}
-      let xa{{$h}} = x[t * 8u + {{$h}}u * 2u];
-      let xb{{$h}} = x[t * 8u + {{$h}}u * 2u + 1u];
-{{- end}}
-{{- end}}
-      nsx -= 8.0 * ({{range $i, $h := .Words}}{{if $i}} + {{end}}dot(xa{{$h}} + xb{{$h}}, vec4<f32>(1.0)){{end}});
-{{- range $h := .Words}}
-      let ya{{$h}} = pre(xa{{$h}}, false);
-      let yb{{$h}} = pre(xb{{$h}}, true);
-{{- end}}
-{{- range $c := .Cols}}
-      {
-        let u = bitcast<vec4<i32>>(w[wr{{$c}} + t]);
-        var q = q{{$c}};
-{{- range $h := $.Words}}
-{{- $u := index $.Comp $h}}
-        q = fma(ya{{$h}}.x, f32(u.{{$u}} & 15), q);
-        q = fma(ya{{$h}}.y, f32(u.{{$u}} & 240), q);
-        q = fma(ya{{$h}}.z, f32(u.{{$u}} & 3840), q);
-        q = fma(ya{{$h}}.w, f32(u.{{$u}} & 61440), q);
-        q = fma(yb{{$h}}.x, f32(u.{{$u}} & 983040), q);
-        q = fma(yb{{$h}}.y, f32(u.{{$u}} & 15728640), q);
-        q = fma(yb{{$h}}.z, f32(u.{{$u}} & 251658240), q);
-        q = fma(yb{{$h}}.w, f32(bitcast<u32>(u.{{$u}}) >> 28u), q);
-{{- end}}
-        q{{$c}} = q;
-      }
-{{- end}}
-    }
-{{- if .VecScales}}
-    let sb = (gi * params.ld_s + col0) / 4u;
-{{- range .ScaleCols}}
-{{- if .First}}
-    let sv{{.V}} = s[sb + {{.V}}u];
-{{- end}}
-    acc{{.C}} = fma(sv{{.V}}.{{.Comp}}, q{{.C}} + nsx, acc{{.C}});
-{{- end}}
-{{- else}}
-{{- range .Cols}}
-    acc{{.}} = fma(s[gi * params.ld_s + n{{.}}], q{{.}} + nsx, acc{{.}});
-{{- end}}
-{{- end}}
+{{- template "groups" (args "D" . "Exact" true)}}
   }
+{{- else}}
+{{- template "groups" (args "D" . "Exact" false)}}
+{{- end}}
 {{- range $c := .Cols}}
   if (col0 + {{$c}}u < n) {
 {{- $v := printf "acc%d" $c}}{{if $.DQ8}}{{$v = printf "acc%d * xsc" $c}}{{end}}

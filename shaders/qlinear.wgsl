@@ -61,9 +61,22 @@
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .DQ8}}
 
-// qx quantizes and re-centres 4 activations of a row.
-fn qx(v: vec4<f32>, sc: f32, z: f32) -> vec4<f32> {
-  return clamp(round(v / vec4<f32>(sc)) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
+// round(x / xs) as the reference rounds the correctly rounded quotient,
+// and the clamp on the bits (common.tmpl).
+{{template "num_div"}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
+// The activation codes clamp(round(x / xs) + xz, -128, 127) - xz, with
+// x / xs correctly rounded as the reference's. qx_fast quantizes four
+// from the adapter's quotient and clears *ok where that may not be exact
+// (rare); then the kernel's sum runs again with qx1, one value exactly.
+fn qx1(v: f32, sc: f32, z: f32) -> f32 {
+  return fclamp4(vec4<f32>(round(div_rn(v, sc)) + z), vec4<f32>(-128.0), vec4<f32>(127.0)).x - z;
+}
+
+fn qx_fast(v: vec4<f32>, sc: f32, z: f32, ok: ptr<function, bool>) -> vec4<f32> {
+  return fclamp4(round_div4_fast(v, sc, ok) + vec4<f32>(z), vec4<f32>(-128.0), vec4<f32>(127.0)) - vec4<f32>(z);
 }
 {{- end}}
 
@@ -118,6 +131,141 @@ fn dec(u: u32, half: u32) -> vec4<f32> {
 }
 {{- end}}
 
+{{- /* "steps": the loop over this chunk's steps of 8 k (and the tail),
+summing into acc*. Data: (args "D" the variant "Exact" bool): a DQ8
+kernel renders it twice, with the fast quantizer first (qx_fast, which
+clears exact_ok when a quotient is too close to a half for the adapter's
+division to decide it) and, only if it did, again with the exact one. */ -}}
+{{- define "steps"}}{{$d := .D}}
+  for (var st = params.s_begin; st < params.s_end; st++) {
+{{- if $d.Grouped}}
+    if (st == params.s_begin || st * 8u >= next_a) {
+      let ga = st * 8u / params.g;
+      next_a = (ga + 1u) * params.g;
+{{- range $d.Cols}}
+{{- if $d.Zeros}}
+      sa{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u];
+      za{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u + 1u];
+{{- else}}
+      sa{{.}} = s[ga * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+    }
+{{- if $d.SplitScale}}
+    if (st == params.s_begin || st * 8u + 4u >= next_b) {
+      let gb = (st * 8u + 4u) / params.g;
+      next_b = (gb + 1u) * params.g;
+{{- range $d.Cols}}
+      sb{{.}} = s[gb * params.ld_s + n{{.}}];
+{{- end}}
+    }
+{{- end}}
+{{- end}}
+{{- range $d.Cols}}
+{{- if $d.Int8}}
+    let a{{.}} = dec(word(wr{{.}} + st * 8u));
+    let b{{.}} = dec(word(wr{{.}} + st * 8u + 4u));
+{{- else}}
+    let u{{.}} = word(wr{{.}} + st * 4u);
+    var a{{.}} = dec(u{{.}}, 0u);
+    var b{{.}} = dec(u{{.}}, 1u);
+{{- end}}
+{{- if and $d.Grouped (not $d.LateScale)}}
+{{- if $d.Zeros}}
+    a{{.}} = fma(a{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+    b{{.}} = fma(b{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
+{{- else}}
+    a{{.}} *= sa{{.}};
+{{- if $d.SplitScale}}
+    b{{.}} *= sb{{.}};
+{{- else}}
+    b{{.}} *= sa{{.}};
+{{- end}}
+{{- end}}
+{{- end}}
+{{- end}}
+{{- if .Exact}}
+    // The exact pass (rare) quantizes the step's x values of every row in a
+    // loop with one call of the exact quantizer, so that it is compiled
+    // once, not once per value.
+    var xqa: array<vec4<f32>, {{len $d.Rows}}>;
+    var xqb: array<vec4<f32>, {{len $d.Rows}}>;
+    for (var j = 0u; j < {{len $d.Rows}}u * 8u; j++) {
+      let rr = j / 8u;
+      let q = qx1(x[xrow[rr] + st * 2u + (j / 4u) % 2u][j % 4u], xsrow[rr], xzrow[rr]);
+      if (((j / 4u) & 1u) == 0u) {
+        xqa[rr][j % 4u] = q;
+      } else {
+        xqb[rr][j % 4u] = q;
+      }
+    }
+{{- end}}
+{{- range $r := $d.Rows}}
+    {
+{{- if and $d.DQ8 $.Exact}}
+      let xa = xqa[{{$r}}];
+      let xb = xqb[{{$r}}];
+{{- else if $d.DQ8}}
+      let xa = qx_fast(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}}, &exact_ok);
+      let xb = qx_fast(x[x{{$r}} + st * 2u + 1u], xs{{$r}}, xz{{$r}}, &exact_ok);
+{{- else}}
+      let xa = x[x{{$r}} + st * 2u];
+      let xb = x[x{{$r}} + st * 2u + 1u];
+{{- end}}
+{{- range $c := $d.Cols}}
+{{- if and $d.Grouped $d.LateScale}}
+{{- if $d.SplitScale}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * dot(xa, a{{$c}}) + sb{{$c}} * dot(xb, b{{$c}});
+{{- else}}
+      acc{{$r}}_{{$c}} += sa{{$c}} * (dot(xa, a{{$c}}) + dot(xb, b{{$c}}));
+{{- end}}
+{{- else}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}}) + dot(xb, b{{$c}});
+{{- end}}
+{{- end}}
+    }
+{{- end}}
+  }
+  if (params.last != 0u && params.tail != 0u) {
+    let st = params.steps;
+{{- range $d.Cols}}
+{{- if $d.Int8}}
+    var a{{.}} = dec(word(wr{{.}} + st * 8u));
+{{- else}}
+    var a{{.}} = dec(word(wr{{.}} + st * 4u), 0u);
+{{- end}}
+{{- if $d.Grouped}}
+{{- if $d.Zeros}}
+    let ts{{.}} = ((st * 8u / params.g) * params.ld_s + n{{.}}) * 2u;
+    a{{.}} = fma(a{{.}}, vec4<f32>(s[ts{{.}}]), vec4<f32>(s[ts{{.}} + 1u]));
+{{- else}}
+    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
+{{- end}}
+{{- end}}
+{{- end}}
+{{- if .Exact}}
+    var xqa: array<vec4<f32>, {{len $d.Rows}}>;
+    for (var j = 0u; j < {{len $d.Rows}}u * 4u; j++) {
+      xqa[j / 4u][j % 4u] = qx1(x[xrow[j / 4u] + st * 2u][j % 4u], xsrow[j / 4u], xzrow[j / 4u]);
+    }
+{{- end}}
+{{- range $r := $d.Rows}}
+    {
+{{- if and $d.DQ8 $.Exact}}
+      let xa = xqa[{{$r}}];
+{{- else if $d.DQ8}}
+      let xa = qx_fast(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}}, &exact_ok);
+{{- else}}
+      let xa = x[x{{$r}} + st * 2u];
+{{- end}}
+{{- range $c := $d.Cols}}
+      acc{{$r}}_{{$c}} += dot(xa, a{{$c}});
+{{- end}}
+    }
+{{- end}}
+  }
+{{- end}}
+
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -163,106 +311,30 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
 {{- end}}
 {{- end}}
-  for (var st = params.s_begin; st < params.s_end; st++) {
-{{- if .Grouped}}
-    if (st == params.s_begin || st * 8u >= next_a) {
-      let ga = st * 8u / params.g;
-      next_a = (ga + 1u) * params.g;
-{{- range .Cols}}
-{{- if $.Zeros}}
-      sa{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u];
-      za{{.}} = s[(ga * params.ld_s + n{{.}}) * 2u + 1u];
-{{- else}}
-      sa{{.}} = s[ga * params.ld_s + n{{.}}];
+{{- if .DQ8}}
+  // The fast quantizer decides every code from the adapter's quotient
+  // unless one is too close to a half (rare): then the whole sum runs
+  // again with the exact one, the branch kept out of the loop.
+  var exact_ok = true;
+{{- template "steps" (args "D" . "Exact" false)}}
+  if (!exact_ok) {
+    // Each row's offset, scale and zero point, for the exact pass's loop.
+    var xrow: array<u32, {{len .Rows}}>;
+    var xsrow: array<f32, {{len .Rows}}>;
+    var xzrow: array<f32, {{len .Rows}}>;
+{{- range .Rows}}
+    xrow[{{.}}] = x{{.}};
+    xsrow[{{.}}] = xs{{.}};
+    xzrow[{{.}}] = xz{{.}};
 {{- end}}
-{{- end}}
-    }
-{{- if .SplitScale}}
-    if (st == params.s_begin || st * 8u + 4u >= next_b) {
-      let gb = (st * 8u + 4u) / params.g;
-      next_b = (gb + 1u) * params.g;
-{{- range .Cols}}
-      sb{{.}} = s[gb * params.ld_s + n{{.}}];
-{{- end}}
-    }
-{{- end}}
-{{- end}}
-{{- range .Cols}}
-{{- if $.Int8}}
-    let a{{.}} = dec(word(wr{{.}} + st * 8u));
-    let b{{.}} = dec(word(wr{{.}} + st * 8u + 4u));
-{{- else}}
-    let u{{.}} = word(wr{{.}} + st * 4u);
-    var a{{.}} = dec(u{{.}}, 0u);
-    var b{{.}} = dec(u{{.}}, 1u);
-{{- end}}
-{{- if and $.Grouped (not $.LateScale)}}
-{{- if $.Zeros}}
-    a{{.}} = fma(a{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
-    b{{.}} = fma(b{{.}}, vec4<f32>(sa{{.}}), vec4<f32>(za{{.}}));
-{{- else}}
-    a{{.}} *= sa{{.}};
-{{- if $.SplitScale}}
-    b{{.}} *= sb{{.}};
-{{- else}}
-    b{{.}} *= sa{{.}};
-{{- end}}
-{{- end}}
-{{- end}}
-{{- end}}
-{{- range $r := .Rows}}
-    {
-{{- if $.DQ8}}
-      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
-      let xb = qx(x[x{{$r}} + st * 2u + 1u], xs{{$r}}, xz{{$r}});
-{{- else}}
-      let xa = x[x{{$r}} + st * 2u];
-      let xb = x[x{{$r}} + st * 2u + 1u];
-{{- end}}
-{{- range $c := $.Cols}}
-{{- if and $.Grouped $.LateScale}}
-{{- if $.SplitScale}}
-      acc{{$r}}_{{$c}} += sa{{$c}} * dot(xa, a{{$c}}) + sb{{$c}} * dot(xb, b{{$c}});
-{{- else}}
-      acc{{$r}}_{{$c}} += sa{{$c}} * (dot(xa, a{{$c}}) + dot(xb, b{{$c}}));
-{{- end}}
-{{- else}}
-      acc{{$r}}_{{$c}} += dot(xa, a{{$c}}) + dot(xb, b{{$c}});
-{{- end}}
-{{- end}}
-    }
-{{- end}}
+{{- range $r := .Rows}}{{range $c := $.Cols}}
+    acc{{$r}}_{{$c}} = 0.0;
+{{- end}}{{end}}
+{{- template "steps" (args "D" . "Exact" true)}}
   }
-  if (params.last != 0u && params.tail != 0u) {
-    let st = params.steps;
-{{- range .Cols}}
-{{- if $.Int8}}
-    var a{{.}} = dec(word(wr{{.}} + st * 8u));
 {{- else}}
-    var a{{.}} = dec(word(wr{{.}} + st * 4u), 0u);
+{{- template "steps" (args "D" . "Exact" false)}}
 {{- end}}
-{{- if $.Grouped}}
-{{- if $.Zeros}}
-    let ts{{.}} = ((st * 8u / params.g) * params.ld_s + n{{.}}) * 2u;
-    a{{.}} = fma(a{{.}}, vec4<f32>(s[ts{{.}}]), vec4<f32>(s[ts{{.}} + 1u]));
-{{- else}}
-    a{{.}} *= s[(st * 8u / params.g) * params.ld_s + n{{.}}];
-{{- end}}
-{{- end}}
-{{- end}}
-{{- range $r := .Rows}}
-    {
-{{- if $.DQ8}}
-      let xa = qx(x[x{{$r}} + st * 2u], xs{{$r}}, xz{{$r}});
-{{- else}}
-      let xa = x[x{{$r}} + st * 2u];
-{{- end}}
-{{- range $c := $.Cols}}
-      acc{{$r}}_{{$c}} += dot(xa, a{{$c}});
-{{- end}}
-    }
-{{- end}}
-  }
 {{- if .Chunked}}
 {{- /* Several K chunks: later ones add to out, so each element is written
       by exactly one invocation, once. */}}

@@ -20,6 +20,15 @@ struct Params {
 
 const small_scale = 6.1e-5;
 
+// The reference computes these in float32 with correctly rounded
+// divisions and Go's min and max (NaN wins, -0 below +0): div_rn, fmin,
+// fmax (common.tmpl) give the same bits on every adapter.
+{{template "num_div"}}
+
+{{template "num" (args "T" "f32")}}
+
+{{template "num" (args "T" "vec4<f32>")}}
+
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let q = gid.x + gid.y * (nwg.x * {{.WG}}u);
@@ -38,13 +47,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var hi4 = vec4<f32>(0.0);
     for (var k = 0u; k < params.k4; k++) {
       let v = x[row * params.k4 + k];
-      lo4 = min(lo4, v);
-      hi4 = max(hi4, v);
+      lo4 = fmin4(lo4, v);
+      hi4 = fmax4(hi4, v);
     }
-    var lo = min(min(lo4.x, lo4.y), min(lo4.z, lo4.w));
-    var hi = max(max(hi4.x, hi4.y), max(hi4.z, hi4.w));
-    var s = (hi - lo) / (qmax - qmin);
-    if (s == 0.0 || 1.0 / s > 3.4028234e38) {
+    var lo = fmin(fmin(lo4.x, lo4.y), fmin(lo4.z, lo4.w));
+    var hi = fmax(fmax(hi4.x, hi4.y), fmax(hi4.z, hi4.w));
+    var s = div_rn(hi - lo, qmax - qmin);
+    if (s == 0.0 || div_rn(1.0, s) > 3.4028234e38) {
       s = 0.1;
     }
     if (s < small_scale) {
@@ -55,14 +64,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       } else if (hi == 0.0) {
         lo = -small_scale * (qmax - qmin);
       } else {
-        lo *= small_scale / org;
-        hi *= small_scale / org;
+        lo *= div_rn(small_scale, org);
+        hi *= div_rn(small_scale, org);
       }
     }
-    let from_min = qmin - lo / s;
-    let from_max = qmax - hi / s;
-    let err_min = abs(qmin) - abs(lo / s);
-    let err_max = abs(qmax) - abs(hi / s);
+    let ls = div_rn(lo, s);
+    let hs = div_rn(hi, s);
+    let from_min = qmin - ls;
+    let from_max = qmax - hs;
+    let err_min = fabs(qmin) - fabs(ls);
+    let err_max = fabs(qmax) - fabs(hs);
     var z0 = from_max;
     if (err_min < err_max) {
       z0 = from_min;

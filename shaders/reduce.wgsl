@@ -26,13 +26,22 @@
 // 0xffffffff means none yet).
 struct State { v: {{.Acc}}, i: u32 }
 
-{{- if eq .In "f32"}}
+{{- if or (eq .Op "amax") (eq .Op "amin") (eq .Op "argmax") (eq .Op "argmin")}}
+{{- if eq .Acc "f32"}}
 
-// is_nan tests the bits: comparisons with NaN may be folded away.
-fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+// Float comparisons on the bits (common.tmpl): exact with NaN and
+// subnormals on every adapter.
+{{template "num" (args "T" "f32")}}
+
+fn nan_(v: f32) -> bool { return is_nan(v); }
+fn less(a: f32, b: f32) -> bool { return flt(a, b); }
+fn same(a: f32, b: f32) -> bool { return feq(a, b); }
 {{- else}}
 
-fn is_nan(v: i32) -> bool { return false; }
+fn nan_(v: i32) -> bool { return false; }
+fn less(a: i32, b: i32) -> bool { return a < b; }
+fn same(a: i32, b: i32) -> bool { return a == b; }
+{{- end}}
 {{- end}}
 
 fn ident() -> State {
@@ -62,29 +71,29 @@ fn comb(a: State, b: State) -> State {
   return State(a.v + b.v, 0u);
 {{- else if or (eq .Op "amax") (eq .Op "amin")}}
   // NaN wins, as in torch.
-  if (is_nan(a.v)) { return a; }
-  if (is_nan(b.v)) { return b; }
+  if (nan_(a.v)) { return a; }
+  if (nan_(b.v)) { return b; }
 {{- if eq .Op "amax"}}
-  if (b.v > a.v) { return b; }
+  if (less(a.v, b.v)) { return b; }
   return a;
 {{- else}}
-  if (b.v < a.v) { return b; }
+  if (less(b.v, a.v)) { return b; }
   return a;
 {{- end}}
 {{- else}}
   if (b.i == 0xffffffffu) { return a; }
   if (a.i == 0xffffffffu) { return b; }
-  let an = is_nan(a.v);
-  let bn = is_nan(b.v);
+  let an = nan_(a.v);
+  let bn = nan_(b.v);
   if (an || bn) {
     // The first NaN is the extreme.
     if (an && (!bn || a.i < b.i)) { return a; }
     return b;
   }
 {{- if eq .Op "argmax"}}
-  if (b.v > a.v || (b.v == a.v && b.i < a.i)) { return b; }
+  if (less(a.v, b.v) || (same(b.v, a.v) && b.i < a.i)) { return b; }
 {{- else}}
-  if (b.v < a.v || (b.v == a.v && b.i < a.i)) { return b; }
+  if (less(b.v, a.v) || (same(b.v, a.v) && b.i < a.i)) { return b; }
 {{- end}}
   return a;
 {{- end}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"text/template"
@@ -129,23 +130,86 @@ func Render(file string, data any, entry string, layout []Binding, wg uint32) (*
 
 // parse parses file with the shared templates.
 func parse(file string) (*template.Template, error) {
-	t := template.New(file).Funcs(funcs).Option("missingkey=error")
-	for _, name := range []string{common, unaryFormulas, file} {
-		src, err := files.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("shaders: %w", err)
+	src, err := files.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("shaders: %w", err)
+	}
+	return parseText(file, string(src))
+}
+
+// parseText parses body, named name, with the shared templates.
+func parseText(name, body string) (*template.Template, error) {
+	t := template.New(name).Funcs(funcs).Option("missingkey=error")
+	for _, file := range []string{common, unaryFormulas, name} {
+		src := []byte(body)
+		if file != name {
+			var err error
+			if src, err = files.ReadFile(file); err != nil {
+				return nil, fmt.Errorf("shaders: %w", err)
+			}
 		}
 		// A shared file goes in as its own template so that its text
-		// (only definitions) leaves file's body alone.
+		// (only definitions) leaves the body alone.
 		into := t
-		if name != file {
-			into = t.New(name)
+		if file != name {
+			into = t.New(file)
 		}
 		if _, err := into.Parse(string(src)); err != nil {
-			return nil, fmt.Errorf("shaders: parse %s: %w", name, err)
+			return nil, fmt.Errorf("shaders: parse %s: %w", file, err)
 		}
 	}
 	return t, nil
+}
+
+// RenderText renders body, WGSL template text that may use the shared
+// templates (common.tmpl, unary_formulas.tmpl), with data: for tests and
+// tools that run a shared helper on its own.
+func RenderText(body string, data any) (string, error) {
+	t, err := parseText("inline.wgsl", body)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("shaders: render: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// NumericHelperSources renders each of common.tmpl's numerics helper
+// templates on its own ("num" for f32 and for vec4<f32>, "num_div",
+// "num_round", "num_trig"): the functions in them are the ones the
+// numerics guard (internal/numguard) exempts, with exactly these texts.
+func NumericHelperSources() ([]string, error) {
+	var out []string
+	for _, body := range []string{
+		`{{template "num" (args "T" "f32")}}`,
+		`{{template "num" (args "T" "vec4<f32>")}}`,
+		`{{template "num_div"}}`,
+		`{{template "num_round"}}`,
+		`{{template "num_trig"}}`,
+	} {
+		src, err := RenderText(body, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+// Rendered returns every kernel rendered so far in this process (Render's
+// cache), sorted by name: what the numerics guard (internal/numguard)
+// checks after the conformance cases have built their graphs.
+func Rendered() []*Kernel {
+	tmplMu.Lock()
+	defer tmplMu.Unlock()
+	out := make([]*Kernel, 0, len(cache))
+	for _, k := range cache {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Layout builds the standard binding layout: nIn read-only storage buffers,

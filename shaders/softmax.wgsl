@@ -14,14 +14,8 @@
 
 {{template "rows" .}}
 
-// is_nan tests the bits: comparisons with NaN may be folded away.
-fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
-
-// fmax is max with NaN winning.
-fn fmax(a: f32, b: f32) -> f32 {
-  if (is_nan(a) || b <= a) { return a; }
-  return b;
-}
+// The row max through common.tmpl's fmax: NaN wins, on the bits.
+{{template "num" (args "T" "f32")}}
 
 fn result(v: f32, m: f32, s: f32) -> f32 {
 {{- if .Log}}

@@ -52,12 +52,18 @@ fn load(i: u32) -> {{.T}} {
 {{- end}}
 }
 
+{{- $U := "u32"}}{{if eq .W 4}}{{$U = "vec4<u32>"}}{{end}}
 fn store(i: u32, r: {{.T}}) {
 {{- if eq .YB "u32"}}
 {{- if eq .Y "bool"}}
-  // !(r == 0), not r != 0: naga's != is an ordered compare, false for
-  // NaN, but NaN converts to true.
+{{- if eq .S "f32"}}
+  // Zero tested on the bits: NaN converts to true (naga's != is an
+  // ordered compare), and so does a subnormal (an adapter that flushes
+  // would compare it equal to 0).
+  let b = select(vec4<u32>(1u), vec4<u32>(0u), (bitcast<{{$U}}>(r) & {{$U}}(0x7fffffffu)) == {{$U}}(0u));
+{{- else}}
   let b = select(vec4<u32>(1u), vec4<u32>(0u), r == {{.T}}());
+{{- end}}
 {{- else}}
   let b = bitcast<vec4<u32>>(vec4<i32>(r)) & vec4<u32>(255u);
 {{- end}}
@@ -74,108 +80,25 @@ fn store(i: u32, r: {{.T}}) {
 }
 
 {{template "unary_helpers" (args "S" .S "T" .T)}}
+{{- $s := ""}}{{if eq .W 4}}{{$s = "4"}}{{end}}
 {{- if or (eq .Op "sin") (eq .Op "cos") (eq .Op "tan")}}
 
-// The binary digits of 2/pi after the point, behind one zero word so a
-// window may start a little before the point.
-var<private> two_over_pi: array<u32, 8> = array<u32, 8>(0u, 0xa2f9836eu, 0x4e441529u,
-    0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu);
+{{template "num_trig"}}
+{{- else if and (eq .Op "pow") (eq .S "f32")}}
 
-// mul32 returns the 64-bit product a*b as (hi, lo), from 16-bit limbs.
-fn mul32(a: u32, b: u32) -> vec2<u32> {
-  let al = a & 0xffffu;
-  let ah = a >> 16u;
-  let bl = b & 0xffffu;
-  let bh = b >> 16u;
-  let ll = al * bl;
-  let lh = al * bh;
-  let hl = ah * bl;
-  let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
-  return vec2<u32>(ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u), (ll & 0xffffu) | (mid << 16u));
-}
-
-// reduce_big returns (r, q) with a = r + q*pi/2 (mod 2*pi), |r| <= pi/4,
-// for a finite a >= 2^20, where llvmpipe's own reduction loses digits
-// (sin(1e8) is off by 1e-3). Payne-Hanek: a = m*2^(e-23) with m < 2^24, so
-// only a 96-bit window of 2/pi's digits matters for a*2/pi mod 4.
-fn reduce_big(a: f32) -> vec2<f32> {
-  let bits = bitcast<u32>(a);
-  let e = i32(bits >> 23u) - 127;
-  let m = (bits & 0x7fffffu) | 0x800000u;
-  // The window starts at digit e-24 (1-based after the point); digits
-  // before it make a multiple of 4.
-  let pos = u32(e + 7);
-  let j = pos >> 5u;
-  let sh = pos & 31u;
-  var w: array<u32, 3>;
-  for (var k = 0u; k < 3u; k++) {
-    let hi = two_over_pi[j + k];
-    let lo = two_over_pi[j + k + 1u];
-    // WGSL shifts count mod 32, so sh = 0 must not shift lo by 32.
-    w[k] = select((hi << sh) | (lo >> (32u - sh)), hi, sh == 0u);
-  }
-  // m*W mod 2^96 = (r0, r1, r2); its value over 2^94 is a*2/pi mod 4.
-  let p2 = mul32(m, w[2]);
-  let p1 = mul32(m, w[1]);
-  let r2 = p2.y;
-  let r1 = p1.y + p2.x;
-  let r0 = m * w[0] + p1.x + select(0u, 1u, r1 < p1.y);
-  var q = r0 >> 30u;
-  var f0 = r0 & 0x3fffffffu;
-  var f1 = r1;
-  var f2 = r2;
-  var sign = 1.0;
-  if ((f0 & 0x20000000u) != 0u) {
-    // A fraction of 1/2 or more: take fraction - 1, the next quadrant.
-    q = q + 1u;
-    sign = -1.0;
-    f2 = ~f2 + 1u;
-    let c2 = select(0u, 1u, f2 == 0u);
-    f1 = ~f1 + c2;
-    let c1 = select(0u, 1u, c2 == 1u && f1 == 0u);
-    f0 = (~f0 + c1) & 0x3fffffffu;
-  }
-  // 2^-94, 2^-62, 2^-30.
-  let fr = f32(f2) * 5.048709793414476e-29 + f32(f1) * 2.168404344971009e-19 + f32(f0) * 9.313225746154785e-10;
-  return vec2<f32>(sign * fr * 1.5707963267948966, f32(q & 3u));
-}
-
-// trig is {{.Op}}(x): llvmpipe's below 2^20, else on the reduced argument.
-fn trig(x: f32) -> f32 {
-  let a = abs(x);
-  if (!(a >= 1048576.0 && a <= 3.4028235e38)) {
-    return {{.Op}}(x);
-  }
-  let rq = reduce_big(a);
-  let s = sin(rq.x);
-  let c = cos(rq.x);
-  let q = u32(rq.y);
-  let neg = x < 0.0;
-{{- if eq .Op "sin"}}
-  // sin(r + q*pi/2) = s, c, -s, -c; sin is odd.
-  var r = select(s, c, (q & 1u) != 0u);
-  r = select(r, -r, (q & 2u) != 0u);
-  return select(r, -r, neg);
-{{- else if eq .Op "cos"}}
-  // cos(r + q*pi/2) = c, -s, -c, s; cos is even.
-  var r = select(c, s, (q & 1u) != 0u);
-  return select(r, -r, q == 1u || q == 2u);
-{{- else}}
-  // tan(r + q*pi/2) = s/c, or -c/s for odd q; tan is odd.
-  let r = select(s / c, -c / s, (q & 1u) != 0u);
-  return select(r, -r, neg);
-{{- end}}
-}
+{{template "num_div"}}
 {{- end}}
 
 fn apply(v: {{.T}}) -> {{.T}} {
 {{- if eq .Op "copy"}}
   return v;
 {{- else if or (eq .Op "sin") (eq .Op "cos") (eq .Op "tan")}}
+  // Range-reduced (common.tmpl "num_trig"): WGSL's own sin and cos are
+  // bounded only on [-pi, pi].
 {{- if eq .W 4}}
-  return vec4<f32>(trig(v.x), trig(v.y), trig(v.z), trig(v.w));
+  return vec4<f32>({{.Op}}_(v.x), {{.Op}}_(v.y), {{.Op}}_(v.z), {{.Op}}_(v.w));
 {{- else}}
-  return trig(v);
+  return {{.Op}}_(v);
 {{- end}}
 {{- else if eq .Op "bitwise_not"}}
 {{- if eq .X "bool"}}
@@ -183,17 +106,21 @@ fn apply(v: {{.T}}) -> {{.T}} {
 {{- else}}
   return ~v;
 {{- end}}
+{{- else if and (eq .Op "logical_not") (eq .S "f32")}}
+  // On the bits, as store's: a subnormal is not 0 on any adapter.
+  return select({{.T}}(0), {{.T}}(1), (bitcast<{{$U}}>(v) & {{$U}}(0x7fffffffu)) == {{$U}}(0u));
 {{- else if eq .Op "logical_not"}}
   return select({{.T}}(0), {{.T}}(1), v == {{.T}}(0));
 {{- else if eq .Op "pow"}}
 {{- if eq .Pow "int"}}
   // Binary powering; a negative exponent powers 1/x (torch: x^-1 is
-  // 1/x, x^2 is x*x, x^3 is x*x*x, all reproduced exactly).
+  // 1/x, x^2 is x*x, x^3 is x*x*x, all reproduced exactly, 1/x correctly
+  // rounded by div_rn).
   var b = v;
   var k = params.ai;
 {{- if eq .S "f32"}}
   if (k < 0) {
-    b = 1.0 / v;
+    b = div_rn{{$s}}({{.T}}(1.0), v);
     k = -k;
   }
 {{- end}}
@@ -216,14 +143,18 @@ fn apply(v: {{.T}}) -> {{.T}} {
   let a = abs(v);
   let big = (a > {{.T}}(1.0)) == {{if eq .W 4}}vec4<bool>(params.af > 0.0){{else}}(params.af > 0.0){{end}};
   let r = select(select({{.T}}(), {{.T}}(params.inf), big), {{.T}}(1.0), a == {{.T}}(1.0));
-  return select(r, v, is_nan(v));
+  return select(r, v, is_nan{{$s}}(v));
 {{- else if eq .Pow "nan"}}
   return select({{.T}}(params.nan), {{.T}}(1.0), v == {{.T}}(1.0));
 {{- else}}
   // x^e = 2^(e*log2|x|); a finite negative x with a fractional e is NaN
   // (C's pow(-Inf, e) is Inf or 0).
-  // llvmpipe's exp2 turns NaN into 0, so NaN is passed on by hand.
-  let r = select(exp2(params.af * log2(abs(v))), v, is_nan(v));
+  // llvmpipe's exp2 turns NaN into 0, so NaN is passed on by hand, and
+  // ±0 (whose log2 is -Inf, which an adapter need not honour) gives C's
+  // +0 for a positive exponent and +Inf for a negative one, on the bits.
+  let z = (bitcast<{{$U}}>(v) & {{$U}}(0x7fffffffu)) == {{$U}}(0u);
+  var r = select(exp2(params.af * log2(abs(v))), select({{.T}}(), {{.T}}(params.inf), params.af < 0.0), z);
+  r = select(r, v, is_nan{{$s}}(v));
 {{- if eq .Pow "frac"}}
   return select(r, {{.T}}(params.nan), (v < {{.T}}()) & (v > {{.T}}(-params.inf)));
 {{- else}}

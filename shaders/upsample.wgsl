@@ -18,6 +18,8 @@ struct Params {
 }
 @group(0) @binding(2) var<uniform> params: Params;
 {{if .Bilinear}}
+{{template "num" (args "T" "f32")}}
+
 // Source indices and the weight of i1 along one dim.
 struct Src { i0: u32, i1: u32, l1: f32 }
 
@@ -27,10 +29,10 @@ fn source(dst: u32, kind: u32, scale: f32, n: u32) -> Src {
   if (params.align != 0u) {
     s = scale * f32(dst);
   } else {
-    s = max(scale * (f32(dst) + 0.5) - 0.5, 0.0);
+    s = fmax(scale * (f32(dst) + 0.5) - 0.5, 0.0);
   }
   let i0 = min(u32(floor(s)), n - 1u);
-  let l1 = clamp(s - f32(i0), 0.0, 1.0);
+  let l1 = fclamp(s - f32(i0), 0.0, 1.0);
   return Src(i0, select(i0, i0 + 1u, i0 < n - 1u), l1);
 }
 {{else}}

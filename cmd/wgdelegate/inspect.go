@@ -54,7 +54,7 @@ func inspectCommand(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		limits, limitsFrom = dev.Limits(), dev.AdapterName()
+		limits, limitsFrom = dev.Limits(), dev.AdapterName()+"; float32 subnormals "+dev.Subnormals()
 		release()
 	}
 	if o.json {

@@ -72,8 +72,9 @@ Flags:
                      llvmpipe) or gpu (shaped for GPUs: many lanes along K,
                      workgroup memory; correct but slow on lavapipe)
   -q, --quiet        print nothing on success
-  -v, --verbose      also print the adapter, timings and memory statistics,
-                     and debug logs on stderr
+  -v, --verbose      also print the adapter (and whether its float32
+                     arithmetic flushes subnormals), timings and memory
+                     statistics, and debug logs on stderr
   -h, --help         print this help
 
 Input dtypes must match the model's, except that int64 data may feed an
@@ -115,7 +116,8 @@ Flags:
                 exceeds_limits; one object per delegate
                 under "graphs"
   --device      check buffers against the default adapter's limits instead
-                of WebGPU's default limits (opens the GPU)
+                of WebGPU's default limits, and say whether its float32
+                arithmetic flushes subnormals (opens the GPU)
   -v, --verbose debug logs on stderr (with --device)
   -h, --help    print this help
 

@@ -322,7 +322,7 @@ func TestRunQuietVerbose(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "level=DEBUG") || !strings.Contains(stderr, "graph: built") {
 		t.Errorf("--verbose: exit %d, stderr %q (want debug logs)", code, stderr)
 	}
-	for _, want := range []string{"adapter:", "output_1.npy", "deferred constants", "1 (24 bytes)", "dispatches"} {
+	for _, want := range []string{"adapter:", "subnormals: kept", "output_1.npy", "deferred constants", "1 (24 bytes)", "dispatches"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("--verbose output lacks %q:\n%s", want, s)
 		}

@@ -104,6 +104,7 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	defer release()
 	if o.verbose {
 		fmt.Fprintf(stdout, "adapter: %s%s%s (opened in %v)\n", dev.AdapterName(), cpuThreadsNote(dev), kernelsNote(dev, o.kernels), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "subnormals: %s\n", dev.Subnormals())
 	}
 
 	start = time.Now()

@@ -86,6 +86,9 @@ type AdapterInfo struct {
 	// or 0 for the driver's default of one worker per CPU); always 0 on
 	// other adapters.
 	CPUThreads int
+	// Subnormals is what the adapter's float32 arithmetic does with
+	// subnormal values, probed by a dispatch at Open.
+	Subnormals Subnormals
 }
 
 // Device owns a WebGPU instance, adapter, device and queue, and the caches of
@@ -209,8 +212,13 @@ func Open(ctx context.Context, opts Options) (*Device, error) {
 		return nil, &Error{Op: "open", Err: err}
 	}
 	d.limits = dev.GetLimits().Limits
+	if d.info.Subnormals, err = d.probeSubnormals(ctx); err != nil {
+		d.Close()
+		return nil, &Error{Op: "open", Err: err}
+	}
 	log.Debug("gpu: device opened", "adapter", d.info.Name, "driver", d.info.Driver, "backend", d.info.Backend,
-		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize, "directUploads", d.direct, "cpuThreads", d.info.CPUThreads)
+		"maxStorageBinding", d.limits.MaxStorageBufferBindingSize, "maxBuffer", d.limits.MaxBufferSize, "directUploads", d.direct,
+		"cpuThreads", d.info.CPUThreads, "subnormals", d.info.Subnormals)
 	return d, nil
 }
 

@@ -179,10 +179,12 @@ func init() {
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}})
 	add(unaryCase{name: "tanh/tails", op: "aten.gelu.default", scalars: uStr("tanh"), xt: uF32, yt: uF32, shape: []int64{10},
 		fixed: []float64{-3, -5, -7, -9, -12, -20, 3, 5, 1e-4, -1e-4}})
-	// Large arguments: llvmpipe's sin/cos/tan hold up to about 1e7, the
-	// kernel's own reduction takes over from 2^20 (both sides of it here),
-	// through the largest float32 and at float32s close to multiples of
-	// pi/2 (the hardest to reduce), on the scalar and vec4 kernels.
+	// Large arguments: the kernel reduces every argument past pi/4 in
+	// integers (WGSL bounds its own sin/cos only on [-pi, pi]), here
+	// around 2^20 (where llvmpipe's own reduction used to stop), through
+	// the largest float32 and at float32s close to multiples of pi/2 (the
+	// hardest to reduce), on the scalar and vec4 kernels; numerics/...
+	// has many more.
 	large := []float64{30, -60, 100, 1000, 1e4, 1e5, 1e6, 3.14159265, 1.5707963, 1e-20, 1e7, -1e7,
 		1048575.9, 1048576, -1048577, 1e8, -1e9, 1e12, 1e20, -1e30, 3.4e38, -3.4028235e38,
 		16331239353195370, 102940.4, 5.2e8, 1.1e10, 0.5 * math.MaxFloat32, 8.6e37}

@@ -51,6 +51,11 @@ type Case struct {
 	// 256-invocation workgroups): FamilyCases leaves it to the long sweeps
 	// (testenv.Long), the first family runs it always.
 	Heavy bool
+	// SubnormalExact: the case's ops are exact on subnormals on every
+	// adapter (comparisons, minimum/maximum, where, abs, neg, copies work
+	// on the bits), so it gets no subnormal allowance on an adapter that
+	// flushes (see subnormal.go).
+	SubnormalExact bool
 }
 
 // heavy returns c marked Heavy.
@@ -211,7 +216,11 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 	b := serialization.NewBuilder()
 	inputs := c.Build(b, r)
 	named := b.NamedBlobs()
-	var want []*reference.Tensor
+	var want, alt []*reference.Tensor
+	// On an adapter that flushes subnormals the policy's allowance
+	// applies (subnormal.go): alt is the reference with subnormal inputs
+	// as ±0.
+	flush := flushes(be) && !c.SubnormalExact
 	dispatches := map[Plan]int{}
 	for _, plan := range plansFor(seed) {
 		switch plan {
@@ -228,12 +237,17 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 			if want, _, err = ref.Run(ctx, raw, named, inputs); err != nil {
 				return err
 			}
+			if flush && hasSubnormal(inputs) {
+				if alt, _, err = ref.Run(ctx, raw, named, FlushInputs(inputs)); err != nil {
+					return fmt.Errorf("reference on flushed inputs: %w", err)
+				}
+			}
 		}
 		got, n, err := be.Run(ctx, raw, named, inputs)
 		if err != nil {
 			return fmt.Errorf("%s plan: %w", plan, err)
 		}
-		if err := c.compare(got, want); err != nil {
+		if err := c.compare(got, want, alt, flush); err != nil {
 			return fmt.Errorf("%s plan: %w", plan, err)
 		}
 		dispatches[plan] = n
@@ -245,8 +259,9 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 }
 
 // compare checks every output against the reference's with the case's
-// tolerance.
-func (c Case) compare(got, want []*reference.Tensor) error {
+// tolerance, and with the subnormal allowance when flush is set (alt: the
+// reference on flushed inputs, or nil).
+func (c Case) compare(got, want, alt []*reference.Tensor, flush bool) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d outputs, want %d", len(got), len(want))
 	}
@@ -255,14 +270,24 @@ func (c Case) compare(got, want []*reference.Tensor) error {
 		if c.Tol != (Tolerance{}) && (want[i].DType == serialization.Float32 || want[i].DType == serialization.Float16) {
 			tol = c.Tol
 		}
-		if err := Compare(got[i], want[i], tol); err != nil {
+		cmp := func() error { return Compare(got[i], want[i], tol) }
+		if flush {
+			var a *reference.Tensor
+			if alt != nil {
+				a = alt[i]
+			}
+			cmp = func() error { return CompareFlushing(got[i], want[i], a, tol) }
+		}
+		if err := cmp(); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// Compare checks got against want element by element. NaNs must match NaNs.
+// Compare checks got against want element by element. NaNs must match
+// NaNs, and an infinite want must be met exactly (a relative tolerance of
+// infinity would accept anything).
 func Compare(got, want *reference.Tensor, tol Tolerance) error {
 	if got.DType != want.DType {
 		return fmt.Errorf("dtype %v, want %v", got.DType, want.DType)
@@ -274,19 +299,7 @@ func Compare(got, want *reference.Tensor, tol Tolerance) error {
 	var first error
 	for i := range want.V {
 		g, w := got.V[i], want.V[i]
-		if math.IsNaN(w) || math.IsNaN(g) {
-			if math.IsNaN(w) != math.IsNaN(g) {
-				bad++
-				if first == nil {
-					first = fmt.Errorf("element %d: got %v, want %v", i, g, w)
-				}
-			}
-			continue
-		}
-		if math.IsInf(w, 0) && g == w {
-			continue
-		}
-		if math.Abs(g-w) > tol.Abs+tol.Rel*math.Abs(w) {
+		if !elementOK(g, w, tol) {
 			bad++
 			if first == nil {
 				first = fmt.Errorf("element %d: got %v, want %v (diff %g, tol %+v)", i, g, w, math.Abs(g-w), tol)

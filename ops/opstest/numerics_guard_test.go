@@ -1,0 +1,150 @@
+package opstest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/internal/numguard"
+	"github.com/wgdelegate/wgdelegate/memplan"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// guardConfigs are the kernel choices TestNumericsGuard builds every case
+// under, so that the variants only a choice reaches (the tiled and GEMV
+// matmuls at any M, unfused chains, unpacked convolutions, the tiled
+// quantized linear, packed weights, half KV caches, the gpu family's
+// kernels) are checked too.
+var guardConfigs = []ops.Config{
+	{},
+	{Matmul: ops.MatmulScalar, NoElementwiseFusion: true, NoConvPacking: true, NoQGEMV: true,
+		PackLinear: true, NoHalfWeights: true, HalfKVCache: true},
+	{Matmul: ops.MatmulGEMV},
+	{Matmul: ops.MatmulNoGEMV, GEMVCols: 2},
+	// The gpu family's kernels (gemv_gpu.wgsl, matmul_gpu.wgsl), the
+	// GEMV at every M, and on float32 weights.
+	{Family: ops.FamilyGPU},
+	{Family: ops.FamilyGPU, Matmul: ops.MatmulGEMV, NoHalfWeights: true},
+}
+
+// newGuard returns the numerics guard over the shared helpers as
+// shaders renders them, with numguard's allow-list.
+func newGuard() (*numguard.Guard, error) {
+	srcs, err := shaders.NumericHelperSources()
+	if err != nil {
+		return nil, err
+	}
+	helpers, err := numguard.HelperFuncs(srcs)
+	if err != nil {
+		return nil, err
+	}
+	return numguard.New(helpers, numguard.Allowed), nil
+}
+
+// checkRendered runs g over every kernel rendered so far in this process
+// and describes the findings (and sources it cannot parse), one a line.
+func checkRendered(g *numguard.Guard) []string {
+	var bad []string
+	for _, k := range shaders.Rendered() {
+		fs, err := g.Check(k.Name, k.Source)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		for _, f := range fs {
+			bad = append(bad, f.String())
+		}
+	}
+	return bad
+}
+
+// TestNumericsGuard builds the graph of every conformance case (no
+// execution) under each of guardConfigs and runs the numerics guard
+// (internal/numguard) over every kernel those builds rendered: no bare
+// float min/max/clamp, division or sin/cos/tan outside common.tmpl's
+// helpers and numguard.Allowed, and no allow-list entry left unused.
+//
+// Mutation-checked: a bare max back in fused.wgsl's chain, a bare float
+// division back in binary.wgsl's div, and a bare sin back in unary.wgsl
+// each fail it (see the commit message).
+func TestNumericsGuard(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, cfg := range guardConfigs {
+		start := time.Now()
+		for _, c := range Cases {
+			b := serialization.NewBuilder()
+			c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+			memplan.PlanDedicated(b.Graph())
+			g, _, err := Load(dev, b, graph.Options{Kernels: cfg})
+			if err != nil {
+				// The cases' builds are checked by TestConformance; a
+				// choice a case rejects renders nothing to check.
+				continue
+			}
+			g.Close()
+		}
+		t.Logf("%+v: %v, %d kernels", cfg, time.Since(start), len(shaders.Rendered()))
+	}
+	// A decoder's device head (graph.Head: argmax.wgsl, topk.wgsl) is no
+	// op; any graph with float32 logits renders its kernels.
+	hb := serialization.NewBuilder()
+	x := hb.Tensor(serialization.Float32, []uint32{1, 8}, -1)
+	y := hb.Tensor(serialization.Float32, []uint32{1, 8}, -1)
+	hb.Op("aten.clone.default", x, hb.Null(), y)
+	hb.Inputs(x)
+	hb.Outputs(y)
+	hg, _, err := Load(dev, hb, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hg.NewHead(graph.HeadOptions{Logits: 0, Token: -1}); err != nil {
+		t.Fatal(err)
+	}
+	hg.Close()
+	g, err := newGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := checkRendered(g)
+	for _, b := range bad {
+		t.Error(b)
+	}
+	for _, a := range g.Unused() {
+		t.Errorf("allow-list entry no kernel needs (remove it): %+v", a)
+	}
+	if len(shaders.Rendered()) < 500 {
+		t.Errorf("only %d kernels rendered: the builds did not reach the kernel variants", len(shaders.Rendered()))
+	}
+}
+
+// TestMain runs the suite, then the numerics guard over every kernel the
+// tests that ran rendered (a -run subset checks its subset): a kernel
+// variant only some test reaches is checked too.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		g, err := newGuard()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "numerics guard:", err)
+			os.Exit(1)
+		}
+		if bad := checkRendered(g); len(bad) > 0 {
+			fmt.Fprintf(os.Stderr, "numerics guard: %d bare float operations in the rendered kernels:\n%s\n",
+				len(bad), strings.Join(bad, "\n"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
