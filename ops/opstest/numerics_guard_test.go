@@ -87,7 +87,7 @@ func TestNumericsGuard(t *testing.T) {
 			b := serialization.NewBuilder()
 			c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
 			memplan.PlanDedicated(b.Graph())
-			g, _, err := Load(dev, b, graph.Options{Kernels: cfg})
+			g, _, err := Load(dev, b, graph.Options{Kernels: cfg, SkipWarmup: true})
 			if err != nil {
 				// The cases' builds are checked by TestConformance; a
 				// choice a case rejects renders nothing to check.
