@@ -34,7 +34,12 @@ func init() {
 }
 
 // qparamsShader is the template data of shaders/qparams.wgsl.
-type qparamsShader struct{ WG int }
+// qparamsShader is qparams.wgsl's data: HalfScale rounds the scales to
+// float16 (a FLOAT16 scale output, as the reference holds it).
+type qparamsShader struct {
+	WG        int
+	HalfScale bool
+}
 
 func chooseQParamsOp(b Builder, args []int32) error {
 	if n := len(args); n != 10 && n != 11 && n != 14 {
@@ -113,6 +118,9 @@ func chooseQParamsOp(b Builder, args []int32) error {
 		return Errorf(0, "row length %d is too long", k)
 	}
 	sh := qparamsShader{WG: 64}
+	if st, err := b.Tensor(outs[0]); err == nil {
+		sh.HalfScale = st.Half
+	}
 	kern, err := shaders.Render("qparams.wgsl", sh, "main", shaders.Layout(1, 2, true), uint32(sh.WG))
 	if err != nil {
 		return err

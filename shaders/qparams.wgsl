@@ -28,6 +28,12 @@ const small_scale = 6.1e-5;
 {{template "num" (args "T" "f32")}}
 
 {{template "num" (args "T" "vec4<f32>")}}
+{{- if .HalfScale}}
+
+// A FLOAT16 scale output holds halves: the zero point comes from the
+// float32 scale, the stored scale is rounded (the reference's order).
+{{template "num_half"}}
+{{- end}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -86,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
       z = i32(round(z0));
     }
-    scale[row] = s;
+    scale[row] = {{if .HalfScale}}round_half(s){{else}}s{{end}};
     packed |= (u32(z) & 255u) << (8u * i);
   }
   zp[q] = packed;

@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"encoding/binary"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -450,5 +451,44 @@ fn f(a: u32, b: u32) -> u32 {
 		if bad > 0 {
 			t.Errorf("%s: %d of %d differ", c.expr, bad, len(xs))
 		}
+	}
+}
+
+// TestRoundHalf runs common.tmpl's round_half on the device against the
+// host's float16 rounding (tensor.Float32ToHalf, checked exhaustively
+// against a brute-force nearest-half oracle in internal/tensor), bit for
+// bit: every float16's neighbourhood (the value, the midpoints to the next
+// half and one float32 ulp on each side of them: the ties), the float32
+// edges, and random bit patterns.
+func TestRoundHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 1))
+	xs := edgeFloats()
+	for h := uint32(0); h < 0x7c00; h++ {
+		for _, sign := range []uint32{0, 0x8000} {
+			lo := tensor.HalfToFloat32(uint16(h | sign))
+			hi := tensor.HalfToFloat32(uint16(h + 1 | sign))
+			mid := float32((float64(lo) + float64(hi)) / 2)
+			m := f32bits(mid)
+			xs = append(xs, f32bits(lo), m, m-1, m+1)
+		}
+	}
+	xs = append(xs, randomFloatBits(r, 200000)...)
+	got := runHelper(t, `{{template "num_half"}}
+
+fn f(a: u32, b: u32) -> u32 {
+  return bitcast<u32>(round_half(bitcast<f32>(a)));
+}`, xs, make([]uint32, len(xs)))
+	bad := 0
+	for i, x := range xs {
+		want := f32bits(tensor.HalfToFloat32(tensor.Float32ToHalf(bitsf32(x))))
+		if !sameBits(got[i], want) {
+			if bad < 10 {
+				t.Errorf("round_half(%#08x = %g) = %#08x (%g), want %#08x (%g)", x, bitsf32(x), got[i], bitsf32(got[i]), want, bitsf32(want))
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d roundings differ", bad, len(xs))
 	}
 }
