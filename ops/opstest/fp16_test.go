@@ -8,7 +8,6 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
-	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -32,8 +31,10 @@ func TestConformanceFP16(t *testing.T) {
 
 // runFamilies runs cases with kernel choices cfg under the cpu family
 // (subtests cpu/...) and under the gpu family (gpu/...), the latter only
-// the cases of the linear family's ops (FamilyCases) unless the long
-// sweeps are on.
+// the cases of the linear family's ops (FamilyCases): the family decides
+// no other op's kernels, so the others would run the same kernels twice
+// (TestNumericsGuard checks that every other case records the same
+// kernels under both families).
 func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
 	t.Run("cpu", func(t *testing.T) {
 		c := cfg
@@ -43,11 +44,7 @@ func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
 	t.Run("gpu", func(t *testing.T) {
 		c := cfg
 		c.Family = ops.FamilyGPU
-		cs := cases
-		if !testenv.Long() || testing.Short() {
-			cs = FamilyCases(cases)
-		}
-		Run(t, GPU{Dev: dev, Kernels: c}, cs)
+		Run(t, GPU{Dev: dev, Kernels: c}, FamilyCases(cases))
 	})
 }
 

@@ -24,7 +24,7 @@ import (
 // quantized linear, packed weights, half KV caches, the gpu family's
 // kernels) are checked too.
 var guardConfigs = []ops.Config{
-	{},
+	{Family: ops.FamilyCPU},
 	{Matmul: ops.MatmulScalar, NoElementwiseFusion: true, NoConvPacking: true, NoQGEMV: true,
 		PackLinear: true, NoHalfWeights: true, HalfKVCache: true},
 	{Matmul: ops.MatmulGEMV},
@@ -81,8 +81,14 @@ func TestNumericsGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	// kernels[family][case]: the kernels a case records under the plain
+	// cpu and gpu configs, to check that the family changes only the
+	// family cases' kernels (which is why the gpu family repeats only
+	// those: runFamilies).
+	kernels := map[ops.Family]map[string]string{ops.FamilyCPU: {}, ops.FamilyGPU: {}}
 	for _, cfg := range guardConfigs {
 		start := time.Now()
+		plain := cfg == (ops.Config{Family: cfg.Family})
 		for _, c := range Cases {
 			b := serialization.NewBuilder()
 			c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
@@ -93,9 +99,36 @@ func TestNumericsGuard(t *testing.T) {
 				// choice a case rejects renders nothing to check.
 				continue
 			}
+			if plain {
+				var ks []string
+				for _, d := range g.Dispatches() {
+					ks = append(ks, d.Kernel)
+				}
+				kernels[cfg.Family][c.Name] = strings.Join(ks, "\n")
+			}
 			g.Close()
 		}
 		t.Logf("%+v: %v, %d kernels", cfg, time.Since(start), len(shaders.Rendered()))
+	}
+	fam := map[string]bool{}
+	for _, c := range FamilyCases(Cases) {
+		fam[c.Name] = true
+	}
+	for _, c := range Cases {
+		fam[c.Name] = fam[c.Name] || c.Heavy // family cases left to the long sweeps
+	}
+	same := 0
+	for name, k := range kernels[ops.FamilyCPU] {
+		if fam[name] {
+			continue
+		}
+		if k2, ok := kernels[ops.FamilyGPU][name]; !ok || k2 != k {
+			t.Errorf("%s is no family case, but its kernels differ under the gpu family:\n%s\nversus\n%s", name, k, k2)
+		}
+		same++
+	}
+	if same < 500 {
+		t.Errorf("only %d cases compared across families", same)
 	}
 	// A decoder's device head (graph.Head: argmax.wgsl, topk.wgsl) is no
 	// op; any graph with float32 logits renders its kernels.

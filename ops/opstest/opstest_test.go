@@ -20,8 +20,8 @@ import (
 // kernels and gpu/... with the GPU-shaped ones, both forced whatever the
 // adapter (ops.Config.Family), so each family is proved on every device.
 // The gpu family runs the cases whose graphs hold an op whose kernels the
-// family decides (FamilyCases), every case in the long sweeps
-// (testenv.Long).
+// family decides (FamilyCases; the Heavy ones only in the long sweeps,
+// testenv.Long): no other case's kernels depend on the family.
 func TestConformance(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
