@@ -43,7 +43,8 @@
 //	gpu/tiled         every float32 call (matmul_gpu.wgsl)
 //	cpu/qgemv         one-row q4gsw/dq8ca_q4gsw, K and g multiples of 32 (qgemv.wgsl)
 //	gpu/qgemv         q4gsw/dq8ca_q4gsw (K, g multiples of 32) and int8 weights, M ≤ 16 (gemv_gpu.wgsl)
-//	any/qlinear       every weight-quantized call (qlinear.wgsl)
+//	gpu/qtiled        every other weight-quantized call, codes dequantized into the tile (matmul_gpu.wgsl)
+//	cpu/qlinear       every other weight-quantized call (qlinear.wgsl)
 //	any/q8ta          the int8 × int8 linears (q8ta_linear.wgsl)
 //
 // Config.Matmul, NoQGEMV and NoHalfWeights override the choice in both

@@ -182,7 +182,10 @@ var linearKernels = []linearKernel{
 			return c.format == formatQuant && gpuQGEMVFormat(c.q) != "" && !cfg.NoQGEMV && gpuGEMVRows(cfg, c.q.m)
 		},
 		record: recordGPUGEMVQuant},
-	{name: "any/qlinear", family: FamilyAuto,
+	{name: "gpu/qtiled", family: FamilyGPU,
+		fits:   func(c *linearCall, cfg Config) bool { return c.format == formatQuant },
+		record: recordGPUTiledQuant},
+	{name: "cpu/qlinear", family: FamilyCPU,
 		fits: func(c *linearCall, cfg Config) bool { return c.format == formatQuant },
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 			return recordQLinearTiled(b, c.q, epi, dst)

@@ -85,8 +85,8 @@ func TestLinearKernelTable(t *testing.T) {
 		}, "matmul.wgsl", "matmul_gpu.wgsl"},
 		{"q4 M1 g32", func(cfg Config) *recorder { return recordQ4(t, 1, 64, 8, 32, cfg) }, "qgemv.wgsl", "gemv_gpu.wgsl"},
 		{"q4 M16 g64", func(cfg Config) *recorder { return recordQ4(t, 16, 128, 8, 64, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
-		{"q4 M17", func(cfg Config) *recorder { return recordQ4(t, 17, 64, 8, 32, cfg) }, "qlinear.wgsl", "qlinear.wgsl"},
-		{"q4 g16", func(cfg Config) *recorder { return recordQ4(t, 1, 64, 8, 16, cfg) }, "qlinear.wgsl", "qlinear.wgsl"},
+		{"q4 M17", func(cfg Config) *recorder { return recordQ4(t, 17, 64, 8, 32, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
+		{"q4 g16", func(cfg Config) *recorder { return recordQ4(t, 1, 64, 8, 16, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
 		{"int8 M1 K%16", func(cfg Config) *recorder { return recordInt8(t, 1, 64, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 		{"int8 M3 K%4", func(cfg Config) *recorder { return recordInt8(t, 3, 20, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 	} {
@@ -104,7 +104,7 @@ func TestLinearKernelTable(t *testing.T) {
 	if got := kernelFile(t, recordLinear(t, 40, 64, 33, 65535, Config{Family: FamilyGPU, Matmul: MatmulGEMV})); got != "gemv_gpu.wgsl" {
 		t.Errorf("gpu, MatmulGEMV, M40: %s", got)
 	}
-	if got := kernelFile(t, recordQ4(t, 1, 64, 8, 32, Config{Family: FamilyGPU, NoQGEMV: true})); got != "qlinear.wgsl" {
+	if got := kernelFile(t, recordQ4(t, 1, 64, 8, 32, Config{Family: FamilyGPU, NoQGEMV: true})); got != "matmul_gpu.wgsl" {
 		t.Errorf("gpu, NoQGEMV, q4 M1: %s", got)
 	}
 }

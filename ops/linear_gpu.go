@@ -239,7 +239,8 @@ func recordGPUGEMVKernel(b Builder, g gpuGEMV, epi matmulEpilogue, dst int32) er
 
 // gpuTiledShader is the template data of shaders/matmul_gpu.wgsl.
 type gpuTiledShader struct {
-	B          string // B's layout: "kn" (mm's mat2), "nk" (linear's weight), "half" (packed halves, [N, K8/2] words)
+	B          string        // B's layout: "kn" (mm's mat2), "nk" (linear's weight), "half" (packed halves, [N, K8/2] words), "q" (quantized codes)
+	Q          qlinearShader // "q": the weight's format (Int8, HighEven, Grouped, Zeros) and DQ8
 	Bias       bool
 	Act        string
 	Res        string
@@ -252,13 +253,15 @@ type gpuTiledShader struct {
 	VecM, VecN []int // vec4 groups of RowsT and ColsT
 	LoadA      []int // the tile loads' element offsets, 0, 256, ...
 	LoadB      []int
+
+	qBindings
 }
 
 // recordGPUTiled records float32 call c (any batch, B [K, N], [N, K] or
 // packed halves) with matmul_gpu.wgsl, writing dst and applying epi.
 func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 	f := c.f
-	sh := gpuTiledShader{Bias: f.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, TM: gpuTiledTM, TN: gpuTiledTN, BK: gpuTiledBK}
+	sh := gpuTiledShader{Bias: f.bias >= 0}
 	weight, ldb := f.b, f.n
 	switch {
 	case c.halfCall() && c.half >= 0:
@@ -268,6 +271,44 @@ func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	default:
 		sh.B = "kn"
 	}
+	inputs := []int32{f.a, weight}
+	if sh.Bias {
+		sh.BiasBinding = len(inputs)
+		inputs = append(inputs, f.bias)
+	}
+	return recordGPUTiledKernel(b, sh, f, inputs, ldb, gpuTiledQ{}, epi, dst)
+}
+
+// recordGPUTiledQuant records weight-quantized call c with
+// matmul_gpu.wgsl's "q" form: the codes are dequantized as B's tile is
+// loaded (every weight format qlinear.wgsl reads), so prefill and other
+// many-row calls run the GPU family's tiled kernel too.
+func recordGPUTiledQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
+	q := c.q
+	sh := gpuTiledShader{B: "q", Q: q.sh, Bias: q.bias >= 0}
+	f := matmulCall{a: q.x, b: q.w, bias: q.bias, out: q.out, m: q.m, n: q.n, k: q.k, transB: true, alpha: 1, beta: 1, biasSN: 1}
+	inputs := []int32{q.x, q.w, q.scales}
+	if sh.Q.DQ8 {
+		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
+		inputs = append(inputs, q.xs, q.xz)
+	}
+	if sh.Bias {
+		sh.BiasBinding = len(inputs)
+		inputs = append(inputs, q.bias)
+	}
+	return recordGPUTiledKernel(b, sh, f, inputs, q.k, gpuTiledQ{rowBytes: q.rowBytes, g: q.g, ldS: q.ldS}, epi, dst)
+}
+
+// gpuTiledQ is the "q" form's weight geometry (matmul_gpu.wgsl's q_*
+// params; zero for the float forms).
+type gpuTiledQ struct{ rowBytes, g, ldS int64 }
+
+// recordGPUTiledKernel records matmul_gpu.wgsl for f with sh's B form:
+// inputs are A, B (and the scales and DQ8 qparams of the "q" form, and the
+// bias) at the bindings sh names; the epilogue's res is appended.
+func recordGPUTiledKernel(b Builder, sh gpuTiledShader, f matmulCall, inputs []int32, ldb int64, qg gpuTiledQ, epi matmulEpilogue, dst int32) error {
+	sh.Act, sh.Res, sh.Gate = epi.act, epi.res, epi.gate
+	sh.TM, sh.TN, sh.BK = gpuTiledTM, gpuTiledTN, gpuTiledBK
 	sh.BM, sh.BN = 16*sh.TM, 16*sh.TN
 	sh.AP, sh.BP = sh.BM+1, sh.BN+1
 	sh.RowsT, sh.ColsT = matmulTile(int64(sh.TM), sh.TM), matmulTile(int64(sh.TN), sh.TN)
@@ -288,13 +329,11 @@ func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	if gx > maxg || gy > maxg {
 		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", f.m, f.n, gx, gy, maxg)
 	}
-	inputs := []int32{f.a, weight}
-	if sh.Bias {
-		inputs = append(inputs, f.bias)
-	}
 	if sh.Res != "" {
+		sh.ResBinding = len(inputs)
 		inputs = append(inputs, epi.other)
 	}
+	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
 	kern, err := shaders.Render("matmul_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), 256)
 	if err != nil {
 		return err
@@ -303,13 +342,20 @@ func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	for i := range f.bdims {
 		bd[i], as[i], bs[i] = uint32(f.bdims[i]), uint32(f.aStride[i]), uint32(f.bStride[i])
 	}
+	var qp Params
+	qp.U32(uint32(qg.rowBytes)).U32(uint32(qg.g)).U32(uint32(qg.ldS)).U32(0)
+	what := "matmul"
+	if sh.B == "q" {
+		what = "quantized linear"
+	}
 	tiles := (f.k + int64(sh.BK) - 1) / int64(sh.BK)
 	for z0 := int64(0); z0 < batch; z0 += maxg {
 		gz := min(batch-z0, maxg)
 		err := kChunks(tiles, gpuTiledMaxTrips, func(begin, end int64, accumulate, last uint32) error {
 			p := matmulParams(f, f.n, f.k, begin*int64(sh.BK), min(end*int64(sh.BK), f.k), accumulate, last, z0, epi, ldb, bd, as, bs)
+			p = append(p, qp.Bytes()...)
 			if err := b.Dispatch(kern, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
-				return fmt.Errorf("ops: matmul: %w", err)
+				return fmt.Errorf("ops: %s: %w", what, err)
 			}
 			return nil
 		})

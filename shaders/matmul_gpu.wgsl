@@ -5,7 +5,10 @@
 // adapters, or with Config.Family = FamilyGPU.
 //
 // A is M×K row-major; B is {{if eq .B "kn"}}K×N (mm's mat2){{else if eq .B "nk"}}N×K (linear's weight, as
-// exported){{else}}N×K packed halves (ops.HalfWeightSpec: row n is K8/2 u32 words){{end}}.
+// exported){{else if eq .B "half"}}N×K packed halves (ops.HalfWeightSpec: row n is K8/2 u32 words){{else}}N×K
+// quantized codes as exported (the weight-quantized linears: rows of
+// params.q_row_bytes bytes, bound as u32 words; see qdec), dequantized as
+// the tile is loaded{{end}}.
 //
 // Shape: a workgroup of 16×16 invocations computes a {{.BM}}×{{.BN}} tile of C,
 // each invocation {{.TM}}×{{.TN}} outputs (rows ty·{{.TM}}.., columns
@@ -22,20 +25,32 @@
 // (65535 loop back-edges per invocation) runs it correctly; later chunks
 // add to C (accumulate) and the epilogue runs on the last.
 @group(0) @binding(0) var<storage, read> a: array<f32>;
-{{- if eq .B "half"}}
+{{- if or (eq .B "half") (eq .B "q")}}
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 {{- else}}
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 {{- end}}
-{{- $cb := 2}}{{if .Bias}}{{$cb = 3}}{{end}}{{if .Res}}{{if .Bias}}{{$cb = 4}}{{else}}{{$cb = 3}}{{end}}{{end}}
+{{- if eq .B "q"}}
+@group(0) @binding(2) var<storage, read> s: array<f32>;
+{{- end}}
+{{- if .Q.DQ8}}
+// Dynamic int8 activations (et_vk.linear_dq8ca_q4gsw): row r's scale
+// xs[r] and int8 zero point (byte r % 4 of xz[r / 4]). A's tile holds the
+// codes clamp(round(x / xs) + xz, -128, 127) - xz, each quotient
+// correctly rounded (dq8_qx_exact: A's elements are loaded once per tile,
+// so the exact quantizer costs little), and each row's sums are scaled by
+// xs[r] at the store.
+@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
+@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
+{{- end}}
 {{- if .Bias}}
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
 {{- end}}
 {{- if .Res}}
-@group(0) @binding({{if .Bias}}3{{else}}2{{end}}) var<storage, read> res: array<f32>;
+@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
 {{- end}}
-@group(0) @binding({{$cb}}) var<storage, read_write> c: array<f32>;
-@group(0) @binding({{add $cb 1}}) var<uniform> params: Params;
+@group(0) @binding({{.OutBinding}}) var<storage, read_write> c: array<f32>;
+@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
 
 // Go twin: the Params writes in ops/matmul.go recordMatmul (matmul.wgsl's
 // layout; k, k_begin and k_end count elements here, bdims and the batch
@@ -60,8 +75,49 @@ struct Params {
   bdims: array<vec4<u32>, 2>,
   astride: array<vec4<u32>, 2>,
   bstride: array<vec4<u32>, 2>,
+  q_row_bytes: u32, // "q": weight row stride in bytes
+  q_g: u32,         // "q", grouped scales: the group size
+  q_ld_s: u32,      // "q", grouped scales: the scale row stride
+  _q0: u32,
 }
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
+{{- if .Q.DQ8}}
+
+{{template "dq8_qx"}}
+{{- end}}
+{{- if eq .B "q"}}
+
+// qbyte returns the weight byte at byte offset o.
+fn qbyte(o: u32) -> u32 {
+  return (b[o >> 2u] >> ((o & 3u) * 8u)) & 255u;
+}
+
+// qdec returns weight element (n, k) dequantized: {{if .Q.Int8}}the int8 code{{else}}the 4-bit code u
+// (two a byte, the even k in the {{if .Q.HighEven}}high{{else}}low{{end}} nibble) as u − 8{{end}}{{if .Q.Zeros}}, times
+// its group's scale plus its zero (interleaved: s[2i], s[2i + 1]){{else if .Q.Grouped}}, times its group's
+// scale{{else}}; the per-channel scale s[n] multiplies the sums at the
+// store{{end}}.
+fn qdec(n: u32, k: u32) -> f32 {
+{{- if .Q.Int8}}
+  let v = f32(bitcast<i32>(qbyte(n * params.q_row_bytes + k) << 24u) >> 24u);
+{{- else}}
+  let by = qbyte(n * params.q_row_bytes + k / 2u);
+{{- if .Q.HighEven}}
+  let v = f32((by >> select(0u, 4u, (k & 1u) == 0u)) & 15u) - 8.0;
+{{- else}}
+  let v = f32((by >> select(4u, 0u, (k & 1u) == 0u)) & 15u) - 8.0;
+{{- end}}
+{{- end}}
+{{- if .Q.Zeros}}
+  let gi = (k / params.q_g) * params.q_ld_s + n;
+  return fma(v, s[gi * 2u], s[gi * 2u + 1u]);
+{{- else if .Q.Grouped}}
+  return v * s[(k / params.q_g) * params.q_ld_s + n];
+{{- else}}
+  return v;
+{{- end}}
+}
+{{- end}}
 
 // The tiles, k-major: at[kk·{{.AP}} + row], bt[kk·{{.BP}} + column], rows
 // padded by one so that the transposing stores of neighbouring
@@ -104,6 +160,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_
       var v = 0.0;
       if (r < m && kq < params.k_end) {
         v = a[aoff + r * kk + kq];
+{{- if $.Q.DQ8}}
+        let z = f32((bitcast<i32>(xz[r / 4u]) << (24u - 8u * (r % 4u))) >> 24u);
+        v = dq8_qx_exact(vec4<f32>(v), xs[r], z).x;
+{{- end}}
       }
       at[(e % {{$.BK}}u) * {{$.AP}}u + e / {{$.BK}}u] = v;
     }
@@ -127,6 +187,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_
       if (cq < n && kq < params.k_end) {
 {{- if eq $.B "half"}}
         v = unpack2x16float(b[boff + cq * params.ldb + kq / 2u])[kq % 2u];
+{{- else if eq $.B "q"}}
+        v = qdec(cq, kq);
 {{- else}}
         v = b[boff + cq * params.ldb + kq];
 {{- end}}
@@ -160,7 +222,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_
       let cq = col0 + tx * {{$.TN}}u + {{$j}}u;
       if (r < m && cq < n) {
         let o = coff + r * n + cq;
-        {{template "linear_store" (args "Out" "c" "O" "o" "V" (printf "params.alpha * acc%d_%d" $i $j) "Base" (and $.Bias "params.beta * bias[r * params.bias_sm + cq * params.bias_sn]") "Chunked" true "Epi" (or $.Act $.Res))}}
+{{- $v := printf "params.alpha * acc%d_%d" $i $j}}{{if $.Q.DQ8}}{{$v = printf "%s * xs[r]" $v}}{{end}}{{if and (eq $.B "q") (not $.Q.Grouped)}}{{$v = printf "%s * s[cq]" $v}}{{end}}
+        {{template "linear_store" (args "Out" "c" "O" "o" "V" $v "Base" (and $.Bias "params.beta * bias[r * params.bias_sm + cq * params.bias_sn]") "Chunked" true "Epi" (or $.Act $.Res))}}
       }
     }
 {{- end}}

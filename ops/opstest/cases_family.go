@@ -65,4 +65,18 @@ func init() {
 		perChannelCase([]int64{4, 2052}, 9, true, true),
 		perChannelCase([]int64{16, 1024}, 3, true, false),
 	)
+	// The tiled kernel's "q" form (codes dequantized into B's tile) for
+	// M > 16 and the weights the GPU GEMV cannot read, beside the cases
+	// of cases_quant.go that have such M (q4gsw 33 and 17 rows, qcs4w 19,
+	// dq8ca 19, weight_int4 21): partial 64×64 tiles, int8 per-channel
+	// weights with unaligned rows, a group size not a multiple of 32 at
+	// M = 1, 8da4w at 70 rows, and K past one dispatch's 2048 tiles of 16
+	// (32800 = 32768 + 32; 4 s on lavapipe, so in the long sweeps).
+	Cases = append(Cases,
+		q4gswCase([]int64{70, 96}, 65, 32, true, false),
+		perChannelCase([]int64{20, 36}, 7, true, true),
+		q4gswCase([]int64{1, 96}, 9, 48, true, false),
+		dq8caCase([]int64{70, 128}, 66, 64, true, 11),
+		heavy(q4gswCase([]int64{18, 32800}, 5, 32, false, false)),
+	)
 }
