@@ -373,6 +373,11 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
 		s.NumFloat16Tensors += gs.NumFloat16Tensors
 		s.Float16TensorBytes += gs.Float16TensorBytes
+		s.NumChunkedWeights += gs.NumChunkedWeights
+		s.ChunkedWeightBytes += gs.ChunkedWeightBytes
+		s.NumWeightChunks += gs.NumWeightChunks
+		s.ChunkBytes += gs.ChunkBytes
+		s.ScratchBytes += gs.ScratchBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s
