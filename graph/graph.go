@@ -182,12 +182,12 @@ type WebGPUGraph struct {
 	upMain, upDriver int64
 
 	// Packed weights (ops.Packer), kept for re-recordings:
-	packCache   *prepack.Cache
-	packed      map[string]int32    // cache key -> packed tensor id
-	prepackSrc  map[int32]int32     // prepack output -> its constant
-	weightKeys  map[int32]string    // constant id -> content ID
-	persistent  map[int32]int32     // constant id -> its writable copy
-	halfKV      map[int32]int32     // KV cache id -> its packed halves (makeHalfKV)
+	packCache  *prepack.Cache
+	packed     map[string]int32 // cache key -> packed tensor id
+	prepackSrc map[int32]int32  // prepack output -> its constant
+	weightKeys map[int32]string // constant id -> content ID
+	persistent map[int32]int32  // constant id -> its writable copy
+	halfKV     map[int32]int32  // KV cache id -> its packed halves (makeHalfKV)
 	// Weights held in chunks (chunk.go): the chunked weights, the
 	// binding limit, the weight slices (by "src|dim|begin|end", and by
 	// id) and the ops' scratch tensors (by op index and key).
@@ -196,9 +196,9 @@ type WebGPUGraph struct {
 	sliceKeys      map[string]int32
 	slices         map[int32]*sliceState
 	scratchTensors map[[2]int]int32
-	hostConst   map[hostKey]float64 // constant elements read at load
-	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
-	packStats   PackedCacheStats
+	hostConst      map[hostKey]float64 // constant elements read at load
+	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
+	packStats      PackedCacheStats
 
 	heads []*Head // open Heads, closed with the graph
 
