@@ -1,0 +1,86 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// TestChunkLimitError: a constant over the (lowered) binding limit that
+// some op cannot read in chunks is rejected with a *LimitError naming that
+// op and the tensor, before any buffer exists, even when other readers
+// could read it in chunks; read only by ops that can, it loads.
+func TestChunkLimitError(t *testing.T) {
+	dev := device(t)
+	f := serialization.Float32
+	const limit = 64*128 + 16
+	w := make([]byte, 100*32*4) // [100, 32] float32: 12800 bytes
+	for _, c := range []struct {
+		name   string
+		build  func(b *serialization.Builder, x, wt int32)
+		op     string // "" when the load must succeed
+		wantID int32
+	}{
+		{"add", func(b *serialization.Builder, x, wt int32) {
+			out := b.Tensor(f, []uint32{100, 32}, -1)
+			b.Op("aten.add.Tensor", wt, wt, b.Int(1), out)
+			b.Outputs(out)
+		}, "aten.add.Tensor", 1},
+		{"linear and add", func(b *serialization.Builder, x, wt int32) {
+			y := b.Tensor(f, []uint32{1, 100}, -1)
+			b.Op("aten.linear.default", x, wt, b.Null(), y)
+			out := b.Tensor(f, []uint32{100, 32}, -1)
+			b.Op("aten.add.Tensor", wt, wt, b.Int(1), out)
+			b.Outputs(y, out)
+		}, "aten.add.Tensor", 1},
+		{"permute", func(b *serialization.Builder, x, wt int32) {
+			y := b.Tensor(f, []uint32{1, 100}, -1)
+			b.Op("aten.permute_copy.default", wt, b.IntList(1, 0), y) // not chunkable either
+			b.Outputs(y)
+		}, "aten.permute_copy.default", 1},
+		{"linear", func(b *serialization.Builder, x, wt int32) {
+			y := b.Tensor(f, []uint32{1, 100}, -1)
+			b.Op("aten.linear.default", x, wt, b.Null(), y)
+			b.Outputs(y)
+		}, "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			blob := buildBlob(t, func(b *serialization.Builder) {
+				x := b.Tensor(f, []uint32{1, 32}, -1)
+				b.Inputs(x)
+				wt := b.InlineConst(f, []uint32{100, 32}, w)
+				c.build(b, x, wt)
+			})
+			before := dev.LiveObjects()
+			g, err := Load(context.Background(), dev, blob, Options{MaxBindingSize: limit, SkipWarmup: true})
+			if c.op == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				if s := g.MemoryStats(); s.NumChunkedWeights != 1 || s.NumWeightChunks != 2 || s.ChunkedWeightBytes != int64(len(w)) {
+					t.Errorf("stats %+v, want one weight of %d bytes in 2 chunks", s, len(w))
+				}
+				return
+			}
+			var le *LimitError
+			if !errors.As(err, &le) || !errors.Is(err, ErrDeviceLimit) || !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("got %v, want a *LimitError", err)
+			}
+			if le.Op != c.op || le.ValueID != c.wantID || le.Limit != limit {
+				t.Errorf("LimitError %+v, want op %s, value %d, limit %d", le, c.op, c.wantID, limit)
+			}
+			for _, want := range []string{c.op, "value 1"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not name %q", err, want)
+				}
+			}
+			if after := dev.LiveObjects(); after.Buffers != before.Buffers {
+				t.Errorf("rejected load left %d buffers (before %d)", after.Buffers, before.Buffers)
+			}
+		})
+	}
+}
