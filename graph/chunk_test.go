@@ -84,3 +84,53 @@ func TestChunkLimitError(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkChunkedLinear is a one-row linear [1, 256] × [120000, 256]ᵀ
+// (123 MB of weight, under lavapipe's 128 MiB binding limit) whole and
+// held in 2 chunks (MaxBindingSize 64 MiB): the cost of the chunked path
+// (a GEMV per chunk into a scratch output, and a copy into the output).
+func BenchmarkChunkedLinear(b *testing.B) {
+	dev := device(b)
+	f := serialization.Float32
+	const n, k = 120000, 256
+	w := make([]byte, n*k*4)
+	for i := range w {
+		w[i] = byte(i * 7)
+	}
+	bb := serialization.NewBuilder()
+	x := bb.Tensor(f, []uint32{1, k}, -1)
+	bb.Inputs(x)
+	wt, _ := bb.NamedConst(f, []uint32{n, k}, w)
+	y := bb.Tensor(f, []uint32{1, n}, -1)
+	bb.Op("aten.linear.default", x, wt, bb.Null(), y)
+	bb.Outputs(y)
+	blob, err := bb.Blob()
+	if err != nil {
+		b.Fatal(err)
+	}
+	nd := serialization.NewNamedDataMap()
+	for _, nb := range bb.NamedBlobs() {
+		if err := nd.Add(nb.Key, nb.Data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := []Tensor{{DType: f, Shape: []int64{1, k}, Data: make([]byte, k*4)}}
+	for _, c := range []struct {
+		name  string
+		limit uint64
+	}{{"whole", 0}, {"chunks2", 64 << 20}} {
+		b.Run(c.name, func(b *testing.B) {
+			g, err := Load(context.Background(), dev, blob, Options{NamedData: nd, MaxBindingSize: c.limit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			for b.Loop() {
+				if _, err := g.Execute(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(g.MemoryStats().NumWeightChunks), "chunks")
+		})
+	}
+}
