@@ -30,15 +30,52 @@ func bindLimit(lim Limits) int64 {
 	return int64(min(n, 1<<62))
 }
 
+// WeightChunks is a weight a load holds in chunks (ChunkedWeights).
+type WeightChunks struct {
+	ID int32 // the constant's value id
+	// Prepacked are its et_vk.prepack outputs, which get no buffer
+	// either.
+	Prepacked []int32
+	Bytes     int64 // its size on the device
+	Rows      int64 // its leading dimension
+	// Chunks is how many chunks of its rows fit its own row size
+	// (ops.ChunkAlign rows at a time, at most the limit each; 0 when not
+	// even that fits). An op whose other sliced tensors (scales, the
+	// scratch output) take more bytes a row splits finer.
+	Chunks int
+}
+
+// ChunkedWeights lists, in value order, the weights a load under lim
+// holds in chunks (see graph/chunk.go): the constants over the smaller of
+// lim's buffer and binding limits that every reader reads where ops can
+// read chunks (ops.ChunkArgs), directly or through et_vk.prepack. Every
+// other tensor over a limit is a *LimitError at load.
+func ChunkedWeights(g *serialization.Graph, lim Limits) []WeightChunks {
+	ws, _ := weightChunks(g, lim)
+	return ws
+}
+
 // chunkedWeights finds the weights held in chunks, adds them (and the
 // prepack outputs of them) to deferred and returns them; blocked names,
 // for each constant over the limit that cannot be chunked, the first op
 // that reads it where chunks cannot be read (for its *LimitError).
 func chunkedWeights(g *serialization.Graph, deferred map[int32]bool, lim Limits) (chunked map[int32]bool, blocked map[int32]string) {
+	ws, blocked := weightChunks(g, lim)
+	chunked = map[int32]bool{}
+	for _, w := range ws {
+		for _, id := range append(w.Prepacked, w.ID) {
+			chunked[id], deferred[id] = true, true
+		}
+	}
+	return chunked, blocked
+}
+
+// weightChunks is ChunkedWeights, with chunkedWeights' blocked.
+func weightChunks(g *serialization.Graph, lim Limits) (ws []WeightChunks, blocked map[int32]string) {
 	limit := bindLimit(lim)
-	chunked, blocked = map[int32]bool{}, map[int32]string{}
+	blocked = map[int32]string{}
 	if limit <= 0 {
-		return chunked, blocked
+		return nil, blocked
 	}
 	for i := range g.Values {
 		t := g.Values[i].Tensor
@@ -67,11 +104,13 @@ func chunkedWeights(g *serialization.Graph, deferred map[int32]bool, lim Limits)
 			}
 			continue
 		}
-		for _, o := range append(outs, id) {
-			chunked[o], deferred[o] = true, true
+		w := WeightChunks{ID: id, Prepacked: outs, Bytes: nbytes, Rows: int64(t.Dims[0])}
+		if per := (limit - 16) / (nbytes / w.Rows) / ops.ChunkAlign * ops.ChunkAlign; per > 0 {
+			w.Chunks = int((w.Rows + per - 1) / per)
 		}
+		ws = append(ws, w)
 	}
-	return chunked, blocked
+	return ws, blocked
 }
 
 // chunkUses reports whether every use of id is an argument ops.ChunkArgs
@@ -202,6 +241,28 @@ func (b *opBuilder) SliceWeight(id int32, dim int, begin, end int64) (ops.Tensor
 	return b.Tensor(vid)
 }
 
+// chunkOf returns the index of the weight chunk a dispatch binding ids
+// reads: a slice along dim 0 of a chunked weight (its rank among that
+// weight's slices by first row), or a chunked op's scratch output (its
+// key, the chunk index by ops' construction); -1 when it binds neither.
+func (g *WebGPUGraph) chunkOf(ids []int32) int {
+	for _, id := range ids {
+		if s, ok := g.slices[id]; ok && s.dim == 0 && g.chunked[s.src] {
+			n := 0
+			for _, o := range g.slices {
+				if o.src == s.src && o.dim == 0 && o.begin < s.begin {
+					n++
+				}
+			}
+			return n
+		}
+		if k, ok := g.scratchKeys[id]; ok {
+			return k
+		}
+	}
+	return -1
+}
+
 // Scratch implements ops.Chunker.
 func (b *opBuilder) Scratch(key int, dt serialization.DataType, dims []int64) (ops.Tensor, error) {
 	g := b.g
@@ -230,6 +291,7 @@ func (b *opBuilder) Scratch(key int, dt serialization.DataType, dims []int64) (o
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.scratchTensors[k] = vid
+	g.scratchKeys[vid] = key
 	g.stats.ScratchBytes += int64(buf.Size())
 	return b.Tensor(vid)
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,15 @@ func TestChunkLimitError(t *testing.T) {
 				defer g.Close()
 				if s := g.MemoryStats(); s.NumChunkedWeights != 1 || s.NumWeightChunks != 2 || s.ChunkedWeightBytes != int64(len(w)) {
 					t.Errorf("stats %+v, want one weight of %d bytes in 2 chunks", s, len(w))
+				}
+				// Per chunk, the GEMV into its scratch output and the
+				// copy into the output's columns.
+				var chunks []int
+				for _, d := range g.Dispatches() {
+					chunks = append(chunks, d.Chunk)
+				}
+				if !slices.Equal(chunks, []int{0, 0, 1, 1}) {
+					t.Errorf("dispatch chunks %v, want [0 0 1 1]", chunks)
 				}
 				return
 			}

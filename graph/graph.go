@@ -138,6 +138,7 @@ type WebGPUGraph struct {
 	prog            *gpu.Program        // records and reads, prepared for replay
 	dispatchOps     []int               // per record: the chain index of its op
 	dispatchKernels []string            // per record: its kernel's name
+	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
 	absorbed        map[int]bool        // ops fused into an earlier op
 	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
 	recordedIn      [][]int64           // per input, the key the records were built for
@@ -196,6 +197,7 @@ type WebGPUGraph struct {
 	sliceKeys      map[string]int32
 	slices         map[int32]*sliceState
 	scratchTensors map[[2]int]int32
+	scratchKeys    map[int32]int       // scratch tensor -> its key
 	hostConst      map[hostKey]float64 // constant elements read at load
 	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats      PackedCacheStats
@@ -222,7 +224,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
 		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}, halfKV: map[int32]int32{},
 		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{},
-		sliceKeys: map[string]int32{}, slices: map[int32]*sliceState{}, scratchTensors: map[[2]int]int32{}}
+		sliceKeys: map[string]int32{}, slices: map[int32]*sliceState{}, scratchTensors: map[[2]int]int32{}, scratchKeys: map[int32]int{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()

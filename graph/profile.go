@@ -68,7 +68,7 @@ func (g *WebGPUGraph) ProfileReplay(ctx context.Context) (Profile, error) {
 	for i, r := range g.records {
 		p.Dispatches[i] = DispatchTiming{
 			DispatchInfo: DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name,
-				Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}},
+				Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}, Chunk: g.dispatchChunks[i]},
 			Duration: durs[i],
 		}
 	}

@@ -135,7 +135,7 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	}
 	// finishDispatches reuses or releases the previous bind groups.
 	g.records = g.records[:0]
-	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
+	g.dispatchOps, g.dispatchKernels, g.dispatchChunks = g.dispatchOps[:0], g.dispatchKernels[:0], g.dispatchChunks[:0]
 	if err := g.bindTransients(); err != nil {
 		return err
 	}
@@ -162,6 +162,10 @@ type DispatchInfo struct {
 	OpName string // that op's name
 	Kernel string // the kernel variant
 	Groups [3]uint32
+	// Chunk is, for a dispatch of an op that reads a weight held in
+	// chunks (graph/chunk.go), the index of the chunk it reads (or whose
+	// scratch output it copies); -1 for every other dispatch.
+	Chunk int
 }
 
 // Dispatches lists the recorded dispatches in execution order.
@@ -170,7 +174,8 @@ func (g *WebGPUGraph) Dispatches() []DispatchInfo {
 	defer g.mu.Unlock()
 	out := make([]DispatchInfo, len(g.records))
 	for i, r := range g.records {
-		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}}
+		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z},
+			Chunk: g.dispatchChunks[i]}
 	}
 	return out
 }
