@@ -146,7 +146,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 		if g == nil {
 			report(Progress{Phase: PhaseBuild, Delegate: len(built), Delegates: nGraphs, BytesDone: done, BytesTotal: total})
 			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log, PackedCache: cacheFile, Kernels: c.kernels, MemoryLimit: c.memLimit,
-				OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
+				MaxBindingSize: c.maxBinding, OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
 			if err != nil {
 				if len(calls) > 1 {
 					return nil, fmt.Errorf("delegate %d: %w", cl.delegate, err)

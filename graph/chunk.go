@@ -189,7 +189,17 @@ func (b *opBuilder) SliceWeight(id int32, dim int, begin, end int64) (ops.Tensor
 	if !ok {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a weight (a constant or a prepacked constant); it cannot be sliced", id)
 	}
-	key := fmt.Sprintf("%d|%d|%d|%d", src, dim, begin, end)
+	// A named constant is keyed by its content (its named key, dtype and
+	// dims): a tied embedding and classifier, two values of one named
+	// key, share their slices when their ops take the same rows.
+	key := fmt.Sprintf("value:%d", src)
+	if ts := g.tensors[src]; ts.constID >= 0 && g.graph.Constants[ts.constID].IsNamed() {
+		var err error
+		if key, err = g.weightKey(src); err != nil {
+			return ops.Tensor{}, err
+		}
+	}
+	key = fmt.Sprintf("%s|%d|%d|%d", key, dim, begin, end)
 	if vid, ok := g.sliceKeys[key]; ok {
 		return b.Tensor(vid)
 	}
