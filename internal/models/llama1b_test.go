@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -56,7 +57,22 @@ func TestLlama1BShapes(t *testing.T) {
 			}
 			b := l.B
 			if c.fp16 {
-				if b, err = ForceFP16(b, serialization.Float32); err != nil {
+				// As NewDecoderFP16: the weights and rope tables rounded
+				// to halves first, so that the float32 reference runs
+				// on the values the FLOAT16 graph holds.
+				round := func(vs ...[]float32) {
+					for _, v := range vs {
+						for i, x := range v {
+							v[i] = tensor.HalfToFloat32(tensor.Float32ToHalf(x))
+						}
+					}
+				}
+				round(w.Embedding, w.Norm, l.s.cos, l.s.sin) // w.Output is w.Embedding
+				for i := range w.Layers {
+					ly := &w.Layers[i]
+					round(ly.AttnNorm, ly.Wq, ly.Wk, ly.Wv, ly.Wo, ly.FFNNorm, ly.W1, ly.W3, ly.W2)
+				}
+				if b, err = ForceFP16(l.s.build(nil, false), serialization.Float32); err != nil {
 					t.Fatal(err)
 				}
 			}
