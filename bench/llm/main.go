@@ -85,6 +85,9 @@ func main() {
 	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
+	layers := flag.Int64("layers", 0, "decoder layers (0: the shape's): fewer layers of a large shape fit a smaller host")
+	dyn8 := flag.Bool("8da4w", false, "with -q4: write every linear as 8da4w (choose_qparams_affine + et_vk.linear_dq8ca_q4gsw, -qmode 8da4w)")
+	embedQ4 := flag.Int64("embed-q4", 0, "write the embedding as et_vk.embedding_q4gsw with 4-bit rows in groups of this size (-E 4,G)")
 	flag.Parse()
 
 	sh, ok := shapes[*shapeName]
@@ -93,6 +96,10 @@ func main() {
 	}
 	cfg := sh.cfg
 	cfg.Seed, cfg.SplitCache, cfg.Q4Group = *seed, *split, *q4
+	cfg.Dynamic8, cfg.EmbeddingQ4Group = *dyn8, *embedQ4
+	if *layers > 0 {
+		cfg.Layers = *layers
+	}
 	if *seq > 0 {
 		cfg.MaxSeq = *seq
 	}
@@ -266,6 +273,12 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 	defer m.Close()
 	fmt.Printf("loaded in %v (cpu threads %s, %v kernels)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads), dev.KernelFamily(kc))
+	st := m.MemoryStats()
+	fmt.Printf("device memory %.1f MiB", float64(st.TotalBytes())/(1<<20))
+	if st.NumChunkedWeights > 0 {
+		fmt.Printf(" (%d weights too large for one buffer held in %d chunks)", st.NumChunkedWeights, st.NumWeightChunks)
+	}
+	fmt.Println()
 	var base *wgdelegate.Model
 	if o.baseline {
 		kc.NoQGEMV = true
