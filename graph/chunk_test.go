@@ -1,12 +1,16 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/internal/tensor"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -142,5 +146,61 @@ func BenchmarkChunkedLinear(b *testing.B) {
 			}
 			b.ReportMetric(float64(g.MemoryStats().NumWeightChunks), "chunks")
 		})
+	}
+}
+
+// TestChunkedPackedCache: a FLOAT16 linear weight held in 2 chunks is read
+// as packed halves chunk by chunk; the first load packs both chunks (2
+// misses), the second takes both from the packed-weight cache file (2
+// hits), keyed by the weight's content and the chunk's rows, and both
+// compute the same (exact) result.
+func TestChunkedPackedCache(t *testing.T) {
+	const n, k = 100, 32
+	path := filepath.Join(t.TempDir(), "packed.cache")
+	h := serialization.Float16
+	b := serialization.NewBuilder()
+	x := b.Tensor(h, []uint32{1, k}, -1)
+	b.Inputs(x)
+	wb := make([]byte, n*k*2)
+	for i := range n * k {
+		// Small integers: exact in halves and in float32 sums.
+		binary.LittleEndian.PutUint16(wb[2*i:], tensor.Float32ToHalf(float32(i%7-3)))
+	}
+	w, _ := b.NamedConst(h, []uint32{n, k}, wb)
+	y := b.Tensor(h, []uint32{1, n}, -1)
+	b.Op("aten.linear.default", x, w, b.Null(), y)
+	b.Outputs(y)
+	xb := make([]byte, k*2)
+	for i := range k {
+		binary.LittleEndian.PutUint16(xb[2*i:], tensor.Float32ToHalf(float32(i%3)))
+	}
+	var first []byte
+	for i, want := range []PackedCacheStats{{Misses: 2, Bytes: n * k * 2}, {Hits: 2, Bytes: n * k * 2}} {
+		g := loadBuilt(t, b, Options{PackedCache: path, MaxBindingSize: 64*k*4 + 16})
+		if got := g.PackedCacheStats(); got != want {
+			t.Errorf("load %d: %+v, want %+v", i, got, want)
+		}
+		if s := g.MemoryStats(); s.NumChunkedWeights != 1 || s.NumWeightChunks != 2 {
+			t.Errorf("load %d: %d chunked weights in %d chunks, want 1 in 2", i, s.NumChunkedWeights, s.NumWeightChunks)
+		}
+		res, err := g.Execute(context.Background(), []Tensor{{DType: h, Shape: []int64{1, k}, Data: xb}})
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = res[0].Data
+			for j := range n {
+				var sum float32
+				for c := range k {
+					sum += float32((j*k+c)%7-3) * float32(c%3)
+				}
+				if got := tensor.HalfToFloat32(binary.LittleEndian.Uint16(first[2*j:])); got != sum {
+					t.Fatalf("y[%d] = %v, want %v", j, got, sum)
+				}
+			}
+		} else if !bytes.Equal(res[0].Data, first) {
+			t.Errorf("load %d: another result than load 0", i)
+		}
 	}
 }

@@ -124,7 +124,8 @@
 //	named key missing, or its data too short     *ConstantError naming the key              wgdelegate.TestMissingNamedKey, TestNamedDataTooShort
 //	dims whose product overflows                 ErrInvalidGraph                            TestRejectGraphValues
 //	tensor over maxStorageBufferBindingSize or
-//	maxBufferSize (also shared memory objects)   *LimitError (ErrDeviceLimit, ErrUnsupported) TestDeviceLimit
+//	maxBufferSize (also shared memory objects),
+//	unless a weight ops read in chunks           *LimitError naming the op (ErrDeviceLimit) TestDeviceLimit, TestChunkLimitError
 //	tensors over the memory limit                ErrUnsupported                             TestMemoryLimit
 //	op missing from the registry                 *ops.UnsupportedError listing all of them  wgdelegate.TestUnsupportedOpsListedAtOnce
 //	op argument of the wrong kind or shape       *OpError wrapping *ops.ArgError (ops.ErrArg) TestRejectGraphValues, ops tests
