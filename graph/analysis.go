@@ -188,7 +188,13 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		delete(a.Lazy, int32(id))
 	}
 	a.consumers()
-	if need, limit := a.Plan.Stats.TensorBufferBytes(), lim.MemoryLimit; limit > 0 && need > limit {
+	need := a.Plan.Stats.TensorBufferBytes()
+	for id := range a.Chunked {
+		if ti := a.Tensors[id]; ti != nil && ti.Constant {
+			need += ti.NBytes // its chunks, made at load
+		}
+	}
+	if limit := lim.MemoryLimit; limit > 0 && need > limit {
 		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
 	if err := a.checkDeviceLimits(lim); err != nil {

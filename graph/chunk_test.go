@@ -204,3 +204,28 @@ func TestChunkedPackedCache(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedMemoryLimit: a weight held in chunks counts against the
+// memory limit (its chunks are made at load), though it has no buffer of
+// its own in the memory plan.
+func TestChunkedMemoryLimit(t *testing.T) {
+	f := serialization.Float32
+	blob := buildBlob(t, func(b *serialization.Builder) {
+		x := b.Tensor(f, []uint32{1, 32}, -1)
+		b.Inputs(x)
+		w := b.InlineConst(f, []uint32{100, 32}, make([]byte, 100*32*4))
+		y := b.Tensor(f, []uint32{1, 100}, -1)
+		b.Op("aten.linear.default", x, w, b.Null(), y)
+		b.Outputs(y)
+	})
+	opts := Options{MaxBindingSize: 64*128 + 16, SkipWarmup: true, MemoryLimit: 100 * 32 * 4}
+	if _, err := Load(context.Background(), device(t), blob, opts); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "memory limit") {
+		t.Fatalf("got %v, want the memory limit's ErrUnsupported", err)
+	}
+	opts.MemoryLimit = 2 * 100 * 32 * 4
+	g, err := Load(context.Background(), device(t), blob, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+}
