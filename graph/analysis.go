@@ -308,6 +308,7 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 	vals := a.Graph.Values
 	a.Tensors = make([]*TensorInfo, len(vals))
 	var plan []memplan.Tensor
+	widened := map[string][]byte{} // named key and length -> a FLOAT16 constant widened
 	for i := range vals {
 		v := &vals[i]
 		if v.Kind != serialization.KindTensor || v.Tensor == nil {
@@ -339,7 +340,18 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 				return err
 			}
 			if ti.Stored != ti.DType && b != nil { // FLOAT16: widened once, here
-				b = tensor.WidenHalf(make([]byte, 0, ti.NBytes), b)
+				// Values of one named key (a tied embedding and
+				// classifier) share one widened copy.
+				c := a.Graph.Constants[ti.ConstID]
+				wk := fmt.Sprintf("%s|%d", c.NamedKey, len(b))
+				if w, ok := widened[wk]; ok && c.IsNamed() {
+					b = w
+				} else {
+					b = tensor.WidenHalf(make([]byte, 0, ti.NBytes), b)
+					if c.IsNamed() {
+						widened[wk] = b
+					}
+				}
 			}
 			ti.Bytes = b
 		}
