@@ -73,6 +73,9 @@ func TestChunkLimitError(t *testing.T) {
 				// copy into the output's columns.
 				var chunks []int
 				for _, d := range g.Dispatches() {
+					if !d.Chunked {
+						t.Errorf("dispatch %+v is not of a chunk", d)
+					}
 					chunks = append(chunks, d.Chunk)
 				}
 				if !slices.Equal(chunks, []int{0, 0, 1, 1}) {

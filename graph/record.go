@@ -162,10 +162,19 @@ type DispatchInfo struct {
 	OpName string // that op's name
 	Kernel string // the kernel variant
 	Groups [3]uint32
-	// Chunk is, for a dispatch of an op that reads a weight held in
-	// chunks (graph/chunk.go), the index of the chunk it reads (or whose
-	// scratch output it copies); -1 for every other dispatch.
-	Chunk int
+	// Chunked is set for a dispatch that reads one chunk of a weight held
+	// in chunks (graph/chunk.go), or copies the scratch output of one;
+	// Chunk is that chunk's index (0 for every other dispatch).
+	Chunked bool
+	Chunk   int
+}
+
+// dispatchInfo returns record i's DispatchInfo.
+func (g *WebGPUGraph) dispatchInfo(i int) DispatchInfo {
+	r := g.records[i]
+	c := g.dispatchChunks[i]
+	return DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z},
+		Chunked: c >= 0, Chunk: max(c, 0)}
 }
 
 // Dispatches lists the recorded dispatches in execution order.
@@ -173,9 +182,8 @@ func (g *WebGPUGraph) Dispatches() []DispatchInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]DispatchInfo, len(g.records))
-	for i, r := range g.records {
-		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z},
-			Chunk: g.dispatchChunks[i]}
+	for i := range g.records {
+		out[i] = g.dispatchInfo(i)
 	}
 	return out
 }

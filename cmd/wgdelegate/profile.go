@@ -321,7 +321,7 @@ func summarize(runs []wgdelegate.Profile) (profileResult, error) {
 			}
 			o.Dispatches++
 			o.TotalUS += mean
-			if d.Chunk >= 0 && !o.chunks[d.Chunk] {
+			if d.Chunked && !o.chunks[d.Chunk] {
 				if o.chunks == nil {
 					o.chunks = map[int]bool{}
 				}
