@@ -146,7 +146,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 		if g == nil {
 			report(Progress{Phase: PhaseBuild, Delegate: len(built), Delegates: nGraphs, BytesDone: done, BytesTotal: total})
 			g, err = graph.Build(ctx, m.dev.d, cl.blob, graph.Options{NamedData: named, Logger: log, PackedCache: cacheFile, Kernels: c.kernels, MemoryLimit: c.memLimit,
-				OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
+				MaxBindingSize: c.maxBinding, OutputHostTypes: outputHostTypes(cl.blob.Graph, cl.argInfo)})
 			if err != nil {
 				if len(calls) > 1 {
 					return nil, fmt.Errorf("delegate %d: %w", cl.delegate, err)
@@ -373,6 +373,11 @@ func (m *Model) MemoryStats() MemoryStats {
 		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
 		s.NumFloat16Tensors += gs.NumFloat16Tensors
 		s.Float16TensorBytes += gs.Float16TensorBytes
+		s.NumChunkedWeights += gs.NumChunkedWeights
+		s.ChunkedWeightBytes += gs.ChunkedWeightBytes
+		s.NumWeightChunks += gs.NumWeightChunks
+		s.ChunkBytes += gs.ChunkBytes
+		s.ScratchBytes += gs.ScratchBytes
 		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
 	}
 	return s

@@ -20,6 +20,7 @@ type config struct {
 	progress    func(Progress)
 	kernels     KernelConfig
 	memLimit    int64
+	maxBinding  uint64
 }
 
 func newConfig(opts []Option) *config {
@@ -41,6 +42,17 @@ func newConfig(opts []Option) *config {
 // does not report.
 func WithMemoryLimit(n int64) Option {
 	return func(c *config) { c.memLimit = n }
+}
+
+// WithMaxBindingSize lowers the device's maxStorageBufferBindingSize and
+// maxBufferSize to n (when smaller) for the model's loads: a weight over
+// it is held in chunks of rows, as one over the device's own limits is
+// (MemoryStats.NumChunkedWeights), and any other tensor over it fails the
+// load with a *LimitError. It lets a test exercise the chunked paths with
+// small weights, or check that a model would load on a device with
+// smaller limits; 0 keeps the device's.
+func WithMaxBindingSize(n uint64) Option {
+	return func(c *config) { c.maxBinding = n }
 }
 
 // WithDataFiles names .ptd files holding named constants (weights the

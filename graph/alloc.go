@@ -8,6 +8,9 @@ import (
 
 // constantBytes returns a constant's bytes, resolved once by Analyze.
 func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
+	if s, ok := g.slices[id]; ok && s.data != nil {
+		return s.data, nil
+	}
 	if g.an == nil || int(id) >= len(g.an.Tensors) || g.an.Tensors[id] == nil || !g.an.Tensors[id].Constant {
 		return nil, &ConstantError{ValueID: id, ConstantID: ts.constID, Msg: "constant bytes are only available while the graph is built"}
 	}

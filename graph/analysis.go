@@ -63,6 +63,13 @@ type Analysis struct {
 	// own argument checks, which give the more specific error when both
 	// apply, and before it makes any bind group or runs anything.
 	ReadBeforeWrite error
+	// Chunked: the weights held in chunks (graph/chunk.go): constants
+	// over the binding limit read only where ops can read chunks, and the
+	// et_vk.prepack outputs of them. Deferred.
+	Chunked map[int32]bool
+	// blocked: per constant over the limit that cannot be chunked, the op
+	// that cannot read it in chunks.
+	blocked map[int32]string
 }
 
 // LoadPacked is a weight packed at load (Analysis.LoadPacked): value ID,
@@ -153,6 +160,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
 	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	a.Chunked, a.blocked = chunkedWeights(g, a.Deferred, lim)
 	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
 	if lim.HalfKVCache {
 		a.HalfKV = halfKV(g, a.Deferred)
@@ -180,7 +188,13 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		delete(a.Lazy, int32(id))
 	}
 	a.consumers()
-	if need, limit := a.Plan.Stats.TensorBufferBytes(), lim.MemoryLimit; limit > 0 && need > limit {
+	need := a.Plan.Stats.TensorBufferBytes()
+	for id := range a.Chunked {
+		if ti := a.Tensors[id]; ti != nil && ti.Constant {
+			need += ti.NBytes // its chunks, made at load
+		}
+	}
+	if limit := lim.MemoryLimit; limit > 0 && need > limit {
 		return nil, fmt.Errorf("graph: %w: tensors need %d bytes, over the %d-byte memory limit", ErrUnsupported, need, limit)
 	}
 	if err := a.checkDeviceLimits(lim); err != nil {
@@ -294,6 +308,7 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 	vals := a.Graph.Values
 	a.Tensors = make([]*TensorInfo, len(vals))
 	var plan []memplan.Tensor
+	widened := map[string][]byte{} // named key and length -> a FLOAT16 constant widened
 	for i := range vals {
 		v := &vals[i]
 		if v.Kind != serialization.KindTensor || v.Tensor == nil {
@@ -325,7 +340,18 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 				return err
 			}
 			if ti.Stored != ti.DType && b != nil { // FLOAT16: widened once, here
-				b = tensor.WidenHalf(make([]byte, 0, ti.NBytes), b)
+				// Values of one named key (a tied embedding and
+				// classifier) share one widened copy.
+				c := a.Graph.Constants[ti.ConstID]
+				wk := fmt.Sprintf("%s|%d", c.NamedKey, len(b))
+				if w, ok := widened[wk]; ok && c.IsNamed() {
+					b = w
+				} else {
+					b = tensor.WidenHalf(make([]byte, 0, ti.NBytes), b)
+					if c.IsNamed() {
+						widened[wk] = b
+					}
+				}
 			}
 			ti.Bytes = b
 		}
@@ -436,15 +462,16 @@ func (a *Analysis) consumers() {
 }
 
 // checkDeviceLimits rejects a tensor or shared memory object larger than
-// the device can bind or allocate.
+// the device can bind or allocate (a weight held in chunks has no buffer
+// of its own), naming the op that needs it whole.
 func (a *Analysis) checkDeviceLimits(lim Limits) error {
 	check := func(id, memObj int32, size int64) error {
 		n := memplan.AllocSize(size)
 		if lim.MaxBufferSize > 0 && uint64(n) > lim.MaxBufferSize {
-			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxBufferSize, Name: "maxBufferSize"}
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxBufferSize, Name: "maxBufferSize", Op: a.limitOp(id)}
 		}
 		if lim.MaxStorageBufferBindingSize > 0 && uint64(n) > lim.MaxStorageBufferBindingSize {
-			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxStorageBufferBindingSize, Name: "maxStorageBufferBindingSize"}
+			return &LimitError{ValueID: id, MemObjID: memObj, Bytes: n, Limit: lim.MaxStorageBufferBindingSize, Name: "maxStorageBufferBindingSize", Op: a.limitOp(id)}
 		}
 		return nil
 	}

@@ -314,6 +314,7 @@ func (g *WebGPUGraph) finishDispatches() error {
 		g.groupKeys = append(g.groupKeys, key)
 		g.dispatchOps = append(g.dispatchOps, pd.op)
 		g.dispatchKernels = append(g.dispatchKernels, pd.kernel.Name)
+		g.dispatchChunks = append(g.dispatchChunks, g.chunkOf(pd.tensors))
 		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
 	}
 	return nil

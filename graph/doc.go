@@ -104,6 +104,29 @@
 // get one half and one float32 cache. MemoryStats.HalfKVCacheBytes counts
 // the half buffers.
 //
+// # Weights held in chunks
+//
+// A tensor larger than the device's maxStorageBufferBindingSize or
+// maxBufferSize (Options.MaxBindingSize lowers both, for tests) cannot be
+// one buffer. A constant over them that only ops able to read chunks read
+// (ops.ChunkArgs: the linear family's weights, scales and biases but the
+// q8ta linears', the tables of aten.embedding and embedding_q4gsw),
+// directly or through et_vk.prepack, is held in chunks instead: Analyze
+// defers it (Analysis.Chunked; it still counts against the memory limit)
+// and the ops ask for the row ranges they need while recording
+// (ops.Chunker: SliceWeight, each range a buffer made from the constant's
+// bytes through the deferred upload path, shared between the values of one
+// named key, such as a tied embedding and classifier; Scratch, an op's
+// private output). A linear then runs its kernel once per chunk of output
+// columns into a scratch output and copies it into its columns of the
+// output (packing each chunk, e.g. as halves, with its own packed-weight
+// cache entry); an embedding runs shaders/embedding_chunk.wgsl once per
+// chunk of table rows. Any other tensor over a limit is a *LimitError
+// naming the op that needs it whole. MemoryStats (NumChunkedWeights,
+// NumWeightChunks, ChunkBytes, ScratchBytes), DispatchInfo.Chunk and
+// ChunkedWeights (for `wgdelegate inspect`) report them. A graph with no
+// tensor over a limit records exactly what it did before.
+//
 // # Rejected inputs
 //
 // Every rejection is a returned error that errors.Is/As can classify; none
@@ -124,7 +147,8 @@
 //	named key missing, or its data too short     *ConstantError naming the key              wgdelegate.TestMissingNamedKey, TestNamedDataTooShort
 //	dims whose product overflows                 ErrInvalidGraph                            TestRejectGraphValues
 //	tensor over maxStorageBufferBindingSize or
-//	maxBufferSize (also shared memory objects)   *LimitError (ErrDeviceLimit, ErrUnsupported) TestDeviceLimit
+//	maxBufferSize (also shared memory objects),
+//	unless a weight ops read in chunks           *LimitError naming the op (ErrDeviceLimit) TestDeviceLimit, TestChunkLimitError
 //	tensors over the memory limit                ErrUnsupported                             TestMemoryLimit
 //	op missing from the registry                 *ops.UnsupportedError listing all of them  wgdelegate.TestUnsupportedOpsListedAtOnce
 //	op argument of the wrong kind or shape       *OpError wrapping *ops.ArgError (ops.ErrArg) TestRejectGraphValues, ops tests

@@ -79,14 +79,22 @@ type LimitError struct {
 	Bytes    int64  // the buffer size needed
 	Limit    uint64 // the device's limit
 	Name     string // the limit's WebGPU name
+	// Op is the op that needs the tensor in one buffer: the first that
+	// reads it where a weight held in chunks cannot be read, else the op
+	// that writes it, else the first that reads it ("" when none does).
+	Op string
 }
 
 func (e *LimitError) Error() string {
-	if e.MemObjID >= 0 {
-		return fmt.Sprintf("graph: shared memory object %d (largest user value %d) needs %d bytes, over the device's %s of %d bytes",
-			e.MemObjID, e.ValueID, e.Bytes, e.Name, e.Limit)
+	op := ""
+	if e.Op != "" {
+		op = "op " + e.Op + ": "
 	}
-	return fmt.Sprintf("graph: tensor value %d needs %d bytes, over the device's %s of %d bytes", e.ValueID, e.Bytes, e.Name, e.Limit)
+	if e.MemObjID >= 0 {
+		return fmt.Sprintf("graph: %sshared memory object %d (largest user value %d) needs %d bytes, over the device's %s of %d bytes",
+			op, e.MemObjID, e.ValueID, e.Bytes, e.Name, e.Limit)
+	}
+	return fmt.Sprintf("graph: %stensor value %d needs %d bytes, over the device's %s of %d bytes", op, e.ValueID, e.Bytes, e.Name, e.Limit)
 }
 
 // Is makes errors.Is match ErrDeviceLimit and ErrUnsupported.

@@ -50,6 +50,11 @@ type Options struct {
 	PackedCache string
 	// Kernels are the load's kernel choices (the zero value: defaults).
 	Kernels ops.Config
+	// MaxBindingSize, when non-zero and below the device's limits, lowers
+	// the device's maxStorageBufferBindingSize and maxBufferSize to it for
+	// this load: a small weight then counts as too large for one binding
+	// and is held in chunks (tests of the chunked paths; graph/chunk.go).
+	MaxBindingSize uint64
 }
 
 // tensorState is a tensor value as built.
@@ -133,6 +138,7 @@ type WebGPUGraph struct {
 	prog            *gpu.Program        // records and reads, prepared for replay
 	dispatchOps     []int               // per record: the chain index of its op
 	dispatchKernels []string            // per record: its kernel's name
+	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
 	absorbed        map[int]bool        // ops fused into an earlier op
 	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
 	recordedIn      [][]int64           // per input, the key the records were built for
@@ -177,15 +183,24 @@ type WebGPUGraph struct {
 	upMain, upDriver int64
 
 	// Packed weights (ops.Packer), kept for re-recordings:
-	packCache   *prepack.Cache
-	packed      map[string]int32    // cache key -> packed tensor id
-	prepackSrc  map[int32]int32     // prepack output -> its constant
-	weightKeys  map[int32]string    // constant id -> content ID
-	persistent  map[int32]int32     // constant id -> its writable copy
-	halfKV      map[int32]int32     // KV cache id -> its packed halves (makeHalfKV)
-	hostConst   map[hostKey]float64 // constant elements read at load
-	packStaging []*gpu.Buffer       // mapped readbacks the cache holds until Save
-	packStats   PackedCacheStats
+	packCache  *prepack.Cache
+	packed     map[string]int32 // cache key -> packed tensor id
+	prepackSrc map[int32]int32  // prepack output -> its constant
+	weightKeys map[int32]string // constant id -> content ID
+	persistent map[int32]int32  // constant id -> its writable copy
+	halfKV     map[int32]int32  // KV cache id -> its packed halves (makeHalfKV)
+	// Weights held in chunks (chunk.go): the chunked weights, the
+	// binding limit, the weight slices (by "src|dim|begin|end", and by
+	// id) and the ops' scratch tensors (by op index and key).
+	chunked        map[int32]bool
+	bindLimit      int64
+	sliceKeys      map[string]int32
+	slices         map[int32]*sliceState
+	scratchTensors map[[2]int]int32
+	scratchKeys    map[int32]int       // scratch tensor -> its key
+	hostConst      map[hostKey]float64 // constant elements read at load
+	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
+	packStats      PackedCacheStats
 
 	heads []*Head // open Heads, closed with the graph
 
@@ -208,7 +223,8 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
 	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
 		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}, halfKV: map[int32]int32{},
-		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{}}
+		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{},
+		sliceKeys: map[string]int32{}, slices: map[int32]*sliceState{}, scratchTensors: map[[2]int]int32{}, scratchKeys: map[int32]int{}}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()
@@ -220,6 +236,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
 		g.an, g.plan, g.pend, g.arena = nil, nil, nil, nil
+		for _, s := range g.slices {
+			s.data = nil // may alias the blob or the named data
+		}
 		if err != nil {
 			g.release()
 		}
@@ -227,6 +246,10 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	// Every rejection happens in the analysis, before any GPU object
 	// exists.
 	lim := dev.Limits()
+	if l := opts.MaxBindingSize; l > 0 {
+		lim.MaxBufferSize = min(lim.MaxBufferSize, l)
+		lim.MaxStorageBufferBindingSize = min(lim.MaxStorageBufferBindingSize, l)
+	}
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit(dev)
 	}
@@ -237,6 +260,8 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers
+	g.chunked = a.Chunked
+	g.bindLimit = bindLimit(Limits{MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()
 	g.tensors = make([]*tensorState, len(a.Tensors))
 	for i, ti := range a.Tensors {

@@ -51,6 +51,10 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 	if !ok {
 		return ops.Tensor{}, ops.Errorf(-1, "value %d is not a weight (a constant or a prepacked constant)", id)
 	}
+	if g.chunked[weight] {
+		// Too large for one buffer: the op packs its chunks instead.
+		return ops.Tensor{}, fmt.Errorf("graph: value %d is held in chunks: %w", id, ops.ErrNotPacked)
+	}
 	var wkey string
 	var err error
 	if spec.Kernel == nil {
@@ -132,6 +136,9 @@ func (g *WebGPUGraph) weightSource(id int32) (int32, bool) {
 	if ts := g.tensors[id]; ts.constant && ts.constID >= 0 {
 		return id, true
 	}
+	if _, ok := g.slices[id]; ok {
+		return id, true // a slice of a weight (chunk.go) is a weight
+	}
 	src, ok := g.prepackSrc[id]
 	return src, ok
 }
@@ -140,6 +147,15 @@ func (g *WebGPUGraph) weightSource(id int32) (int32, bool) {
 // its bytes, as the exporter writes it) or the SHA-256 of its inline bytes.
 func (g *WebGPUGraph) weightKey(id int32) (string, error) {
 	if k, ok := g.weightKeys[id]; ok {
+		return k, nil
+	}
+	if s, ok := g.slices[id]; ok {
+		pk, err := g.weightKey(s.src)
+		if err != nil {
+			return "", err
+		}
+		k := fmt.Sprintf("%s|slice %d [%d, %d)", pk, s.dim, s.begin, s.end)
+		g.weightKeys[id] = k
 		return k, nil
 	}
 	ts := g.tensors[id]

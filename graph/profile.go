@@ -65,12 +65,8 @@ func (g *WebGPUGraph) ProfileReplay(ctx context.Context) (Profile, error) {
 		return Profile{}, fmt.Errorf("graph: profile: %d times for %d dispatches", len(durs), len(g.records))
 	}
 	p := Profile{Source: source, Dispatches: make([]DispatchTiming, len(durs))}
-	for i, r := range g.records {
-		p.Dispatches[i] = DispatchTiming{
-			DispatchInfo: DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name,
-				Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}},
-			Duration: durs[i],
-		}
+	for i := range g.records {
+		p.Dispatches[i] = DispatchTiming{DispatchInfo: g.dispatchInfo(i), Duration: durs[i]}
 	}
 	return p, nil
 }

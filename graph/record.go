@@ -135,7 +135,7 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	}
 	// finishDispatches reuses or releases the previous bind groups.
 	g.records = g.records[:0]
-	g.dispatchOps, g.dispatchKernels = g.dispatchOps[:0], g.dispatchKernels[:0]
+	g.dispatchOps, g.dispatchKernels, g.dispatchChunks = g.dispatchOps[:0], g.dispatchKernels[:0], g.dispatchChunks[:0]
 	if err := g.bindTransients(); err != nil {
 		return err
 	}
@@ -162,6 +162,19 @@ type DispatchInfo struct {
 	OpName string // that op's name
 	Kernel string // the kernel variant
 	Groups [3]uint32
+	// Chunked is set for a dispatch that reads one chunk of a weight held
+	// in chunks (graph/chunk.go), or copies the scratch output of one;
+	// Chunk is that chunk's index (0 for every other dispatch).
+	Chunked bool
+	Chunk   int
+}
+
+// dispatchInfo returns record i's DispatchInfo.
+func (g *WebGPUGraph) dispatchInfo(i int) DispatchInfo {
+	r := g.records[i]
+	c := g.dispatchChunks[i]
+	return DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z},
+		Chunked: c >= 0, Chunk: max(c, 0)}
 }
 
 // Dispatches lists the recorded dispatches in execution order.
@@ -169,8 +182,8 @@ func (g *WebGPUGraph) Dispatches() []DispatchInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]DispatchInfo, len(g.records))
-	for i, r := range g.records {
-		out[i] = DispatchInfo{Op: g.dispatchOps[i], OpName: g.graph.Chain[g.dispatchOps[i]].Name, Kernel: g.dispatchKernels[i], Groups: [3]uint32{r.X, r.Y, r.Z}}
+	for i := range g.records {
+		out[i] = g.dispatchInfo(i)
 	}
 	return out
 }

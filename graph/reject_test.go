@@ -64,8 +64,8 @@ func TestReadBeforeWrite(t *testing.T) {
 }
 
 // TestDeviceLimit: a tensor over maxStorageBufferBindingSize is rejected
-// before any buffer exists, with a *LimitError naming the tensor, its size
-// and the limit.
+// before any buffer exists, with a *LimitError naming the op, the tensor,
+// its size and the limit.
 func TestDeviceLimit(t *testing.T) {
 	dev := device(t)
 	lim := dev.Limits().MaxStorageBufferBindingSize
@@ -89,10 +89,10 @@ func TestDeviceLimit(t *testing.T) {
 			if !errors.As(err, &le) || !errors.Is(err, ErrDeviceLimit) || !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("got %v, want a *LimitError", err)
 			}
-			if le.ValueID != 1 || le.MemObjID != c.memObj || le.Bytes < int64(n)*4 || le.Limit != lim && le.Name != "maxBufferSize" {
+			if le.ValueID != 1 || le.MemObjID != c.memObj || le.Bytes < int64(n)*4 || le.Limit != lim && le.Name != "maxBufferSize" || le.Op != "aten.relu.default" {
 				t.Errorf("LimitError %+v", le)
 			}
-			for _, want := range []string{"value 1", le.Name} {
+			for _, want := range []string{"aten.relu.default", "value 1", le.Name} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%q does not name %q", err, want)
 				}

@@ -61,12 +61,27 @@ type MemoryStats struct {
 	// their halves are in PackedWeightBytes.
 	NumFloat16Tensors  int
 	Float16TensorBytes int64
+	// NumChunkedWeights counts the weights too large for one binding held
+	// in chunks of rows (graph/chunk.go), ChunkedWeightBytes their size
+	// (also among DeferredConstantBytes: they have no buffer of their
+	// own) and NumWeightChunks their chunks. ChunkBytes is the size of
+	// the buffers holding every weight slice the chunked ops read (the
+	// chunks, and the matching ranges of their scales and biases);
+	// ScratchBytes that of the chunked ops' scratch outputs. Neither is
+	// part of the memory plan.
+	NumChunkedWeights  int
+	ChunkedWeightBytes int64
+	NumWeightChunks    int
+	ChunkBytes         int64
+	ScratchBytes       int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
-// copy + half KV cache bytes: all the device memory the graph holds.
+// copy + half KV cache + weight chunk + scratch bytes: all the device
+// memory the graph holds.
 func (s MemoryStats) TotalBytes() int64 {
-	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes + s.HalfKVCacheBytes
+	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes + s.HalfKVCacheBytes +
+		s.ChunkBytes + s.ScratchBytes
 }
 
 func (g *WebGPUGraph) computeStats() {
@@ -91,6 +106,13 @@ func (g *WebGPUGraph) computeStats() {
 			g.stats.NumQuantizedWeights++
 			g.stats.QuantizedParams += q.Params
 			g.stats.QuantizedWeightBytes += q.Bytes()
+		}
+	}
+	g.stats.NumChunkedWeights, g.stats.ChunkedWeightBytes = 0, 0
+	for id := range g.chunked {
+		if ts := g.tensors[id]; ts != nil && ts.constant {
+			g.stats.NumChunkedWeights++
+			g.stats.ChunkedWeightBytes += ts.nbytes
 		}
 	}
 	g.stats.NumFloat16Tensors, g.stats.Float16TensorBytes = 0, 0

@@ -244,6 +244,9 @@ func embeddingOp(b Builder, args []int32) error {
 	if _, err := Output(b, 5, args[5], w.DType, dims); err != nil {
 		return err
 	}
+	if ok, err := embeddingChunked(b, w, ix, args[5]); ok || err != nil {
+		return err // a table held in chunks (chunk_embedding.go)
+	}
 	p := gatherPlan{dims: dims, stride: make([]int64, len(dims)), region: -1}
 	p.stride[len(dims)-1] = 1
 	g := gatherIndex{id: ix.ID, stride: append(gatherContig(ix.Dims), 0), size: w.Dims[0], step: w.Dims[1]}

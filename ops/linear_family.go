@@ -278,6 +278,9 @@ func runLinear(b Builder, c *linearCall) error {
 	if m == 0 || n == 0 || batch == 0 {
 		return nil
 	}
+	if ok, err := runLinearChunked(b, c); ok || err != nil {
+		return err // a weight held in chunks (chunk.go)
+	}
 	k := chooseLinear(familyOf(b), c, configOf(b))
 	if k == nil {
 		return Errorf(-1, "no %v-family kernel fits this call", familyOf(b))

@@ -90,6 +90,11 @@ func embeddingQ4gswOp(b Builder, args []int32) error {
 	if total*8 > matmulMaxElems {
 		return Errorf(-1, "output of %d elements is too large", total*8)
 	}
+	e := chunkEmbedding{w: args[0], s: args[1], idx: ix, out: args[5], v: v, d: d, rowBytes: rb, g: g, spr: spr,
+		sh: chunkEmbeddingShader{Q4: true, HighEven: !linear}}
+	if ok, err := recordEmbeddingChunked(b, e); ok || err != nil {
+		return err // a table held in chunks (chunk_embedding.go)
+	}
 	sh := q4embeddingShader{HighEven: !linear, WG: q4embeddingWG}
 	k, err := shaders.Render("q4embedding.wgsl", sh, "main", shaders.Layout(3, 1, true), uint32(sh.WG))
 	if err != nil {

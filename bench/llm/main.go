@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,9 @@ func main() {
 	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
+	layers := flag.Int64("layers", 0, "decoder layers (0: the shape's): fewer layers of a large shape fit a smaller host")
+	dyn8 := flag.Bool("8da4w", false, "with -q4: write every linear as 8da4w (choose_qparams_affine + et_vk.linear_dq8ca_q4gsw, -qmode 8da4w)")
+	embedQ4 := flag.Int64("embed-q4", 0, "write the embedding as et_vk.embedding_q4gsw with 4-bit rows in groups of this size (-E 4,G)")
 	flag.Parse()
 
 	sh, ok := shapes[*shapeName]
@@ -93,6 +97,10 @@ func main() {
 	}
 	cfg := sh.cfg
 	cfg.Seed, cfg.SplitCache, cfg.Q4Group = *seed, *split, *q4
+	cfg.Dynamic8, cfg.EmbeddingQ4Group = *dyn8, *embedQ4
+	if *layers > 0 {
+		cfg.Layers = *layers
+	}
 	if *seq > 0 {
 		cfg.MaxSeq = *seq
 	}
@@ -224,6 +232,12 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		return nil, err
 	}
 	l.B, f = nil, models.Files{} // the GPU model is read from the files
+	if o.runc == "" {
+		// Nothing reads the weights again: give their memory back before
+		// the load (a 1B-shaped float32 model holds 5 GB here).
+		w, l = nil, nil
+		debug.FreeOSMemory()
+	}
 	tok := filepath.Join(o.dir, "tokenizer.bin")
 	var buf bytes.Buffer
 	if err := models.WriteLlama2CTokenizer(&buf, int(cfg.Vocab)); err != nil {
@@ -266,6 +280,12 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 	defer m.Close()
 	fmt.Printf("loaded in %v (cpu threads %s, %v kernels)\n", time.Since(start).Round(time.Millisecond), threadsName(o.cpuThreads), dev.KernelFamily(kc))
+	st := m.MemoryStats()
+	fmt.Printf("device memory %.1f MiB", float64(st.TotalBytes())/(1<<20))
+	if st.NumChunkedWeights > 0 {
+		fmt.Printf(" (%d weights too large for one buffer held in %d chunks)", st.NumChunkedWeights, st.NumWeightChunks)
+	}
+	fmt.Println()
 	var base *wgdelegate.Model
 	if o.baseline {
 		kc.NoQGEMV = true
@@ -355,7 +375,7 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	// average attention length): what a step costs without re-recording
 	// the graph for a new input_pos.
 	mid := int64(o.steps / 2)
-	midIn := l.Inputs([]int32{res.ours[mid-1]}, mid)
+	midIn := []wgdelegate.Tensor{wgdelegate.FromInt32([]int64{1, 1}, []int32{res.ours[mid-1]}), wgdelegate.FromInt64([]int64{1}, []int64{mid})} // as models.Llama.Inputs
 	for i := range o.steps {
 		t0 := time.Now()
 		if _, err := m.Execute(ctx, midIn...); err != nil {

@@ -287,3 +287,38 @@ func equalFloats(a, b []float32) bool {
 	}
 	return true
 }
+
+// TestInspectChunkedWeights: a 270000 × 256 float32 classifier (276 MB,
+// its data never provided: inspect only plans) is over WebGPU's default
+// limits but read only by a linear, so a load holds it in chunks: inspect
+// lists it as chunked (3 chunks of at most 131008 rows), deferred, and not
+// as over a limit.
+func TestInspectChunkedWeights(t *testing.T) {
+	f := serialization.Float32
+	b := serialization.NewBuilder()
+	x := b.Tensor(f, []uint32{1, 256}, -1)
+	b.Inputs(x)
+	w := b.NamedConstKey(f, []uint32{270000, 256}, strings.Repeat("ab", 32), 270000*256*4)
+	y := b.Tensor(f, []uint32{1, 270000}, -1)
+	b.Op("aten.linear.default", x, w, b.Null(), y)
+	b.Outputs(y)
+	path := write(t, t.TempDir(), "classifier.bin", mustBlob(t, b))
+	var doc inspectDoc
+	if err := json.Unmarshal([]byte(mustRun(t, "inspect", "--json", path)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	g := doc.Graphs[0]
+	if len(g.ExceedsLimits) != 0 || len(g.Chunked) != 1 {
+		t.Fatalf("exceeds_limits %+v, chunked_weights %+v", g.ExceedsLimits, g.Chunked)
+	}
+	if c := g.Chunked[0]; c.Value != w || c.Bytes != 270000*256*4 || c.Rows != 270000 || c.Chunks != 3 || len(c.Prepacked) != 0 {
+		t.Errorf("chunked weight %+v", c)
+	}
+	if len(g.Constants) != 1 || !g.Constants[0].Deferred {
+		t.Errorf("constants %+v, want the chunked weight deferred", g.Constants)
+	}
+	s := mustRun(t, "inspect", path)
+	if !strings.Contains(s, "CHUNKED WEIGHT") || !strings.Contains(s, "3 chunks") || strings.Contains(s, "EXCEEDS") {
+		t.Errorf("text lacks the chunked weight, or shows it over a limit:\n%s", s)
+	}
+}

@@ -138,6 +138,7 @@ func inspectModel(w io.Writer, path string, data []byte, limits wgdelegate.Limit
 			fmt.Fprintf(w, "\n=== VulkanBackend delegate %d ===\n", dg.delegate)
 		}
 		in := newGraphInfo(dg.blob.Graph)
+		in.chunk(limits)
 		printHeader(w, dg.blob)
 		in.printValues(w)
 		in.printOps(w)
@@ -240,6 +241,21 @@ type graphInfo struct {
 	sizeErr  map[int32]error   // tensor value id -> why its size is unknown
 	deferred map[int32]bool    // constant value ids that get no buffer
 	users    map[int32][]int32 // constant id -> tensor value ids
+	// chunks: the weights held in chunks under the limits checked
+	// (graph.ChunkedWeights; their values are deferred too).
+	chunks []graph.WeightChunks
+}
+
+// chunk records the weights a load under l holds in chunks (too large for
+// one buffer, read only where ops read chunks): deferred, with no buffer
+// of their own, and not over any limit.
+func (in *graphInfo) chunk(l wgdelegate.Limits) {
+	in.chunks = graph.ChunkedWeights(in.g, graph.Limits{MaxBufferSize: l.MaxBufferSize, MaxStorageBufferBindingSize: l.MaxStorageBufferBindingSize})
+	for _, c := range in.chunks {
+		for _, id := range append(c.Prepacked, c.ID) {
+			in.deferred[id] = true
+		}
+	}
 }
 
 func newGraphInfo(g *serialization.Graph) *graphInfo {
@@ -630,10 +646,23 @@ func (in *graphInfo) exceeds(l wgdelegate.Limits) []limitExceeded {
 	return out
 }
 
-// printLimits prints the buffers over the device's limits, if any.
+// printLimits prints the weights held in chunks and the buffers over the
+// device's limits, if any.
 func (in *graphInfo) printLimits(w io.Writer, l wgdelegate.Limits, from string) {
 	ex := in.exceeds(l)
 	fmt.Fprintf(w, "\ndevice limits (%s)\n", from)
+	if len(in.chunks) > 0 {
+		t := newTable(w)
+		t.row("  CHUNKED WEIGHT", "BYTES", "ROWS", "HELD IN")
+		for _, c := range in.chunks {
+			what := fmt.Sprintf("value %d", c.ID)
+			if len(c.Prepacked) > 0 {
+				what += fmt.Sprintf(" (prepacked %v)", c.Prepacked)
+			}
+			t.row("  "+what, c.Bytes, c.Rows, fmt.Sprintf("%d chunks", c.Chunks))
+		}
+		t.flush()
+	}
 	if len(ex) == 0 {
 		fmt.Fprintf(w, "  every buffer fits (max_buffer_size %d, max_storage_buffer_binding_size %d)\n", l.MaxBufferSize, l.MaxStorageBufferBindingSize)
 		return

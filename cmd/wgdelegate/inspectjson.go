@@ -58,6 +58,16 @@ type (
 		Quantized     []quantDoc    `json:"quantized_weights"`
 		MemoryPlan    memoryPlanDoc `json:"memory_plan"`
 		ExceedsLimits []limitDoc    `json:"exceeds_limits"`
+		// Chunked: the weights held in chunks under the limits (too
+		// large for one buffer, read only where ops read chunks).
+		Chunked []chunkDoc `json:"chunked_weights"`
+	}
+	chunkDoc struct {
+		Value     int32   `json:"value"`     // the constant
+		Prepacked []int32 `json:"prepacked"` // its et_vk.prepack outputs
+		Bytes     int64   `json:"bytes"`
+		Rows      int64   `json:"rows"`
+		Chunks    int     `json:"chunks"` // by its own row size
 	}
 	ioDoc struct {
 		Index int    `json:"index"`
@@ -151,7 +161,9 @@ func inspectJSON(w io.Writer, path string, data []byte, limits wgdelegate.Limits
 		doc.Program = pd
 	}
 	for _, dg := range m.graphs {
-		gd, err := newGraphInfo(dg.blob.Graph).doc(m.named, limits)
+		in := newGraphInfo(dg.blob.Graph)
+		in.chunk(limits)
+		gd, err := in.doc(m.named, limits)
 		if err != nil {
 			return err
 		}
@@ -168,7 +180,10 @@ func (in *graphInfo) doc(named *serialization.NamedDataMap, limits wgdelegate.Li
 	g := in.g
 	d := graphDoc{Version: g.Version, NumValues: len(g.Values), NumOps: len(g.Chain),
 		Inputs: in.ioDocs(g.InputIDs), Outputs: in.ioDocs(g.OutputIDs), Ops: []opDoc{}, Unsupported: []string{},
-		Constants: []constantDoc{}, Quantized: []quantDoc{}, ExceedsLimits: []limitDoc{}}
+		Constants: []constantDoc{}, Quantized: []quantDoc{}, ExceedsLimits: []limitDoc{}, Chunked: []chunkDoc{}}
+	for _, c := range in.chunks {
+		d.Chunked = append(d.Chunked, chunkDoc{Value: c.ID, Prepacked: append([]int32{}, c.Prepacked...), Bytes: c.Bytes, Rows: c.Rows, Chunks: c.Chunks})
+	}
 	for _, q := range graph.QuantizedWeights(g) {
 		d.Quantized = append(d.Quantized, quantDoc{Op: q.Op, OpIndex: q.OpIndex, Value: q.Weight, Format: q.Format, Bits: q.Bits,
 			Group: q.Group, Layout: q.Layout, Dims: append([]uint32{}, g.Values[q.Weight].Tensor.Dims...), Params: q.Params,

@@ -102,19 +102,21 @@ Decodes MODEL (a .pte program or a raw VH00 blob) and prints, as aligned
 text: the program and its delegates (for a .pte), then for every
 VulkanBackend delegate the VH00 header, every value, op and constant, the
 weights of quantized ops (format, group size, bytes per weight), the graph
-inputs and outputs, the memory plan and any buffer over the device
-limits. A constant is deferred when its only uses are as the source of
-et_vk.prepack.default: it then gets no buffer of its own. No GPU is used
-unless --device is given.
+inputs and outputs, the memory plan, the weights too large for one
+buffer that a load holds in chunks of rows (read only by linears and
+embeddings), and any other buffer over the device limits. A constant is
+deferred when its only uses are as the source of et_vk.prepack.default,
+or when it is held in chunks: it then gets no buffer of its own. No GPU
+is used unless --device is given.
 
 Flags:
   --json        print JSON instead: inputs and outputs (dtype, shape), ops
                 (name, count, supported), constants (source inline/pte/ptd,
                 bytes, deferred), quantized_weights (op, format, bits,
                 group_size, layout, dims, params, weight/scale/sum bytes),
-                the memory plan (shared objects, their size and users) and
-                exceeds_limits; one object per delegate
-                under "graphs"
+                the memory plan (shared objects, their size and users),
+                chunked_weights (value, prepacked, bytes, rows, chunks) and
+                exceeds_limits; one object per delegate under "graphs"
   --device      check buffers against the default adapter's limits instead
                 of WebGPU's default limits, and say whether its float32
                 arithmetic flushes subnormals (opens the GPU)

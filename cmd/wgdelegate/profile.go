@@ -262,8 +262,12 @@ type opTime struct {
 	Name       string   `json:"name"`
 	Kernels    []string `json:"kernels"`
 	Dispatches int      `json:"dispatches"`
-	TotalUS    float64  `json:"total_us"`
-	Percent    float64  `json:"percent"`
+	// Chunks: how many chunks of a weight too large for one buffer the
+	// op reads (graph.DispatchInfo.Chunk), 0 when none.
+	Chunks  int     `json:"chunks,omitempty"`
+	TotalUS float64 `json:"total_us"`
+	Percent float64 `json:"percent"`
+	chunks  map[int]bool
 }
 
 // dispatchRecord is one dispatch's mean time.
@@ -317,6 +321,13 @@ func summarize(runs []wgdelegate.Profile) (profileResult, error) {
 			}
 			o.Dispatches++
 			o.TotalUS += mean
+			if d.Chunked && !o.chunks[d.Chunk] {
+				if o.chunks == nil {
+					o.chunks = map[int]bool{}
+				}
+				o.chunks[d.Chunk] = true
+				o.Chunks++
+			}
 			if !slices.Contains(o.Kernels, d.Kernel) {
 				o.Kernels = append(o.Kernels, d.Kernel)
 			}
@@ -413,7 +424,11 @@ func printProfile(w io.Writer, res profileResult, multi bool) {
 				ks = append(ks, s)
 			}
 		}
-		row := []any{op.Op, op.Name, strings.Join(ks, ","), op.Dispatches, fmt.Sprintf("%.1f", op.TotalUS), fmt.Sprintf("%.1f", op.Percent)}
+		disp := fmt.Sprint(op.Dispatches)
+		if op.Chunks > 0 {
+			disp += fmt.Sprintf(" (%d chunks)", op.Chunks)
+		}
+		row := []any{op.Op, op.Name, strings.Join(ks, ","), disp, fmt.Sprintf("%.1f", op.TotalUS), fmt.Sprintf("%.1f", op.Percent)}
 		if multi {
 			row = append([]any{op.Graph}, row...)
 		}

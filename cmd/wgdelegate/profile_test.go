@@ -223,6 +223,24 @@ func TestSummarize(t *testing.T) {
 		res.Ops[0].Dispatches != 2 || res.TotalUS != 19 || !slices.Equal(res.Ops[1].Kernels, []string{"k{X:1}"}) {
 		t.Errorf("summary %+v", res)
 	}
+	if res.Ops[0].Chunks != 0 || res.Ops[1].Chunks != 0 {
+		t.Errorf("chunks %d and %d in ops that read no chunked weight", res.Ops[0].Chunks, res.Ops[1].Chunks)
+	}
+	// Op a's two dispatches read chunks 0 and 1 of a weight held in
+	// chunks.
+	ch := mk(1*time.Microsecond, 1*time.Microsecond, 1*time.Microsecond, 1*time.Microsecond)
+	for i := range 2 {
+		ch.Graphs[0].Dispatches[i].Chunked, ch.Graphs[0].Dispatches[i].Chunk = true, i
+	}
+	if res, err := summarize([]wgdelegate.Profile{ch}); err != nil || res.Ops[0].Name != "a" || res.Ops[0].Chunks != 2 || res.Ops[1].Chunks != 0 {
+		t.Errorf("chunked summary %+v (%v)", res.Ops, err)
+	} else {
+		var buf bytes.Buffer
+		printProfile(&buf, res, false)
+		if !strings.Contains(buf.String(), "2 (2 chunks)") {
+			t.Errorf("profile does not show the chunks:\n%s", buf.String())
+		}
+	}
 	if _, err := summarize([]wgdelegate.Profile{mk(1), mk(1, 2)}); err == nil {
 		t.Error("no error for dispatches that changed")
 	}

@@ -292,6 +292,12 @@ func printMemoryStats(w io.Writer, s wgdelegate.MemoryStats) {
 	if s.NumHalfKVCaches > 0 {
 		tw.row("  half KV caches", fmt.Sprintf("%d (%d bytes)", s.NumHalfKVCaches, s.HalfKVCacheBytes))
 	}
+	if s.NumChunkedWeights > 0 {
+		// Weights too large for one buffer: their slices and the chunked
+		// ops' scratch outputs are in the total.
+		tw.row("  chunked weights", fmt.Sprintf("%d (%d bytes) in %d chunks; %d bytes of slices, %d scratch",
+			s.NumChunkedWeights, s.ChunkedWeightBytes, s.NumWeightChunks, s.ChunkBytes, s.ScratchBytes))
+	}
 	if s.NumQuantizedWeights > 0 {
 		// A breakdown of the bytes above, not an addition.
 		tw.row("  quantized weights", fmt.Sprintf("%d (%d parameters in %d bytes, %.3f bytes each)",

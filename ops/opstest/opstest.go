@@ -89,6 +89,14 @@ type Backend interface {
 type GPU struct {
 	Dev     *gpu.Device
 	Kernels ops.Config
+	// MaxBindingSize lowers the device's binding and buffer size limits
+	// for the load (graph.Options.MaxBindingSize; 0: the device's), so
+	// that small weights are held in chunks.
+	MaxBindingSize uint64
+	// Inspect, when set, is called with each loaded graph before it runs
+	// (a test checks what the load made: chunks, memory); its error fails
+	// the run.
+	Inspect func(*graph.WebGPUGraph) error
 }
 
 // Run implements Backend.
@@ -97,11 +105,16 @@ func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlo
 	if err != nil {
 		return nil, 0, err
 	}
-	g, err := graph.Build(ctx, b.Dev, blob, graph.Options{NamedData: nd, Kernels: b.Kernels})
+	g, err := graph.Build(ctx, b.Dev, blob, graph.Options{NamedData: nd, Kernels: b.Kernels, MaxBindingSize: b.MaxBindingSize})
 	if err != nil {
 		return nil, 0, fmt.Errorf("gpu build: %w", err)
 	}
 	defer g.Close()
+	if b.Inspect != nil {
+		if err := b.Inspect(g); err != nil {
+			return nil, 0, err
+		}
+	}
 	hostIn := make([]graph.Tensor, len(inputs))
 	for i, in := range inputs {
 		hostIn[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
