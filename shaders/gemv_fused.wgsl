@@ -108,7 +108,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
   workgroupBarrier();
 {{- end}}
-  rstd = 1.0 / sqrt(part[0] / f32(params.len) + params.eps);
+  let n = f32(params.len);
+  let ssum = part[0];
+  rstd = 1.0 / sqrt(ssum / n + params.eps);
   workgroupBarrier();
 {{- else}}
   // 1/rms, one serial sum (norm.wgsl's serial form).
@@ -120,7 +122,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     ss += v.z * v.z;
     ss += v.w * v.w;
   }
-  rstd = 1.0 / sqrt(ss / f32(params.len) + params.eps);
+  let n = f32(params.len);
+  let ssum = ss;
+  rstd = 1.0 / sqrt(ssum / n + params.eps);
 {{- end}}
 {{- end}}
 {{- if eq .Shape "gpu"}}
