@@ -180,9 +180,6 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 			return false, err
 		}
 	}
-	if _, err := Output(b, 3, y, serialization.Float32, in.Dims); err != nil {
-		return false, err
-	}
 	if pair != nil {
 		if err := recordFusedGEMV(b, &norm, []fusedLinear{pair.gate, pair.up}, []int32{pair.out}, true, k); err != nil {
 			return false, err
@@ -222,7 +219,7 @@ func fusedSafe(b Builder, f Fuser, sh bufferSharer, reads, writes []int32, absor
 	for i := range absorb {
 		last = max(last, i)
 	}
-	for j := firstAfter(absorb); j >= 0 && j < last; j++ {
+	for j := firstIndex(absorb); j >= 0 && j < last; j++ {
 		if _, ok := absorb[j]; ok {
 			continue
 		}
@@ -241,8 +238,8 @@ func fusedSafe(b Builder, f Fuser, sh bufferSharer, reads, writes []int32, absor
 	return true
 }
 
-// firstAfter returns the smallest op index of absorb, or -1.
-func firstAfter(absorb map[int]int32) int {
+// firstIndex returns the smallest op index of absorb, or -1.
+func firstIndex(absorb map[int]int32) int {
 	first := -1
 	for i := range absorb {
 		if first < 0 || i < first {
