@@ -122,6 +122,13 @@ func selectCopy(b Builder, args []int32) error {
 	if _, err := Output(b, 3, args[3], in.DType, dims); err != nil {
 		return err
 	}
+	// Selecting from a dim of size 1 leaves every byte where it is (the
+	// last token of a one-token decode step): a view of the input, as
+	// view_copy's (copy.go Aliaser), when the builder can share the
+	// buffer.
+	if a, ok := b.(Aliaser); ok && size == 1 && !configOf(b).NoViewAliasing && a.Alias(args[3], in.ID) {
+		return nil
+	}
 	p := gatherView(in.Dims)
 	p.base = i * p.stride[dim]
 	p.dims[dim] = 1
