@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
@@ -156,4 +157,128 @@ func recordRopeCache(b Builder, c ropeCall, v int32, nv int64, kw, vw cacheWrite
 		return fmt.Errorf("ops: rope: %w", err)
 	}
 	return nil
+}
+
+// The rope tables' slices. A llama export slices rows input_pos ..
+// input_pos+S of the cos and sin tables once per step
+// (aten.slice_copy.Tensor along dim 0) and every layer's rope reads the
+// slices. When every reader of both slices is such a rope, the slices
+// record nothing and each rope reads the whole tables from row start
+// (rope.wgsl's start, the table row of position 0): two dispatches less a
+// step, the same values. Off with Config.NoElementwiseFusion.
+
+// ropeTableSlice returns the args of the aten.slice_copy.Tensor whose
+// output is id when that slice takes rows [start, end) (step 1) of a 2-D
+// float32 table along dim 0, its output is no graph output, and every
+// reader of it is an et_vk.apply_rotary_emb.default reading it as a
+// table only.
+func ropeTableSlice(b Builder, id int32) ([]int32, bool) {
+	f, ok := b.(Fuser)
+	if !ok || configOf(b).NoElementwiseFusion || f.IsOutput(id) {
+		return nil, false
+	}
+	var sargs []int32
+	for i := 0; ; i++ {
+		name, args := f.OpAt(i)
+		if name == "" {
+			return nil, false
+		}
+		if name == "aten.slice_copy.Tensor" && len(args) == 6 && args[5] == id {
+			sargs = args
+			break
+		}
+	}
+	if dim, err := b.Int(sargs[1]); err != nil || dim != 0 {
+		return nil, false
+	}
+	if !b.IsNull(sargs[4]) {
+		if step, err := b.Int(sargs[4]); err != nil || step != 1 {
+			return nil, false
+		}
+	}
+	t, err := b.Tensor(sargs[0])
+	if err != nil || t.DType != serialization.Float32 || len(t.Dims) != 2 || b.IsNull(sargs[2]) || b.IsNull(sargs[3]) {
+		return nil, false
+	}
+	cs := readers(b, f, id)
+	if len(cs) == 0 {
+		return nil, false
+	}
+	for _, i := range cs {
+		name, args := f.OpAt(i)
+		if name != "et_vk.apply_rotary_emb.default" || len(args) != 5 || args[0] == id || args[1] == id || args[4] == id {
+			return nil, false
+		}
+	}
+	return sargs, true
+}
+
+// ropeDirectTables returns the whole tables and the row of position 0
+// for the llama rope of args (xq, xk, cos, sin, outs) when both its
+// tables are ropeTableSlice slices of equal shape over the same start and
+// end values.
+func ropeDirectTables(b Builder, args []int32) (cos, sin int32, start int64, ok bool) {
+	if len(args) != 5 {
+		return 0, 0, 0, false
+	}
+	cs, ok1 := ropeTableSlice(b, args[2])
+	ss, ok2 := ropeTableSlice(b, args[3])
+	if !ok1 || !ok2 || cs[2] != ss[2] || cs[3] != ss[3] {
+		return 0, 0, 0, false
+	}
+	ct, err1 := b.Tensor(cs[0])
+	st, err2 := b.Tensor(ss[0])
+	if err1 != nil || err2 != nil || !slices.Equal(ct.Dims, st.Dims) {
+		return 0, 0, 0, false
+	}
+	start, err := b.Int(cs[2])
+	if err != nil || start < 0 || start >= ct.Dims[0] {
+		return 0, 0, 0, false
+	}
+	return cs[0], ss[0], start, true
+}
+
+// ropeSliceSkipped reports whether slice_copy(args) records nothing: every
+// reader of its output is a rope that reads the whole tables
+// (ropeDirectTables).
+func ropeSliceSkipped(b Builder, args []int32) bool {
+	f, ok := b.(Fuser)
+	if !ok || len(args) != 6 {
+		return false
+	}
+	if _, ok := ropeTableSlice(b, args[5]); !ok {
+		return false
+	}
+	for _, i := range readers(b, f, args[5]) {
+		_, rargs := f.OpAt(i)
+		if _, _, _, ok := ropeDirectTables(b, rargs); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// readers returns the chain indices of every op that reads id, before the
+// calling op as well as after it (Fuser.Consumers lists the later ones
+// only; a slice and each of its ropes must decide alike wherever they
+// stand), ValueList members included.
+func readers(b Builder, f Fuser, id int32) []int {
+	var out []int
+	for i := 0; ; i++ {
+		name, args := f.OpAt(i)
+		if name == "" {
+			return out
+		}
+		for _, a := range args[:max(len(args)-1, 0)] { // the last: the output
+			hit := a == id
+			if !hit && b.Kind(a) == serialization.KindValueList {
+				ids, err := b.ValueList(a)
+				hit = err == nil && slices.Contains(ids, id)
+			}
+			if hit {
+				out = append(out, i)
+				break
+			}
+		}
+	}
 }

@@ -154,6 +154,12 @@ func ropeOp(b Builder, args []int32) error {
 	c := ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], numel: xq.Numel,
 		d: d, rowDiv: xq.Dims[2], seq: s, cosT: d / 2, cosJ: 1,
 		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]}
+	// Tables sliced at the step's position (fuse_rope.go): read whole,
+	// from that row (the slices, rows [start, start+s) of [T, d/2]
+	// tables as checked above, recorded nothing).
+	if cos, sin, start, ok := ropeDirectTables(b, args); ok {
+		c.cos, c.sin, c.start = cos, sin, start
+	}
 	// Followed by the attention whose cache update can join (fuse_rope.go).
 	if done, err := fuseRopeCache(b, args, c); done || err != nil {
 		return err

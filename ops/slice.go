@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -69,6 +71,13 @@ func sliceCopy(b Builder, args []int32) error {
 	}
 	if step < 1 {
 		return Errorf(4, "step %d must be positive", step)
+	}
+	if ropeSliceSkipped(b, args) {
+		// Its readers read the table itself (fuse_rope.go).
+		dims := slices.Clone(in.Dims)
+		dims[dim] = max(end-start, 0)
+		_, err := Output(b, 5, args[5], in.DType, dims)
+		return err
 	}
 	return recordSlice(b, in, dim, start, max(end, start), step, 5, args[5])
 }

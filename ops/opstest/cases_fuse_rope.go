@@ -19,7 +19,12 @@ type fuseRopeSpec struct {
 	kv     kvCaseSpec
 	alias  bool // q, k and v are transients computed in the graph (they die at the rope and the attention)
 	reader bool // the rotated k has another reader: no fusion
-	saved  int
+	// sliced: the tables are rows pos.. of [maxS, D/2] tables
+	// (slice_copy, as the llama export writes them), read by this rope
+	// and a second one (another layer's); sliceReader: the cos slice has
+	// a reader besides the ropes, so both slices stay.
+	sliced, sliceReader bool
+	saved               int
 }
 
 func init() {
@@ -29,6 +34,12 @@ func init() {
 		{kv: kvCaseSpec{b: 1, s: 3, hq: 6, hkv: 2, d: 8, maxS: 12, pos: 9, causal: 1}, saved: 1},
 		{kv: kvCaseSpec{b: 1, s: 1, hq: 4, hkv: 2, d: 8, maxS: 16, pos: 15}, alias: true, saved: 1},
 		{kv: kvCaseSpec{b: 1, s: 2, hq: 2, hkv: 2, d: 4, maxS: 6, pos: 3}, alias: true, saved: 1},
+		// The step's table rows sliced once, read whole by both ropes:
+		// two dispatches more saved.
+		{kv: kvCaseSpec{b: 1, s: 1, hq: 4, hkv: 2, d: 8, maxS: 16, pos: 5}, sliced: true, saved: 3},
+		{kv: kvCaseSpec{b: 1, s: 2, hq: 4, hkv: 4, d: 8, maxS: 8, pos: 6, symPos: true}, sliced: true, saved: 3},
+		{kv: kvCaseSpec{b: 1, s: 1, hq: 4, hkv: 2, d: 8, maxS: 16, pos: 0}, sliced: true, alias: true, saved: 3},
+		{kv: kvCaseSpec{b: 1, s: 1, hq: 4, hkv: 2, d: 8, maxS: 16, pos: 7}, sliced: true, sliceReader: true, saved: 1},
 		// Left unfused.
 		{kv: kvCaseSpec{b: 1, s: 1, hq: 4, hkv: 2, d: 8, maxS: 16, pos: 5}, reader: true},
 		{kv: kvCaseSpec{b: 2, s: 1, hq: 2, hkv: 2, d: 8, maxS: 4, pos: 1}},
@@ -49,6 +60,12 @@ func fuseRopeCase(s fuseRopeSpec) Case {
 	}
 	if s.reader {
 		name += "/unfused_k_reader"
+	}
+	if s.sliced {
+		name += "/sliced_tables"
+	}
+	if s.sliceReader {
+		name += "/slice_reader"
 	}
 	return Case{
 		Name: name,
@@ -71,11 +88,37 @@ func fuseRopeCase(s fuseRopeSpec) Case {
 				// Rows of other positions than the table's first.
 				fc.V[i], fs.V[i] = float64(float32(fc.V[i]*0.9+0.05)), float64(float32(fs.V[i]*0.9-0.05))
 			}
-			ci := addWeight(b, fc, weightNamed, &g.inputs)
-			si := addWeight(b, fs, weightNamed, &g.inputs)
+			var ci, si int32
+			var extra []int32
+			if s.sliced {
+				// Tables of maxS rows, sliced at rows pos .. pos+S.
+				fc, fs = ropeTables(c.maxS, c.d/2)
+				ct := addWeight(b, fc, weightPrepack, &g.inputs)
+				st := addWeight(b, fs, weightPrepack, &g.inputs)
+				end := b.Int(c.pos + c.s)
+				if c.symPos {
+					end = b.SymInt(int32(c.pos + c.s))
+				}
+				td := []uint32{uint32(c.s), uint32(c.d / 2)}
+				ci, si = b.Tensor(f, td, -1), b.Tensor(f, td, -1)
+				b.Op("aten.slice_copy.Tensor", ct, b.Int(0), g.pos, end, b.Int(1), ci)
+				b.Op("aten.slice_copy.Tensor", st, b.Int(0), g.pos, end, b.Int(1), si)
+				if s.sliceReader {
+					n := b.Tensor(f, td, -1)
+					b.Op("aten.neg.default", ci, n)
+					extra = append(extra, n)
+				}
+				// Another layer's rope of the same rows.
+				q2, k2 := b.Tensor(f, Dims(g.inputs[0].Shape), -1), b.Tensor(f, Dims(g.inputs[1].Shape), -1)
+				b.Op("et_vk.apply_rotary_emb.default", g.q, g.k, ci, si, b.ValueList(q2, k2))
+				extra = append(extra, q2, k2)
+			} else {
+				ci = addWeight(b, fc, weightNamed, &g.inputs)
+				si = addWeight(b, fs, weightNamed, &g.inputs)
+			}
 			qo, ko := b.Tensor(f, Dims(g.inputs[0].Shape), -1), b.Tensor(f, Dims(g.inputs[1].Shape), -1)
 			b.Op("et_vk.apply_rotary_emb.default", q, k, ci, si, b.ValueList(qo, ko))
-			outs := []int32{}
+			outs := extra
 			if s.reader {
 				kn := b.Tensor(f, Dims(g.inputs[1].Shape), -1)
 				b.Op("aten.neg.default", ko, kn)
