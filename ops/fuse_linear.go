@@ -41,10 +41,6 @@ import (
 // Config.NoElementwiseFusion turns it off with the other fusions.
 
 const (
-	// fusedMaxSegs is the most linears a segment dispatch computes: the
-	// input, the norm's weight, 3 weights and 3 outputs are the default
-	// 8 storage buffers a stage.
-	fusedMaxSegs = 3
 	// fusedGPUWG is the GPU shape's workgroup: gemv_gpu.wgsl's 32 lanes ×
 	// 8 columns.
 	fusedGPUWG = gpuGEMVLanes * gpuGEMVCols
@@ -65,11 +61,12 @@ type fusedGEMVShader struct {
 	WG     int
 	// Strides is the lanes' reduction tree (Lanes/2 .. 1), WGStrides the
 	// workgroup's (WG/2 .. 1, the gpu norm prologue's).
-	Strides, WGStrides  []int
-	WBase, OBase, PBind int
+	Strides, WGStrides         []int
+	WBase, SBase, OBase, PBind int
+	Q4X                        []int // q4: the 8 input vec4s of a unit, 0 .. 7
 }
 
-// fusedGEMVParams is the Go twin of gemv_fused.wgsl's Params (64 bytes).
+// fusedGEMVParams is the Go twin of gemv_fused.wgsl's Params (96 bytes).
 type fusedGEMVParams struct {
 	K, Len uint32
 	Eps    float32
@@ -77,6 +74,8 @@ type fusedGEMVParams struct {
 	N, Blk [4]uint32
 	NBlk   uint32
 	_      [3]uint32
+	Gw     [4]uint32 // q4: units per scale group of each weight
+	LdS    [4]uint32 // q4: scale row stride of each weight
 }
 
 // bytes packs p little-endian, as WGSL lays the struct out.
@@ -101,6 +100,9 @@ type fusedLinear struct {
 	weight int32 // what the kernel binds
 	format string
 	n      int64
+	// q4: the scales, units per scale group and scale row stride.
+	scales  int32
+	gw, lds int64
 }
 
 // fusedPair is SwiGLU's two linears and the ops after them.
@@ -148,7 +150,17 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 	if !ok {
 		rest = lins
 	}
-	if len(rest) > fusedMaxSegs || (pair == nil && len(rest) == 0) {
+	if pair == nil && len(rest) == 0 {
+		return false, nil
+	}
+	// The segment dispatches: rest in runs of fusedMaxSegs (at most 2
+	// dispatches, or the norm's prologue is not worth it).
+	var groups [][]fusedLinear
+	for len(rest) > 0 {
+		n := min(len(rest), fusedMaxSegs(lins[0].format))
+		groups, rest = append(groups, rest[:n]), rest[n:]
+	}
+	if len(groups) > 2 {
 		return false, nil
 	}
 	// What the dispatches read and write, and the ops they absorb.
@@ -167,10 +179,18 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 		}
 		absorb[pair.absorb[len(pair.absorb)-1]] = pair.out
 	}
-	for _, l := range rest {
-		reads = append(reads, l.weight)
-		writes = append(writes, l.out)
-		absorb[l.index] = l.out
+	for _, g := range groups {
+		for _, l := range g {
+			reads = append(reads, l.weight)
+			if l.scales >= 0 {
+				reads = append(reads, l.scales)
+			}
+			writes = append(writes, l.out)
+			absorb[l.index] = l.out
+		}
+	}
+	if pair != nil && pair.gate.scales >= 0 {
+		reads = append(reads, pair.gate.scales, pair.up.scales)
 	}
 	if !fusedSafe(b, f, sh, reads, writes, absorb) {
 		return false, nil
@@ -185,12 +205,12 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 			return false, err
 		}
 	}
-	if len(rest) > 0 {
-		outs := make([]int32, len(rest))
-		for i, l := range rest {
+	for _, g := range groups {
+		outs := make([]int32, len(g))
+		for i, l := range g {
 			outs[i] = l.out
 		}
-		if err := recordFusedGEMV(b, &norm, rest, outs, false, k); err != nil {
+		if err := recordFusedGEMV(b, &norm, g, outs, false, k); err != nil {
 			return false, err
 		}
 	}
@@ -253,6 +273,9 @@ func firstIndex(absorb map[int]int32) int {
 // x (dims xdims) without bias whose family would run its GEMV kernel; it
 // packs the weight as the op itself would. ok is false when it is not one.
 func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+	if name == "et_vk.linear_q4gsw.default" {
+		return fusableQ4Linear(b, i, args, x, xdims)
+	}
 	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || !b.IsNull(args[2]) || args[3] == x {
 		return fusedLinear{}, false, nil
 	}
@@ -276,7 +299,7 @@ func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims [
 	if kern == nil {
 		return fusedLinear{}, false, nil
 	}
-	l := fusedLinear{index: i, out: args[3], n: n}
+	l := fusedLinear{index: i, out: args[3], n: n, scales: -1}
 	switch kern.name {
 	case "cpu/gemv-half", "gpu/gemv-half":
 		if lc.half < 0 {
@@ -302,10 +325,24 @@ func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims [
 
 // fusedUnits is a weight row's length in the kernel's units.
 func fusedUnits(format string, k int64) int64 {
-	if format == "half" {
+	switch format {
+	case "half":
 		return k / 8
+	case "q4":
+		return k / 32
 	}
 	return k / 4
+}
+
+// fusedMaxSegs is the most linears of format one segment dispatch takes:
+// within the default 8 storage buffers a stage, with the input and the
+// norm's weight, 3 weights and outputs, or 2 of q4's weights, scales and
+// outputs.
+func fusedMaxSegs(format string) int {
+	if format == "q4" {
+		return 2
+	}
+	return 3
 }
 
 // fusedMaxUnits is the longest weight row (in units) one dispatch of the
@@ -429,10 +466,20 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 	}
 	sh.WBase = len(inputs)
 	p := fusedGEMVParams{K: uint32(fusedUnits(sh.Format, k)), Len: uint32(k), Eps: norm.eps}
-	var blk int64
 	for i, l := range lins {
 		sh.Segs = append(sh.Segs, i)
 		inputs = append(inputs, l.weight)
+	}
+	sh.SBase = len(inputs)
+	if sh.Format == "q4" {
+		sh.Q4X = []int{0, 1, 2, 3, 4, 5, 6, 7}
+		for i, l := range lins {
+			inputs = append(inputs, l.scales)
+			p.Gw[i], p.LdS[i] = uint32(l.gw), uint32(l.lds)
+		}
+	}
+	var blk int64
+	for i, l := range lins {
 		if pair && i > 0 {
 			continue
 		}
@@ -465,4 +512,36 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 		return fmt.Errorf("ops: fused linears: %w", err)
 	}
 	return nil
+}
+
+// fusableQ4Linear is fusableLinear for et_vk.linear_q4gsw.default (args
+// [x, weight, scales, group_size, bias, out]): one row, no bias, and the
+// gpu family's GEMV (gpu/qgemv, format q4) reading it. The cpu family's
+// one-row kernel (qgemv.wgsl) has no fused form: its calls stay unfused.
+func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
+		return fusedLinear{}, false, nil
+	}
+	_, q, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
+	if err != nil || q.m != 1 {
+		return fusedLinear{}, false, nil
+	}
+	q.out = args[5]
+	lc := &linearCall{format: formatQuant, q: q}
+	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	if kern == nil || kern.name != "gpu/qgemv" || gpuQGEMVFormat(q) != "q4" || q.sh.DQ8 {
+		return fusedLinear{}, false, nil
+	}
+	ot, err := b.Tensor(args[5])
+	if err != nil || ot.DType != serialization.Float32 || ot.Constant || ot.MaxNumel < q.n {
+		return fusedLinear{}, false, nil
+	}
+	l := fusedLinear{index: i, out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	if fusedUnits(l.format, q.k) > fusedMaxUnits(familyOf(b)) {
+		return fusedLinear{}, false, nil
+	}
+	if err := b.SetDims(args[5], append(slices.Clone(xdims[:len(xdims)-1]), q.n)); err != nil {
+		return fusedLinear{}, false, nil
+	}
+	return l, true, nil
 }

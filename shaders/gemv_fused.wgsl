@@ -12,7 +12,9 @@
 //
 // Weight format {{.Format}}: f32v, float32 [N, K] read as vec4s (K % 4 == 0,
 // one vec4 a unit); half, packed halves (ops.HalfWeightSpec, K % 8 == 0,
-// one vec4<u32> of 8 halves a unit).
+// one vec4<u32> of 8 halves a unit); q4 (the gpu shape only), linear_q4gsw's
+// 4-bit codes as gemv_gpu.wgsl reads them, one vec4<u32> of 32 k a unit,
+// weight w{i}'s scales s{i}[(unit / gw[i])·lds[i] + n].
 //
 // Shape {{.Shape}}: "cpu" is gemv.wgsl's (each invocation {{len .Cols}} columns, one
 // serial loop over K, no workgroup memory: lavapipe); "gpu" is
@@ -29,9 +31,15 @@
 {{- if .NormW}}
 @group(0) @binding(1) var<storage, read> g: array<vec4<f32>>;
 {{- end}}
-{{- $wt := "vec4<f32>"}}{{if eq .Format "half"}}{{$wt = "vec4<u32>"}}{{end}}
+{{- $wt := "vec4<f32>"}}{{if ne .Format "f32v"}}{{$wt = "vec4<u32>"}}{{end}}
+{{- if and (eq .Format "q4") (ne .Shape "gpu")}}{{fail "gemv_fused: q4 is the gpu shape's only"}}{{end}}
 {{- range $i, $s := .Segs}}
 @group(0) @binding({{add $.WBase $i}}) var<storage, read> w{{$s}}: array<{{$wt}}>;
+{{- end}}
+{{- if eq .Format "q4"}}
+{{- range $i, $s := .Segs}}
+@group(0) @binding({{add $.SBase $i}}) var<storage, read> s{{$s}}: array<f32>;
+{{- end}}
 {{- end}}
 {{- range $i, $o := .Outs}}
 @group(0) @binding({{add $.OBase $i}}) var<storage, read_write> out{{$o}}: array<f32>;
@@ -50,6 +58,8 @@ struct Params {
   _p1: u32,
   _p2: u32,
   _p3: u32,
+  gw: vec4<u32>,   // q4: units per scale group of each weight
+  lds: vec4<u32>,  // q4: scale row stride of each weight
 }
 {{- if .Pair}}
 {{- template "epilogue_act" (args "Act" "sigmoid" "T" "f32")}}
@@ -79,6 +89,15 @@ fn xin(i: u32) -> vec4<f32> {
   return x[i];
 {{- end}}
 }
+{{- if eq .Format "q4"}}
+
+// dec4 returns the 4-bit weights (code − 8) of nibbles half·4 .. half·4+3
+// of word u (gemv_gpu.wgsl's).
+fn dec4(u: u32, half: u32) -> vec4<f32> {
+  let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(half * 16u);
+  return vec4<f32>((vec4<u32>(u) >> sh) & vec4<u32>(15u)) - vec4<f32>(8.0);
+}
+{{- end}}
 {{- if eq .Shape "gpu"}}
 
 // part holds the lanes' partial sums (with Pair, the up projection's at
@@ -136,17 +155,24 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   if (blk >= params.nblk) { return; }
 {{- end}}
 {{- if .Pair}}
-  {{template "fg_seg" (args "S" $ "I" 0 "W" "w0" "W2" "w1" "O" "out0")}}
+  {{template "fg_seg" (args "S" $ "I" 0 "W" "w0" "W2" "w1" "Sc" "s0" "Sc2" "s1" "I2" 1 "O" "out0")}}
 {{- else}}
 {{- range $i, $s := .Segs}}
-  {{if gt $i 0}}else {{end}}if (blk < params.blk[{{add $i 1}}]) {{template "fg_seg" (args "S" $ "I" $i "W" (printf "w%d" $s) "W2" "" "O" (printf "out%d" $s))}}
+  {{if gt $i 0}}else {{end}}if (blk < params.blk[{{add $i 1}}]) {{template "fg_seg" (args "S" $ "I" $i "W" (printf "w%d" $s) "W2" "" "Sc" (printf "s%d" $s) "Sc2" "" "I2" 0 "O" (printf "out%d" $s))}}
 {{- end}}
 {{- end}}
 }
 
 {{- define "fg_dot"}}
-{{- /* acc += unit U of weight array W (value name V) dotted with the input. */ -}}
-{{- if eq .S.Format "half"}}
+{{- /* Acc += weight unit V (unit index U; q4: of the weight whose scales are Sc, segment I) dotted with the input. */ -}}
+{{- if eq .S.Format "q4"}}
+      {
+        let sc = {{.Sc}}[({{.U}} / params.gw[{{.I}}]) * params.lds[{{.I}}] + nn];
+        let q = dot(xq0, dec4({{.V}}.x, 0u)) + dot(xq1, dec4({{.V}}.x, 1u)) + dot(xq2, dec4({{.V}}.y, 0u)) + dot(xq3, dec4({{.V}}.y, 1u))
+          + dot(xq4, dec4({{.V}}.z, 0u)) + dot(xq5, dec4({{.V}}.z, 1u)) + dot(xq6, dec4({{.V}}.w, 0u)) + dot(xq7, dec4({{.V}}.w, 1u));
+        {{.Acc}} = fma(sc, q, {{.Acc}});
+      }
+{{- else if eq .S.Format "half"}}
       {{.Acc}} += dot(xl, vec4<f32>(unpack2x16float({{.V}}.x), unpack2x16float({{.V}}.y))) + dot(xh, vec4<f32>(unpack2x16float({{.V}}.z), unpack2x16float({{.V}}.w)));
 {{- else}}
       {{.Acc}} += dot(xv, {{.V}});
@@ -154,7 +180,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
 
 {{- define "fg_x"}}
-{{- if eq .S.Format "half"}}
+{{- if eq .S.Format "q4"}}
+{{- range $j := .S.Q4X}}
+      let xq{{$j}} = xin(8u * {{$.U}} + {{$j}}u);
+{{- end}}
+{{- else if eq .S.Format "half"}}
       let xl = xin(2u * {{.U}});
       let xh = xin(2u * {{.U}} + 1u);
 {{- else}}
@@ -170,7 +200,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let kk = params.k;
 {{- if eq $s.Shape "gpu"}}
     let n0 = (blk - params.blk[{{.I}}]) * {{$s.GCols}}u + cl;
-    let wr = min(n0, n - 1u) * kk;
+    let nn = min(n0, n - 1u);
+    let wr = nn * kk;
     var acc = 0.0;
 {{- if .W2}}
     var acc2 = 0.0;
@@ -188,16 +219,16 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
       {
 {{- template "fg_x" (args "S" $s "U" "u0")}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a0")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a0" "U" "u0" "Sc" .Sc "I" .I)}}
 {{- if .W2}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b0")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b0" "U" "u0" "Sc" .Sc2 "I" .I2)}}
 {{- end}}
       }
       {
 {{- template "fg_x" (args "S" $s "U" "u1")}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a1")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a1" "U" "u1" "Sc" .Sc "I" .I)}}
 {{- if .W2}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b1")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b1" "U" "u1" "Sc" .Sc2 "I" .I2)}}
 {{- end}}
       }
     }
@@ -207,9 +238,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let b0 = {{.W2}}[wr + k];
 {{- end}}
 {{- template "fg_x" (args "S" $s "U" "k")}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a0")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc" "V" "a0" "U" "k" "Sc" .Sc "I" .I)}}
 {{- if .W2}}
-{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b0")}}
+{{- template "fg_dot" (args "S" $s "Acc" "acc2" "V" "b0" "U" "k" "Sc" .Sc2 "I" .I2)}}
 {{- end}}
     }
     part[li] = acc;

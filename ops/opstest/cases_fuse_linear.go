@@ -16,6 +16,12 @@ import (
 // NoElementwiseFusion) every op records one.
 var fuseLinearDispatches = map[string]int{}
 
+// fuseLinearCPU is the cpu family's dispatch count of the cases that fuse
+// in the gpu family only (the 4-bit ones: the cpu family's one-row 4-bit
+// kernel has no fused form, so there the norm and each linear record their
+// own, the SiLU and the mul still fused into the linears' epilogues).
+var fuseLinearCPU = map[string]int{}
+
 // fuseLinearSpec is one case: the norm's input [m, k], the linears' output
 // columns ns reading its output (swiglu: the first two are SwiGLU's gate
 // and up, ns[0] == ns[1]), the weights as halves, and the variations that
@@ -26,11 +32,13 @@ type fuseLinearSpec struct {
 	ns     []int64
 	swiglu bool
 	half   bool
-	noW    bool // rms_norm without a weight
-	bias   bool // the first linear has a bias: no fusion
-	reader bool // the norm's output also has a non-linear reader: no fusion
-	alias  bool // the norm's input is a transient that dies at the norm, every output transient
-	want   int  // dispatches fused
+	q4     int64 // linear_q4gsw weights in groups of q4
+	noW    bool  // rms_norm without a weight
+	bias   bool  // the first linear has a bias: no fusion
+	reader bool  // the norm's output also has a non-linear reader: no fusion
+	alias  bool  // the norm's input is a transient that dies at the norm, every output transient
+	want   int   // dispatches fused
+	cpu    int   // q4: the cpu family's dispatches
 }
 
 func init() {
@@ -44,6 +52,15 @@ func init() {
 		{name: "swiglu_and_one", m: 1, k: 64, ns: []int64{12, 12, 5}, swiglu: true, want: 2},
 		{name: "half_qkv", m: 1, k: 64, ns: []int64{16, 8, 8}, half: true, want: 1},
 		{name: "half_swiglu", m: 1, k: 136, ns: []int64{9, 9}, swiglu: true, half: true, want: 1},
+		// 4-bit weights: the gpu family fuses them, 2 linears a dispatch
+		// (8 storage buffers: input, norm weight, 2 × weight, scales,
+		// output).
+		{name: "q4_qkv", m: 1, k: 64, ns: []int64{16, 8, 8}, q4: 32, want: 2, cpu: 4},
+		{name: "q4_swiglu", m: 1, k: 64, ns: []int64{24, 24}, swiglu: true, q4: 32, want: 1, cpu: 3},
+		{name: "q4_classifier_g64", m: 1, k: 128, ns: []int64{40}, q4: 64, want: 1, cpu: 2},
+		{name: "q4_long_k", m: 1, k: 1056, ns: []int64{9, 17}, q4: 32, want: 1, cpu: 3},
+		// More linears than one dispatch binds: two.
+		{name: "four_linears", m: 1, k: 64, ns: []int64{16, 8, 8, 4}, want: 2},
 		// Under the exporter's greedy plan the norm's input dies at the
 		// norm: a linear's output may take its object, which the fused
 		// kernel reads while writing those outputs (the graph binds
@@ -55,10 +72,12 @@ func init() {
 		{name: "unfused_k_odd", m: 1, k: 66, ns: []int64{16, 8}},
 		{name: "unfused_bias", m: 1, k: 64, ns: []int64{16, 8}, bias: true},
 		{name: "unfused_other_reader", m: 1, k: 64, ns: []int64{16, 8}, reader: true},
-		{name: "unfused_four_linears", m: 1, k: 64, ns: []int64{16, 8, 8, 4}},
 	} {
 		c := fuseLinearCase(s)
 		fuseLinearDispatches[c.Name] = s.want
+		if s.q4 > 0 {
+			fuseLinearCPU[c.Name] = s.cpu
+		}
 		Cases = append(Cases, c)
 	}
 }
@@ -66,9 +85,13 @@ func init() {
 // fuseLinearCase builds spec s's case.
 func fuseLinearCase(s fuseLinearSpec) Case {
 	name := fmt.Sprintf("fuse_linear/%s/M%d_K%d_N%v", s.name, s.m, s.k, s.ns)
+	tol := matmulTol(s.k)
+	if s.q4 > 0 {
+		tol = quantTol(s.k)
+	}
 	return Case{
 		Name: name,
-		Tol:  matmulTol(s.k),
+		Tol:  tol,
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, []int64{s.m, s.k}, -2, 2)
@@ -91,6 +114,12 @@ func fuseLinearCase(s fuseLinearSpec) Case {
 			var odims [][]uint32
 			lin := func(n int64, bias bool) int32 {
 				wv := RandTensor(r, f, []int64{n, s.k}, -1, 1)
+				if s.q4 > 0 {
+					w, sc, bv := q4gswWeights(b, r, n, s.k, s.q4, bias)
+					o := b.Tensor(f, []uint32{uint32(s.m), uint32(n)}, -1)
+					b.Op("et_vk.linear_q4gsw.default", y, w, sc, b.Int(s.q4), bv, o)
+					return o
+				}
 				var wt int32
 				if s.half {
 					wt = halfConst(b, wv)
