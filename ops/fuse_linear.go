@@ -41,6 +41,8 @@ import (
 // Config.NoElementwiseFusion turns it off with the other fusions.
 
 const (
+	// fusedQ4Cols is the cpu shape's 4-bit columns an invocation.
+	fusedQ4Cols = 16
 	// fusedGPUWG is the GPU shape's workgroup: gemv_gpu.wgsl's 32 lanes ×
 	// 8 columns.
 	fusedGPUWG = gpuGEMVLanes * gpuGEMVCols
@@ -63,7 +65,9 @@ type fusedGEMVShader struct {
 	// workgroup's (WG/2 .. 1, the gpu norm prologue's).
 	Strides, WGStrides         []int
 	WBase, SBase, OBase, PBind int
-	Q4X                        []int // q4: the 8 input vec4s of a unit, 0 .. 7
+	Q4X                        []int    // q4 (gpu): the 8 input vec4s of a unit, 0 .. 7
+	Q4X4                       []int    // q4 (cpu): the 4 words of a unit, 0 .. 3
+	Comp                       []string // q4 (cpu): their components, x .. w
 }
 
 // fusedGEMVParams is the Go twin of gemv_fused.wgsl's Params (96 bytes).
@@ -147,8 +151,8 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 		norm.w = args[1]
 	}
 	pair, rest, ok := findSwiGLU(b, lins)
-	if !ok {
-		rest = lins
+	if !ok || (pair.gate.format == "q4" && pair.gate.gw != pair.up.gw) {
+		pair, rest = nil, lins
 	}
 	if pair == nil && len(rest) == 0 {
 		return false, nil
@@ -455,6 +459,12 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 	} else {
 		sh.Shape, sh.WG = "cpu", gemvWG
 		sh.Cols = matmulTile(int64(gemvCols(1, configOf(b))), 16)
+		if sh.Format == "q4" {
+			// qgemv.wgsl's workgroup, half its 32 columns an invocation:
+			// llvmpipe compiles a two-weight kernel of 32 for seconds.
+			sh.WG, sh.Cols = qgemvWG, matmulTile(fusedQ4Cols, fusedQ4Cols)
+			sh.Q4X4, sh.Comp = []int{0, 1, 2, 3}, []string{"x", "y", "z", "w"}
+		}
 	}
 	cols := int64(len(sh.Cols))
 	if sh.Shape == "gpu" {
@@ -516,8 +526,8 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 
 // fusableQ4Linear is fusableLinear for et_vk.linear_q4gsw.default (args
 // [x, weight, scales, group_size, bias, out]): one row, no bias, and the
-// gpu family's GEMV (gpu/qgemv, format q4) reading it. The cpu family's
-// one-row kernel (qgemv.wgsl) has no fused form: its calls stay unfused.
+// family's one-row 4-bit GEMV reading it (gpu/qgemv with format q4,
+// cpu/qgemv in one dispatch).
 func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
 	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
 		return fusedLinear{}, false, nil
@@ -529,7 +539,17 @@ func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fu
 	q.out = args[5]
 	lc := &linearCall{format: formatQuant, q: q}
 	kern := chooseLinear(familyOf(b), lc, configOf(b))
-	if kern == nil || kern.name != "gpu/qgemv" || gpuQGEMVFormat(q) != "q4" || q.sh.DQ8 {
+	if kern == nil || q.sh.DQ8 {
+		return fusedLinear{}, false, nil
+	}
+	switch {
+	case kern.name == "gpu/qgemv" && gpuQGEMVFormat(q) == "q4":
+	case kern.name == "cpu/qgemv":
+		// qgemv.wgsl's K chunks are groups: one dispatch when all fit.
+		if words, gw := q.k/32, q.g/32; (words+gw-1)/gw > max(1, qgemvMaxTrips/(gw+1)) {
+			return fusedLinear{}, false, nil
+		}
+	default:
 		return fusedLinear{}, false, nil
 	}
 	ot, err := b.Tensor(args[5])

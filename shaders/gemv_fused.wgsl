@@ -12,9 +12,10 @@
 //
 // Weight format {{.Format}}: f32v, float32 [N, K] read as vec4s (K % 4 == 0,
 // one vec4 a unit); half, packed halves (ops.HalfWeightSpec, K % 8 == 0,
-// one vec4<u32> of 8 halves a unit); q4 (the gpu shape only), linear_q4gsw's
-// 4-bit codes as gemv_gpu.wgsl reads them, one vec4<u32> of 32 k a unit,
-// weight w{i}'s scales s{i}[(unit / gw[i])·lds[i] + n].
+// one vec4<u32> of 8 halves a unit); q4, linear_q4gsw's 4-bit codes, one
+// vec4<u32> of 32 k a unit, weight w{i}'s scales s{i}[(unit / gw[i])·lds[i]
+// + n], summed as gemv_gpu.wgsl (gpu) or qgemv.wgsl (cpu: group sums, the
+// nibbles taken in place against pre-scaled x, Σ u·x − 8·Σ x).
 //
 // Shape {{.Shape}}: "cpu" is gemv.wgsl's (each invocation {{len .Cols}} columns, one
 // serial loop over K, no workgroup memory: lavapipe); "gpu" is
@@ -32,7 +33,6 @@
 @group(0) @binding(1) var<storage, read> g: array<vec4<f32>>;
 {{- end}}
 {{- $wt := "vec4<f32>"}}{{if ne .Format "f32v"}}{{$wt = "vec4<u32>"}}{{end}}
-{{- if and (eq .Format "q4") (ne .Shape "gpu")}}{{fail "gemv_fused: q4 is the gpu shape's only"}}{{end}}
 {{- range $i, $s := .Segs}}
 @group(0) @binding({{add $.WBase $i}}) var<storage, read> w{{$s}}: array<{{$wt}}>;
 {{- end}}
@@ -89,7 +89,17 @@ fn xin(i: u32) -> vec4<f32> {
   return x[i];
 {{- end}}
 }
-{{- if eq .Format "q4"}}
+{{- if and (eq .Format "q4") (eq .Shape "cpu")}}
+
+// pre returns v's 4 values pre-scaled for nibbles j0..j0+3 (16^-j each;
+// the top nibble, read shifted down, gets 1): qgemv.wgsl's.
+fn pre(v: vec4<f32>, hi: bool) -> vec4<f32> {
+  if (hi) {
+    return v * vec4<f32>(1.52587890625e-05, 9.5367431640625e-07, 5.9604644775390625e-08, 1.0);
+  }
+  return v * vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625);
+}
+{{- else if eq .Format "q4"}}
 
 // dec4 returns the 4-bit weights (code − 8) of nibbles half·4 .. half·4+3
 // of word u (gemv_gpu.wgsl's).
@@ -265,6 +275,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
     }
   }
+{{- else if eq $s.Format "q4"}}
+{{- template "fg_q4cpu" .}}
 {{- else}}
     let col0 = (blk - params.blk[{{.I}}]) * {{len $s.Cols}}u;
 {{- range $s.Cols}}
@@ -300,4 +312,87 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 {{- end}}
   }
 {{- end}}
+{{- end}}
+
+
+{{- define "fg_q4cpu"}}
+{{- /* The cpu shape's q4 segment (inside fg_seg's block): qgemv.wgsl's
+loop over groups, for weight W (scales Sc, params I) and with Pair W2
+(scales Sc2, params I2, the same group size). */ -}}
+{{- $s := .S}}
+    let words = params.k;
+    let gw = params.gw[{{.I}}];
+    let col0 = (blk - params.blk[{{.I}}]) * {{len $s.Cols}}u;
+{{- range $s.Cols}}
+    let n{{.}} = min(col0 + {{.}}u, n - 1u);
+    let wr{{.}} = n{{.}} * words;
+    var acc{{.}} = 0.0;
+{{- if $.W2}}
+    var up{{.}} = 0.0;
+{{- end}}
+{{- end}}
+    let ngroups = (words + gw - 1u) / gw;
+    for (var gi = 0u; gi < ngroups; gi++) {
+      let t0 = gi * gw;
+      let t1 = min(t0 + gw, words);
+      var nsx = 0.0;
+{{- range $s.Cols}}
+      var q{{.}} = 0.0;
+{{- if $.W2}}
+      var r{{.}} = 0.0;
+{{- end}}
+{{- end}}
+      for (var t = t0; t < t1; t++) {
+{{- range $h := $s.Q4X4}}
+        let xa{{$h}} = xin(t * 8u + {{$h}}u * 2u);
+        let xb{{$h}} = xin(t * 8u + {{$h}}u * 2u + 1u);
+{{- end}}
+        nsx -= 8.0 * ({{range $i, $h := $s.Q4X4}}{{if $i}} + {{end}}dot(xa{{$h}} + xb{{$h}}, vec4<f32>(1.0)){{end}});
+{{- range $h := $s.Q4X4}}
+        let ya{{$h}} = pre(xa{{$h}}, false);
+        let yb{{$h}} = pre(xb{{$h}}, true);
+{{- end}}
+{{- range $c := $s.Cols}}
+        {{template "fg_q4nib" (args "S" $s "W" $.W "C" $c "Q" (printf "q%d" $c))}}
+{{- if $.W2}}
+        {{template "fg_q4nib" (args "S" $s "W" $.W2 "C" $c "Q" (printf "r%d" $c))}}
+{{- end}}
+{{- end}}
+      }
+{{- range $s.Cols}}
+      acc{{.}} = fma({{$.Sc}}[gi * params.lds[{{$.I}}] + n{{.}}], q{{.}} + nsx, acc{{.}});
+{{- if $.W2}}
+      up{{.}} = fma({{$.Sc2}}[gi * params.lds[{{$.I2}}] + n{{.}}], r{{.}} + nsx, up{{.}});
+{{- end}}
+{{- end}}
+    }
+{{- range $s.Cols}}
+    if (col0 + {{.}}u < n) {
+{{- if $.W2}}
+      {{$.O}}[col0 + {{.}}u] = swiglu(acc{{.}}, up{{.}});
+{{- else}}
+      {{$.O}}[col0 + {{.}}u] = acc{{.}};
+{{- end}}
+    }
+{{- end}}
+  }
+{{- end}}
+
+{{- define "fg_q4nib"}}
+{
+          let u = bitcast<vec4<i32>>({{.W}}[wr{{.C}} + t]);
+          var q = {{.Q}};
+{{- range $h := .S.Q4X4}}
+{{- $u := index $.S.Comp $h}}
+          q = fma(ya{{$h}}.x, f32(u.{{$u}} & 15), q);
+          q = fma(ya{{$h}}.y, f32(u.{{$u}} & 240), q);
+          q = fma(ya{{$h}}.z, f32(u.{{$u}} & 3840), q);
+          q = fma(ya{{$h}}.w, f32(u.{{$u}} & 61440), q);
+          q = fma(yb{{$h}}.x, f32(u.{{$u}} & 983040), q);
+          q = fma(yb{{$h}}.y, f32(u.{{$u}} & 15728640), q);
+          q = fma(yb{{$h}}.z, f32(u.{{$u}} & 251658240), q);
+          q = fma(yb{{$h}}.w, f32(bitcast<u32>(u.{{$u}}) >> 28u), q);
+{{- end}}
+          {{.Q}} = q;
+        }
 {{- end}}

@@ -16,12 +16,6 @@ import (
 // NoElementwiseFusion) every op records one.
 var fuseLinearDispatches = map[string]int{}
 
-// fuseLinearCPU is the cpu family's dispatch count of the cases that fuse
-// in the gpu family only (the 4-bit ones: the cpu family's one-row 4-bit
-// kernel has no fused form, so there the norm and each linear record their
-// own, the SiLU and the mul still fused into the linears' epilogues).
-var fuseLinearCPU = map[string]int{}
-
 // fuseLinearSpec is one case: the norm's input [m, k], the linears' output
 // columns ns reading its output (swiglu: the first two are SwiGLU's gate
 // and up, ns[0] == ns[1]), the weights as halves, and the variations that
@@ -38,7 +32,6 @@ type fuseLinearSpec struct {
 	reader bool  // the norm's output also has a non-linear reader: no fusion
 	alias  bool  // the norm's input is a transient that dies at the norm, every output transient
 	want   int   // dispatches fused
-	cpu    int   // q4: the cpu family's dispatches
 }
 
 func init() {
@@ -52,13 +45,12 @@ func init() {
 		{name: "swiglu_and_one", m: 1, k: 64, ns: []int64{12, 12, 5}, swiglu: true, want: 2},
 		{name: "half_qkv", m: 1, k: 64, ns: []int64{16, 8, 8}, half: true, want: 1},
 		{name: "half_swiglu", m: 1, k: 136, ns: []int64{9, 9}, swiglu: true, half: true, want: 1},
-		// 4-bit weights: the gpu family fuses them, 2 linears a dispatch
-		// (8 storage buffers: input, norm weight, 2 × weight, scales,
-		// output).
-		{name: "q4_qkv", m: 1, k: 64, ns: []int64{16, 8, 8}, q4: 32, want: 2, cpu: 4},
-		{name: "q4_swiglu", m: 1, k: 64, ns: []int64{24, 24}, swiglu: true, q4: 32, want: 1, cpu: 3},
-		{name: "q4_classifier_g64", m: 1, k: 128, ns: []int64{40}, q4: 64, want: 1, cpu: 2},
-		{name: "q4_long_k", m: 1, k: 1056, ns: []int64{9, 17}, q4: 32, want: 1, cpu: 3},
+		// 4-bit weights: 2 linears a dispatch (8 storage buffers: input,
+		// norm weight, 2 × weight, scales, output).
+		{name: "q4_qkv", m: 1, k: 64, ns: []int64{16, 8, 8}, q4: 32, want: 2},
+		{name: "q4_swiglu", m: 1, k: 64, ns: []int64{24, 24}, swiglu: true, q4: 32, want: 1},
+		{name: "q4_classifier_g64", m: 1, k: 128, ns: []int64{40}, q4: 64, want: 1},
+		{name: "q4_long_k", m: 1, k: 1056, ns: []int64{9, 17}, q4: 32, want: 1},
 		// More linears than one dispatch binds: two.
 		{name: "four_linears", m: 1, k: 64, ns: []int64{16, 8, 8, 4}, want: 2},
 		// Under the exporter's greedy plan the norm's input dies at the
@@ -75,9 +67,6 @@ func init() {
 	} {
 		c := fuseLinearCase(s)
 		fuseLinearDispatches[c.Name] = s.want
-		if s.q4 > 0 {
-			fuseLinearCPU[c.Name] = s.cpu
-		}
 		Cases = append(Cases, c)
 	}
 }

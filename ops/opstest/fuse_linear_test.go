@@ -40,9 +40,6 @@ func TestLinearGroupFusion(t *testing.T) {
 					got := len(g.Dispatches())
 					g.Close()
 					w := want
-					if cw, ok := fuseLinearCPU[c.Name]; ok && fam == ops.FamilyCPU {
-						w = cw
-					}
 					if w == 0 {
 						w = nops
 					}
