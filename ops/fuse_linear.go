@@ -65,6 +65,7 @@ type fusedGEMVShader struct {
 	// workgroup's (WG/2 .. 1, the gpu norm prologue's).
 	Strides, WGStrides         []int
 	WBase, SBase, OBase, PBind int
+	XN                         int      // Norm: vec4s of the staged normalized input (K/4)
 	Q4X                        []int    // q4 (gpu): the 8 input vec4s of a unit, 0 .. 7
 	Q4X4                       []int    // q4 (cpu): the 4 words of a unit, 0 .. 3
 	Comp                       []string // q4 (cpu): their components, x .. w
@@ -127,7 +128,7 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 	}
 	y := args[3]
 	k := in.Dims[len(in.Dims)-1]
-	if in.Numel != k || k == 0 || f.IsOutput(y) {
+	if in.Numel != k || k == 0 || k%4 != 0 || f.IsOutput(y) || fusedWorkgroupBytes(k) > workgroupStorage(b) {
 		return false, nil
 	}
 	cs := f.Consumers(y)
@@ -447,7 +448,7 @@ func findSwiGLU(b Builder, lins []fusedLinear) (*fusedPair, []fusedLinear, bool)
 // linear, or with pair the one SwiGLU output).
 func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int32, pair bool, k int64) error {
 	fam := familyOf(b)
-	sh := fusedGEMVShader{Format: lins[0].format, Pair: pair, Norm: norm != nil, NormW: norm != nil && norm.w >= 0}
+	sh := fusedGEMVShader{Format: lins[0].format, Pair: pair, Norm: norm != nil, NormW: norm != nil && norm.w >= 0, XN: int(k / 4)}
 	if fam == FamilyGPU {
 		sh.Shape, sh.Lanes, sh.GCols, sh.WG = "gpu", gpuGEMVLanes, gpuGEMVCols, fusedGPUWG
 		for s := sh.Lanes / 2; s >= 1; s /= 2 {
@@ -564,4 +565,20 @@ func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fu
 		return fusedLinear{}, false, nil
 	}
 	return l, true, nil
+}
+
+// fusedWorkgroupBytes bounds the workgroup memory of the fused kernel of
+// a norm over k: the staged row, and the gpu shape's two partial-sum
+// arrays of fusedGPUWG (the cpu shape's partial sums are fewer).
+func fusedWorkgroupBytes(k int64) int64 {
+	return 4*k + 2*4*fusedGPUWG
+}
+
+// workgroupStorage is the device's workgroup memory a kernel may use
+// (WebGPU's default 16 KiB when the profile does not say).
+func workgroupStorage(b Builder) int64 {
+	if m := profileOf(b).MaxWorkgroupStorage; m > 0 {
+		return int64(m)
+	}
+	return 16384
 }

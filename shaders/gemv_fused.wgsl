@@ -8,7 +8,8 @@
 // that every one of these linears reads, computed here from its input x
 // (x · 1/sqrt(mean(x²) + eps) · g, the formulas of norm.wgsl) instead of
 // being written by a dispatch of its own: every workgroup recomputes the
-// row's 1/rms (K loads, cheap at one row, where x is read whole anyway).
+// row's 1/rms and stages the normalized row in workgroup memory (K loads,
+// cheap at one row, where x is read whole anyway).
 //
 // Weight format {{.Format}}: f32v, float32 [N, K] read as vec4s (K % 4 == 0,
 // one vec4 a unit); half, packed halves (ops.HalfWeightSpec, K % 8 == 0,
@@ -73,18 +74,22 @@ fn swiglu(gate: f32, up: f32) -> f32 {
 {{- end}}
 {{- if .Norm}}
 
-// rstd is 1/rms of x, set by norm_prologue.
-var<private> rstd: f32;
+// xn is the normalized input, (x · rstd) · g (norm.wgsl's formula),
+// written once by each workgroup's prologue: the loops read it from
+// workgroup memory instead of x and g from storage (llvmpipe pays for
+// every storage load; a GPU reads the staged activation).
+var<workgroup> xn: array<vec4<f32>, {{.XN}}>;
+{{- if eq .Shape "cpu"}}
+
+// sq holds the invocations' partial sums of squares.
+var<workgroup> sq: array<f32, {{.WG}}>;
+{{- end}}
 {{- end}}
 
 // xin returns input vec4 i: x's, or with Norm the normalized one.
 fn xin(i: u32) -> vec4<f32> {
 {{- if .Norm}}
-  var v = x[i] * rstd;
-{{- if .NormW}}
-  v *= g[i];
-{{- end}}
-  return v;
+  return xn[i];
 {{- else}}
   return x[i];
 {{- end}}
@@ -119,8 +124,7 @@ var<workgroup> part: array<f32, {{if .Pair}}{{mul .WG 2}}{{else}}{{.WG}}{{end}}>
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
 {{- if .Norm}}
-{{- if eq .Shape "gpu"}}
-  // 1/rms: the lanes stride over x, then the tree.
+  // 1/rms: the invocations stride over x, then {{if eq .Shape "gpu"}}the tree{{else}}one sum of their partial sums, in the same order in each{{end}}.
   var ss = 0.0;
   for (var i = li; i < params.len / 4u; i += {{.WG}}u) {
     let v = x[i];
@@ -129,6 +133,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     ss += v.z * v.z;
     ss += v.w * v.w;
   }
+{{- if eq .Shape "gpu"}}
   part[li] = ss;
   workgroupBarrier();
 {{- range $st := .WGStrides}}
@@ -137,24 +142,25 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
   workgroupBarrier();
 {{- end}}
-  let n = f32(params.len);
   let ssum = part[0];
-  rstd = 1.0 / sqrt(ssum / n + params.eps);
-  workgroupBarrier();
 {{- else}}
-  // 1/rms, one serial sum (norm.wgsl's serial form).
-  var ss = 0.0;
-  for (var i = 0u; i < params.len / 4u; i++) {
-    let v = x[i];
-    ss += v.x * v.x;
-    ss += v.y * v.y;
-    ss += v.z * v.z;
-    ss += v.w * v.w;
+  sq[li] = ss;
+  workgroupBarrier();
+  var ssum = 0.0;
+  for (var j = 0u; j < {{.WG}}u; j++) {
+    ssum += sq[j];
   }
-  let n = f32(params.len);
-  let ssum = ss;
-  rstd = 1.0 / sqrt(ssum / n + params.eps);
 {{- end}}
+  let n = f32(params.len);
+  let rstd = 1.0 / sqrt(ssum / n + params.eps);
+  for (var i = li; i < params.len / 4u; i += {{.WG}}u) {
+    var v = x[i] * rstd;
+{{- if .NormW}}
+    v *= g[i];
+{{- end}}
+    xn[i] = v;
+  }
+  workgroupBarrier();
 {{- end}}
 {{- if eq .Shape "gpu"}}
   let blk = wid.x + wid.y * nwg.x;
