@@ -162,7 +162,7 @@ func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64)
 	// dispatches, or the norm's prologue is not worth it).
 	var groups [][]fusedLinear
 	for len(rest) > 0 {
-		n := min(len(rest), fusedMaxSegs(lins[0].format))
+		n := min(len(rest), fusedMaxSegs(b, lins[0].format))
 		groups, rest = append(groups, rest[:n]), rest[n:]
 	}
 	if len(groups) > 2 {
@@ -339,15 +339,21 @@ func fusedUnits(format string, k int64) int64 {
 	return k / 4
 }
 
-// fusedMaxSegs is the most linears of format one segment dispatch takes:
-// within the default 8 storage buffers a stage, with the input and the
-// norm's weight, 3 weights and outputs, or 2 of q4's weights, scales and
-// outputs.
-func fusedMaxSegs(format string) int {
-	if format == "q4" {
-		return 2
+// fusedMaxSegs is the most linears of format one segment dispatch takes
+// (3 at most, the kernel's params): as many as the device's storage
+// buffers a stage hold with the input and the norm's weight, each linear
+// a weight and an output (and q4's scales). Under WebGPU's default 8, 3
+// float linears or 2 q4 ones.
+func fusedMaxSegs(b Builder, format string) int {
+	limit := int(profileOf(b).MaxStorageBuffers)
+	if limit < 8 {
+		limit = 8
 	}
-	return 3
+	per := 2
+	if format == "q4" {
+		per = 3
+	}
+	return min(3, (limit-2)/per)
 }
 
 // fusedMaxUnits is the longest weight row (in units) one dispatch of the
