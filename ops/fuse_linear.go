@@ -11,34 +11,37 @@ import (
 )
 
 // Linear-group fusion (fewer dispatches per decode step). An
-// et_vk.rms_norm.default whose output is read only by one-row float32
-// linears (aten.linear, no bias, weight as exported or as packed halves)
-// records them in one or two dispatches of shaders/gemv_fused.wgsl instead
-// of its own kernel and one GEMV each: the linears compute the norm in
-// their prologue (every workgroup recomputes the row's 1/rms), and
+// et_vk.rms_norm.default whose output is read only by one-row linears
+// without bias (aten.linear with a float32 weight or a FLOAT16 one read as
+// packed halves; et_vk.linear_q4gsw) records them in one or two
+// dispatches of shaders/gemv_fused.wgsl instead of its own kernel and one
+// GEMV each: each workgroup computes the norm in its prologue (the row's
+// 1/rms, then the normalized row staged in workgroup memory), and
 //
 //   - SwiGLU as a llama export writes it, g = linear(x, w1); u =
 //     linear(x, w3); out = g·sigmoid(g)·u (sigmoid, mul, mul), is one
 //     dispatch writing out (the pair: the gate's and the up projection's
 //     sums meet in one invocation);
 //   - the other linears (the q, k and v projections, the classifier) are
-//     one dispatch with a weight and an output per linear, up to
-//     fusedMaxSegs (the default limit of 8 storage buffers a stage).
+//     one dispatch with a weight and an output per linear, as many as the
+//     device's storage buffers a stage allow (fusedMaxSegs), or two.
 //
 //	x = rms_norm(h); q, k, v = linear(x, wq), linear(x, wk), linear(x, wv)  ->  one dispatch
 //	x = rms_norm(h); out = silu(linear(x, w1)) * linear(x, w3)              ->  one dispatch
 //
 // Decided at record time, like the elementwise and epilogue fusions, so a
 // re-recording for another M decides again. Only where every linear of the
-// group would run its family's GEMV kernel (chooseLinear: cpu/gemv,
-// cpu/gemv-half, gpu/gemv, gpu/gemv-half), which the fused kernel mirrors in
-// the same family's shape and summation order: a fused projection equals
-// the unfused one bit for bit given the same normalized input, and only
-// the norm's 1/rms may round differently. Other weight formats (4-bit,
-// int8), a bias, more than one row, a K that would need K chunks, a norm
-// output read by anything but such linears, or an output whose fixed
-// buffer is one the kernel reads leave everything unfused.
-// Config.NoElementwiseFusion turns it off with the other fusions.
+// group would run its family's one-row kernel (chooseLinear: cpu/gemv,
+// cpu/gemv-half, cpu/qgemv, gpu/gemv, gpu/gemv-half, gpu/qgemv), which
+// the fused kernel mirrors in the same family's shape and summation
+// order: a fused projection equals the unfused one bit for bit given the
+// same normalized input, and only the norm's 1/rms may round differently.
+// Other weight formats (int8, linear_dq8ca_q4gsw, whose norm output a
+// choose_qparams reads too), a bias, more than one row, a K that would
+// need K chunks or does not fit workgroup memory, a norm output read by
+// anything but such linears, or an output whose fixed buffer is one the
+// kernel reads leave everything unfused. Config.NoElementwiseFusion turns
+// it off with the other fusions.
 
 const (
 	// fusedQ4Cols is the cpu shape's 4-bit columns an invocation.
@@ -51,7 +54,7 @@ const (
 // fusedGEMVShader is the template data of shaders/gemv_fused.wgsl.
 type fusedGEMVShader struct {
 	Shape  string // cpu or gpu
-	Format string // f32v or half
+	Format string // f32v, half or q4
 	Segs   []int  // weight indices
 	Outs   []int  // output indices
 	Pair   bool
