@@ -284,7 +284,7 @@ func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims [
 	if name == "et_vk.linear_q4gsw.default" {
 		return fusableQ4Linear(b, i, args, x, xdims)
 	}
-	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || !b.IsNull(args[2]) || args[3] == x {
+	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || args[1] == x || !b.IsNull(args[2]) || args[3] == x {
 		return fusedLinear{}, false, nil
 	}
 	k := xdims[len(xdims)-1]
