@@ -12,7 +12,8 @@ func DeviceProfile(dev *gpu.Device) ops.DeviceProfile {
 	info, lim := dev.Info(), dev.Limits()
 	p := ops.DeviceProfile{Class: deviceClass(info.AdapterType), VendorID: info.VendorID, Name: info.Name,
 		MaxWorkgroupStorage: lim.MaxComputeWorkgroupStorageSize, MaxInvocations: lim.MaxComputeInvocationsPerWorkgroup,
-		MaxStorageBinding: lim.MaxStorageBufferBindingSize, Timestamps: dev.HasTimestamps()}
+		MaxStorageBinding: lim.MaxStorageBufferBindingSize, MaxStorageBuffers: lim.MaxStorageBuffersPerShaderStage,
+		Timestamps: dev.HasTimestamps()}
 	if p.Name == "" || p.Name == "0x0" {
 		p.Name = info.Driver
 	}

@@ -40,10 +40,14 @@ type Config struct {
 	// NoElementwiseFusion records every elementwise op on its own instead
 	// of fusing chains of them into one kernel; for benchmarks and tests of
 	// the unfused chain. A single activation after a matmul is fused into
-	// its epilogue either way; SiLU and the add/mul epilogue are not.
+	// its epilogue either way; SiLU and the add/mul epilogue are not, nor
+	// are the decode-step fusions: rms_norm and the one-row linears that
+	// read it (fuse_linear.go), the rope with the KV-cache update and the
+	// rope tables' slices (fuse_rope.go).
 	NoElementwiseFusion bool
 	// NoViewAliasing records a copy for every view-like op (view_copy,
-	// squeeze/unsqueeze, clone, alias_copy) instead of letting its output
+	// squeeze/unsqueeze, clone, alias_copy, a select_copy from a dim of
+	// size 1) instead of letting its output
 	// share its input's buffer where that is safe (Aliaser); for tests
 	// and benchmarks of the copy.
 	NoViewAliasing bool

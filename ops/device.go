@@ -55,6 +55,9 @@ type DeviceProfile struct {
 	MaxInvocations      uint32
 	// MaxStorageBinding is maxStorageBufferBindingSize; 0 when unknown.
 	MaxStorageBinding uint64
+	// MaxStorageBuffers is maxStorageBuffersPerShaderStage (the device
+	// requests the adapter's); 0 when unknown (WebGPU's default 8).
+	MaxStorageBuffers uint32
 	// Timestamps reports timestamp queries (GPU kernel timing).
 	Timestamps bool
 }

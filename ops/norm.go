@@ -268,6 +268,11 @@ func rmsNormOp(b Builder, args []int32) error {
 	if _, err := Output(b, 3, args[3], serialization.Float32, in.Dims); err != nil {
 		return err
 	}
+	// Read only by one-row linears: computed in their prologue
+	// (fuse_linear.go).
+	if done, err := fuseNormLinears(b, args, in, hasW, eps); done || err != nil {
+		return err
+	}
 	ins := []int32{args[0]}
 	if hasW {
 		ins = append(ins, args[1])

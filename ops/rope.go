@@ -59,10 +59,7 @@ func recordRope(b Builder, c ropeCall) error {
 		layout = shaders.Layout(4, 2, true)
 		ins, outs = []int32{c.x, c.xk, c.cos, c.sin}, []int32{c.out, c.outk}
 	}
-	k, err := shaders.Render("rope.wgsl", struct {
-		HF, Pair bool
-		WG       int
-	}{c.hf, c.pair, ropeWG}, "main", layout, ropeWG)
+	k, err := shaders.Render("rope.wgsl", ropeShader{HF: c.hf, Pair: c.pair, WG: ropeWG}, "main", layout, ropeWG)
 	if err != nil {
 		return err
 	}
@@ -154,9 +151,20 @@ func ropeOp(b Builder, args []int32) error {
 	if fc.Dims[0] != s || fc.Dims[1]*2 != d {
 		return Errorf(2, "freqs dims %v, want [%d %d]", fc.Dims, s, d/2)
 	}
-	return recordRope(b, ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], numel: xq.Numel,
+	c := ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], numel: xq.Numel,
 		d: d, rowDiv: xq.Dims[2], seq: s, cosT: d / 2, cosJ: 1,
-		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]})
+		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]}
+	// Tables sliced at the step's position (fuse_rope.go): read whole,
+	// from that row (the slices, rows [start, start+s) of [T, d/2]
+	// tables as checked above, recorded nothing).
+	if cos, sin, start, ok := ropeDirectTables(b, args); ok {
+		c.cos, c.sin, c.start = cos, sin, start
+	}
+	// Followed by the attention whose cache update can join (fuse_rope.go).
+	if done, err := fuseRopeCache(b, args, c); done || err != nil {
+		return err
+	}
+	return recordRope(b, c)
 }
 
 func ropeHFOp(b Builder, args []int32) error {

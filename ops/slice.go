@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -70,6 +72,13 @@ func sliceCopy(b Builder, args []int32) error {
 	if step < 1 {
 		return Errorf(4, "step %d must be positive", step)
 	}
+	if ropeSliceSkipped(b, args) {
+		// Its readers read the table itself (fuse_rope.go).
+		dims := slices.Clone(in.Dims)
+		dims[dim] = max(end-start, 0)
+		_, err := Output(b, 5, args[5], in.DType, dims)
+		return err
+	}
 	return recordSlice(b, in, dim, start, max(end, start), step, 5, args[5])
 }
 
@@ -121,6 +130,13 @@ func selectCopy(b Builder, args []int32) error {
 	dims := append(append([]int64(nil), in.Dims[:dim]...), in.Dims[dim+1:]...)
 	if _, err := Output(b, 3, args[3], in.DType, dims); err != nil {
 		return err
+	}
+	// Selecting from a dim of size 1 leaves every byte where it is (the
+	// last token of a one-token decode step): a view of the input, as
+	// view_copy's (copy.go Aliaser), when the builder can share the
+	// buffer.
+	if a, ok := b.(Aliaser); ok && size == 1 && !configOf(b).NoViewAliasing && a.Alias(args[3], in.ID) {
+		return nil
 	}
 	p := gatherView(in.Dims)
 	p.base = i * p.stride[dim]

@@ -19,8 +19,26 @@
 //     out[j]   = x[j]                              (j ≥ rd)
 //     with the tables [T, rd] and cos/sin at cos_t·t + j.
 
+//
+// With Cache (Pair only; ops/fuse_rope.go), the dispatch also does the KV
+// cache update of the attention that follows: xk's rotated rows go to
+// kcache rows pos.. instead of to outk (cache element
+// f / k_block · k_bstride + k_dst0 + f % k_block, as attention.wgsl's
+// update), and the invocations past xk's do v's n3 elements into vcache.
+
 @group(0) @binding(0) var<storage, read> x: array<f32>;
-{{- if .Pair}}
+{{- $ko := "outk[f]"}}
+{{- if .Cache}}
+{{- $ko = "kcache[f / params.k_block * params.k_bstride + params.k_dst0 + f % params.k_block]"}}
+@group(0) @binding(1) var<storage, read> xk: array<f32>;
+@group(0) @binding(2) var<storage, read> fcos: array<f32>;
+@group(0) @binding(3) var<storage, read> fsin: array<f32>;
+@group(0) @binding(4) var<storage, read> v: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> kcache: array<f32>;
+@group(0) @binding(7) var<storage, read_write> vcache: array<f32>;
+@group(0) @binding(8) var<uniform> params: Params;
+{{- else if .Pair}}
 @group(0) @binding(1) var<storage, read> xk: array<f32>;
 @group(0) @binding(2) var<storage, read> fcos: array<f32>;
 @group(0) @binding(3) var<storage, read> fsin: array<f32>;
@@ -47,6 +65,16 @@ struct Params {
   n2: u32,       // elements of xk (Pair)
   row_div2: u32, // xk's rows per sequence position (Pair)
   _p2: u32,
+{{- if .Cache}}
+  n3: u32,       // elements of v
+  k_block: u32,  // cache update of k: S·H·D, the cache's first row's element, batch stride
+  k_dst0: u32,
+  k_bstride: u32,
+  v_block: u32,  // and of v
+  v_dst0: u32,
+  v_bstride: u32,
+  _p3: u32,
+{{- end}}
 }
 
 // partner is the index of the element element e (at j in its row) rotates
@@ -93,16 +121,25 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- if .Pair}}
   if (e >= params.n) {
     let f = e - params.n;
+{{- if .Cache}}
+    if (f >= params.n2) {
+      let g = f - params.n2;
+      if (g >= params.n3) { return; }
+      vcache[g / params.v_block * params.v_bstride + params.v_dst0 + g % params.v_block] = v[g];
+      return;
+    }
+{{- else}}
     if (f >= params.n2) { return; }
+{{- end}}
     let jk = f % params.d;
     let tk = (f / params.d / params.row_div2) % params.seq + params.start;
 {{- if .HF}}
     if (jk >= params.rd) {
-      outk[f] = xk[f];
+      {{$ko}} = xk[f];
       return;
     }
 {{- end}}
-    outk[f] = rotated(jk, tk, xk[f], xk[partner(f, jk)]);
+    {{$ko}} = rotated(jk, tk, xk[f], xk[partner(f, jk)]);
     return;
   }
 {{- else}}

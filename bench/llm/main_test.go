@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/llm"
 )
@@ -82,6 +83,25 @@ func TestQuantile(t *testing.T) {
 	} {
 		if got := quantile(tc.v, tc.q); got != tc.want {
 			t.Errorf("quantile(%v, %g) = %g, want %g", tc.v, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestDispatchesPerStep pins the dispatches of one stories260K decode step
+// in both kernel families: 33 with the linear-group fusion (rms_norm in
+// the linears' prologue, q/k/v in one dispatch, SwiGLU in one), the rope
+// and KV-cache fusion, the rope tables read whole instead of sliced, and
+// the last token's select as a view (issue 28: 67 before them). A fusion
+// that stops applying to the llama export shows here.
+func TestDispatchesPerStep(t *testing.T) {
+	for _, fam := range []wgdelegate.KernelFamily{wgdelegate.KernelsCPU, wgdelegate.KernelsGPU} {
+		o := options{name: "260k", steps: 2, runs: 1, dir: t.TempDir(), kernels: fam, threads: 1}
+		res, err := run(models.Stories260K, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.dispatches != 33 {
+			t.Errorf("kernels %v: %d dispatches per step, want 33", fam, res.dispatches)
 		}
 	}
 }

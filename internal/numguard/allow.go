@@ -55,6 +55,9 @@ var Allowed = []Allow{
 	{File: "norm.wgsl", Func: "main", Expr: "ss / n", Reason: whyNorm},
 	{File: "norm.wgsl", Func: "main", Expr: "tree_sum(s, lid) / n", Reason: whyNorm},
 	{File: "norm.wgsl", Func: "main", Expr: "tree_sum(ss, lid) / n", Reason: whyNorm},
+	// gemv_fused.wgsl's rms_norm prologue (norm.wgsl's formula).
+	{File: "gemv_fused.wgsl", Func: "main", Expr: "1.0 / sqrt(ssum / n + params.eps)", Reason: whyNorm},
+	{File: "gemv_fused.wgsl", Func: "main", Expr: "ssum / n", Reason: whyNorm},
 	// softmax.wgsl and the attention kernel's softmax.
 	{File: "softmax.wgsl", Func: "result", Expr: "exp(v - m) / s", Reason: whySoftmax},
 	{File: "attention.wgsl", Func: "main", Expr: "r / sum", Reason: whySoftmax},

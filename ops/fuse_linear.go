@@ -1,0 +1,593 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
+	"github.com/wgdelegate/wgdelegate/shaders"
+)
+
+// Linear-group fusion (fewer dispatches per decode step). An
+// et_vk.rms_norm.default whose output is read only by one-row linears
+// without bias (aten.linear with a float32 weight or a FLOAT16 one read as
+// packed halves; et_vk.linear_q4gsw) records them in one or two
+// dispatches of shaders/gemv_fused.wgsl instead of its own kernel and one
+// GEMV each: each workgroup computes the norm in its prologue (the row's
+// 1/rms, then the normalized row staged in workgroup memory), and
+//
+//   - SwiGLU as a llama export writes it, g = linear(x, w1); u =
+//     linear(x, w3); out = g·sigmoid(g)·u (sigmoid, mul, mul), is one
+//     dispatch writing out (the pair: the gate's and the up projection's
+//     sums meet in one invocation);
+//   - the other linears (the q, k and v projections, the classifier) are
+//     one dispatch with a weight and an output per linear, as many as the
+//     device's storage buffers a stage allow (fusedMaxSegs), or two.
+//
+//	x = rms_norm(h); q, k, v = linear(x, wq), linear(x, wk), linear(x, wv)  ->  one dispatch
+//	x = rms_norm(h); out = silu(linear(x, w1)) * linear(x, w3)              ->  one dispatch
+//
+// Decided at record time, like the elementwise and epilogue fusions, so a
+// re-recording for another M decides again. Only where every linear of the
+// group would run its family's one-row kernel (chooseLinear: cpu/gemv,
+// cpu/gemv-half, cpu/qgemv, gpu/gemv, gpu/gemv-half, gpu/qgemv), which
+// the fused kernel mirrors in the same family's shape and summation
+// order: a fused projection equals the unfused one bit for bit given the
+// same normalized input, and only the norm's 1/rms may round differently.
+// Other weight formats (int8, linear_dq8ca_q4gsw, whose norm output a
+// choose_qparams reads too), a bias, more than one row, a K that would
+// need K chunks or does not fit workgroup memory, a norm output read by
+// anything but such linears, or an output whose fixed buffer is one the
+// kernel reads leave everything unfused. Config.NoElementwiseFusion turns
+// it off with the other fusions.
+
+const (
+	// fusedQ4Cols is the cpu shape's 4-bit columns an invocation.
+	fusedQ4Cols = 16
+	// fusedGPUWG is the GPU shape's workgroup: gemv_gpu.wgsl's 32 lanes ×
+	// 8 columns.
+	fusedGPUWG = gpuGEMVLanes * gpuGEMVCols
+)
+
+// fusedGEMVShader is the template data of shaders/gemv_fused.wgsl.
+type fusedGEMVShader struct {
+	Shape  string // cpu or gpu
+	Format string // f32v, half or q4
+	Segs   []int  // weight indices
+	Outs   []int  // output indices
+	Pair   bool
+	Norm   bool
+	NormW  bool
+	Cols   []int // cpu: columns per invocation
+	Lanes  int   // gpu: lanes along K per column
+	GCols  int   // gpu: columns per workgroup
+	WG     int
+	// Strides is the lanes' reduction tree (Lanes/2 .. 1), WGStrides the
+	// workgroup's (WG/2 .. 1, the gpu norm prologue's).
+	Strides, WGStrides         []int
+	WBase, SBase, OBase, PBind int
+	XN                         int      // Norm: vec4s of the staged normalized input (K/4)
+	Q4X                        []int    // q4 (gpu): the 8 input vec4s of a unit, 0 .. 7
+	Q4X4                       []int    // q4 (cpu): the 4 words of a unit, 0 .. 3
+	Comp                       []string // q4 (cpu): their components, x .. w
+}
+
+// fusedGEMVParams is the Go twin of gemv_fused.wgsl's Params (96 bytes).
+type fusedGEMVParams struct {
+	K, Len uint32
+	Eps    float32
+	_      uint32
+	N, Blk [4]uint32
+	NBlk   uint32
+	_      [3]uint32
+	Gw     [4]uint32 // q4: units per scale group of each weight
+	LdS    [4]uint32 // q4: scale row stride of each weight
+}
+
+// bytes packs p little-endian, as WGSL lays the struct out.
+func (p fusedGEMVParams) bytes() []byte {
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.LittleEndian, p); err != nil {
+		panic(err) // fixed-size fields only
+	}
+	return buf.Bytes()
+}
+
+// fusedNorm is the rms_norm a fused group computes in its prologue.
+type fusedNorm struct {
+	x, w int32 // input, weight (< 0: none)
+	eps  float32
+}
+
+// fusedLinear is one linear of a group.
+type fusedLinear struct {
+	index  int   // chain index of the op
+	out    int32 // its output
+	weight int32 // what the kernel binds
+	format string
+	n      int64
+	// q4: the scales, units per scale group and scale row stride.
+	scales  int32
+	gw, lds int64
+}
+
+// fusedPair is SwiGLU's two linears and the ops after them.
+type fusedPair struct {
+	gate, up fusedLinear
+	absorb   []int // sigmoid, the two muls
+	out      int32 // the final mul's output
+}
+
+// fuseNormLinears records rms_norm(args) and the linears reading its output
+// as fused GEMVs when they can be (see above); done reports that it did.
+// in is the norm's checked input, hasW whether it has a weight.
+func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64) (done bool, err error) {
+	f, ok := b.(Fuser)
+	sh, ok2 := b.(bufferSharer)
+	if !ok || !ok2 || configOf(b).NoElementwiseFusion {
+		return false, nil
+	}
+	y := args[3]
+	k := in.Dims[len(in.Dims)-1]
+	if in.Numel != k || k == 0 || k%4 != 0 || f.IsOutput(y) || fusedWorkgroupBytes(k) > workgroupStorage(b) {
+		return false, nil
+	}
+	cs := f.Consumers(y)
+	if len(cs) == 0 {
+		return false, nil
+	}
+	var lins []fusedLinear
+	for _, i := range cs {
+		name, a := f.OpAt(i)
+		l, ok, err := fusableLinear(b, i, name, a, y, in.Dims)
+		if err != nil || !ok {
+			return false, err
+		}
+		if len(lins) > 0 && l.format != lins[0].format {
+			return false, nil
+		}
+		lins = append(lins, l)
+	}
+	norm := fusedNorm{x: args[0], w: -1, eps: float32(eps)}
+	if hasW {
+		norm.w = args[1]
+	}
+	pair, rest, ok := findSwiGLU(b, lins)
+	if !ok || (pair.gate.format == "q4" && pair.gate.gw != pair.up.gw) {
+		pair, rest = nil, lins
+	}
+	if pair == nil && len(rest) == 0 {
+		return false, nil
+	}
+	// The segment dispatches: rest in runs of fusedMaxSegs (at most 2
+	// dispatches, or the norm's prologue is not worth it).
+	var groups [][]fusedLinear
+	for len(rest) > 0 {
+		n := min(len(rest), fusedMaxSegs(b, lins[0].format))
+		groups, rest = append(groups, rest[:n]), rest[n:]
+	}
+	if len(groups) > 2 {
+		return false, nil
+	}
+	// What the dispatches read and write, and the ops they absorb.
+	reads := []int32{norm.x}
+	if norm.w >= 0 {
+		reads = append(reads, norm.w)
+	}
+	var writes []int32
+	absorb := map[int]int32{} // op index -> the tensor it produced that a fused kernel writes (or -1)
+	if pair != nil {
+		reads = append(reads, pair.gate.weight, pair.up.weight)
+		writes = append(writes, pair.out)
+		absorb[pair.gate.index], absorb[pair.up.index] = -1, -1
+		for _, i := range pair.absorb {
+			absorb[i] = -1
+		}
+		absorb[pair.absorb[len(pair.absorb)-1]] = pair.out
+	}
+	for _, g := range groups {
+		for _, l := range g {
+			reads = append(reads, l.weight)
+			if l.scales >= 0 {
+				reads = append(reads, l.scales)
+			}
+			writes = append(writes, l.out)
+			absorb[l.index] = l.out
+		}
+	}
+	if pair != nil && pair.gate.scales >= 0 {
+		reads = append(reads, pair.gate.scales, pair.up.scales)
+	}
+	if !fusedSafe(b, f, sh, reads, writes, absorb) {
+		return false, nil
+	}
+	for i := range absorb {
+		if err := f.Absorb(i); err != nil {
+			return false, err
+		}
+	}
+	if pair != nil {
+		if err := recordFusedGEMV(b, &norm, []fusedLinear{pair.gate, pair.up}, []int32{pair.out}, true, k); err != nil {
+			return false, err
+		}
+	}
+	for _, g := range groups {
+		outs := make([]int32, len(g))
+		for i, l := range g {
+			outs[i] = l.out
+		}
+		if err := recordFusedGEMV(b, &norm, g, outs, false, k); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// fusedSafe reports whether the fused kernels may run at the calling op:
+// no output has a fixed buffer that a read tensor or another output also
+// has; no op left between the calling op and the last absorbed one
+// writes a tensor the kernels read, or touches a tensor they write before
+// the op that produced it.
+func fusedSafe(b Builder, f Fuser, sh bufferSharer, reads, writes []int32, absorb map[int]int32) bool {
+	for i, w := range writes {
+		for _, r := range reads {
+			if sh.SameBuffer(w, r) {
+				return false
+			}
+		}
+		for _, o := range writes[i+1:] {
+			if sh.SameBuffer(w, o) {
+				return false
+			}
+		}
+	}
+	last := -1
+	for i := range absorb {
+		last = max(last, i)
+	}
+	for j := firstIndex(absorb); j >= 0 && j < last; j++ {
+		if _, ok := absorb[j]; ok {
+			continue
+		}
+		name, args := f.OpAt(j)
+		for _, w := range WritesArgs(name) {
+			if w < len(args) && slices.Contains(reads, args[w]) {
+				return false
+			}
+		}
+		for i, o := range absorb {
+			if o >= 0 && j < i && slices.Contains(args, o) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// firstIndex returns the smallest op index of absorb, or -1.
+func firstIndex(absorb map[int]int32) int {
+	first := -1
+	for i := range absorb {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	return first
+}
+
+// fusableLinear reads op i (name, args) as a one-row aten.linear of input
+// x (dims xdims) without bias whose family would run its GEMV kernel; it
+// packs the weight as the op itself would. ok is false when it is not one.
+func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+	if name == "et_vk.linear_q4gsw.default" {
+		return fusableQ4Linear(b, i, args, x, xdims)
+	}
+	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || args[1] == x || !b.IsNull(args[2]) || args[3] == x {
+		return fusedLinear{}, false, nil
+	}
+	k := xdims[len(xdims)-1]
+	w, err := b.Tensor(args[1])
+	if err != nil || w.DType != serialization.Float32 || len(w.Dims) != 2 || w.Dims[1] != k || w.Dims[0] == 0 {
+		return fusedLinear{}, false, nil
+	}
+	n := w.Dims[0]
+	odims := append(slices.Clone(xdims[:len(xdims)-1]), n)
+	ot, err := b.Tensor(args[3])
+	if err != nil || ot.DType != serialization.Float32 || ot.Constant || ot.MaxNumel < n {
+		return fusedLinear{}, false, nil
+	}
+	call := matmulCall{a: x, b: args[1], bias: -1, out: args[3], m: 1, n: n, k: k, transB: true, alpha: 1, beta: 1}
+	lc := &linearCall{format: formatF32, f: call, canHalf: canHalf(b, w), canTranspose: canTranspose(b, w)}
+	if err := packLinearWeight(b, lc, w); err != nil {
+		return fusedLinear{}, false, err
+	}
+	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	if kern == nil {
+		return fusedLinear{}, false, nil
+	}
+	l := fusedLinear{index: i, out: args[3], n: n, scales: -1}
+	switch kern.name {
+	case "cpu/gemv-half", "gpu/gemv-half":
+		if lc.half < 0 {
+			return fusedLinear{}, false, nil
+		}
+		l.format, l.weight = "half", lc.half
+	case "cpu/gemv", "gpu/gemv":
+		if k%4 != 0 || w.Half {
+			return fusedLinear{}, false, nil
+		}
+		l.format, l.weight = "f32v", args[1]
+	default:
+		return fusedLinear{}, false, nil
+	}
+	if fusedUnits(l.format, k) > fusedMaxUnits(familyOf(b)) {
+		return fusedLinear{}, false, nil
+	}
+	if err := b.SetDims(args[3], odims); err != nil {
+		return fusedLinear{}, false, nil
+	}
+	return l, true, nil
+}
+
+// fusedUnits is a weight row's length in the kernel's units.
+func fusedUnits(format string, k int64) int64 {
+	switch format {
+	case "half":
+		return k / 8
+	case "q4":
+		return k / 32
+	}
+	return k / 4
+}
+
+// fusedMaxSegs is the most linears of format one segment dispatch takes
+// (3 at most, the kernel's params): as many as the device's storage
+// buffers a stage hold with the input and the norm's weight, each linear
+// a weight and an output (and q4's scales). Under WebGPU's default 8, 3
+// float linears or 2 q4 ones.
+func fusedMaxSegs(b Builder, format string) int {
+	limit := int(profileOf(b).MaxStorageBuffers)
+	if limit < 8 {
+		limit = 8
+	}
+	per := 2
+	if format == "q4" {
+		per = 3
+	}
+	return min(3, (limit-2)/per)
+}
+
+// fusedMaxUnits is the longest weight row (in units) one dispatch of the
+// fused kernel takes: the unfused kernels' K chunk, whose loops stay under
+// llvmpipe's 65535 back-edges.
+func fusedMaxUnits(fam Family) int64 {
+	if fam == FamilyGPU {
+		return gpuGEMVMaxTrips * gpuGEMVLanes
+	}
+	return matmulMaxTrips
+}
+
+// findSwiGLU finds among lins a gate linear g and an up linear u with
+// g·sigmoid(g)·u following them as the export writes SwiGLU: sigmoid(g)
+// and mul(g, sigmoid) (fuseSiLU's pattern), then mul(that, u) (either
+// order), each intermediate read only there and no graph output. rest is
+// lins without the two.
+func findSwiGLU(b Builder, lins []fusedLinear) (*fusedPair, []fusedLinear, bool) {
+	f := b.(Fuser)
+	for gi, g := range lins {
+		if f.IsOutput(g.out) {
+			continue
+		}
+		cs := f.Consumers(g.out)
+		if len(cs) != 2 {
+			continue
+		}
+		n1, a1 := f.OpAt(cs[0])
+		n2, a2 := f.OpAt(cs[1])
+		if n1 != "aten.sigmoid.default" || len(a1) != 2 || a1[0] != g.out || n2 != "aten.mul.Tensor" || len(a2) != 3 {
+			continue
+		}
+		s, silu := a1[1], a2[2]
+		if !(a2[0] == g.out && a2[1] == s) && !(a2[0] == s && a2[1] == g.out) {
+			continue
+		}
+		if s == g.out || silu == g.out || silu == s || f.IsOutput(s) || f.IsOutput(silu) || len(f.Consumers(s)) != 1 {
+			continue
+		}
+		mi, mn, ma, ok := SoleConsumer(b, silu)
+		if !ok || mn != "aten.mul.Tensor" || len(ma) != 3 {
+			continue
+		}
+		var up int32
+		switch {
+		case ma[0] == silu && ma[1] != silu:
+			up = ma[1]
+		case ma[1] == silu && ma[0] != silu:
+			up = ma[0]
+		default:
+			continue
+		}
+		for ui, u := range lins {
+			if ui == gi || u.out != up || u.n != g.n {
+				continue
+			}
+			if ci, _, _, ok := SoleConsumer(b, up); !ok || ci != mi {
+				continue
+			}
+			out := ma[2]
+			dims := []int64{g.n}
+			if gt, err := b.Tensor(g.out); err == nil {
+				dims = gt.Dims
+			}
+			okT := true
+			for _, id := range []int32{s, silu, out} {
+				t, err := b.Tensor(id)
+				if err != nil || t.DType != serialization.Float32 || t.Constant || t.MaxNumel < g.n || id == up || id == g.out {
+					okT = false
+					break
+				}
+			}
+			if !okT {
+				continue
+			}
+			for _, id := range []int32{s, silu, out} {
+				if err := b.SetDims(id, dims); err != nil {
+					okT = false
+				}
+			}
+			if !okT {
+				continue
+			}
+			var rest []fusedLinear
+			for i, l := range lins {
+				if i != gi && i != ui {
+					rest = append(rest, l)
+				}
+			}
+			return &fusedPair{gate: g, up: u, absorb: []int{cs[0], cs[1], mi}, out: out}, rest, true
+		}
+	}
+	return nil, nil, false
+}
+
+// recordFusedGEMV records one dispatch of gemv_fused.wgsl: the linears
+// lins (of one format, K = k) of norm's output, writing outs (one per
+// linear, or with pair the one SwiGLU output).
+func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int32, pair bool, k int64) error {
+	fam := familyOf(b)
+	sh := fusedGEMVShader{Format: lins[0].format, Pair: pair, Norm: norm != nil, NormW: norm != nil && norm.w >= 0, XN: int(k / 4)}
+	if fam == FamilyGPU {
+		sh.Shape, sh.Lanes, sh.GCols, sh.WG = "gpu", gpuGEMVLanes, gpuGEMVCols, fusedGPUWG
+		for s := sh.Lanes / 2; s >= 1; s /= 2 {
+			sh.Strides = append(sh.Strides, s)
+		}
+		for s := sh.WG / 2; s >= 1; s /= 2 {
+			sh.WGStrides = append(sh.WGStrides, s)
+		}
+	} else {
+		sh.Shape, sh.WG = "cpu", gemvWG
+		sh.Cols = matmulTile(int64(gemvCols(1, configOf(b))), 16)
+		if sh.Format == "q4" {
+			// qgemv.wgsl's workgroup, half its 32 columns an invocation:
+			// llvmpipe compiles a two-weight kernel of 32 for seconds.
+			sh.WG, sh.Cols = qgemvWG, matmulTile(fusedQ4Cols, fusedQ4Cols)
+			sh.Q4X4, sh.Comp = []int{0, 1, 2, 3}, []string{"x", "y", "z", "w"}
+		}
+	}
+	cols := int64(len(sh.Cols))
+	if sh.Shape == "gpu" {
+		cols = int64(sh.GCols)
+	}
+	inputs := []int32{norm.x}
+	if sh.NormW {
+		inputs = append(inputs, norm.w)
+	}
+	sh.WBase = len(inputs)
+	p := fusedGEMVParams{K: uint32(fusedUnits(sh.Format, k)), Len: uint32(k), Eps: norm.eps}
+	for i, l := range lins {
+		sh.Segs = append(sh.Segs, i)
+		inputs = append(inputs, l.weight)
+	}
+	sh.SBase = len(inputs)
+	if sh.Format == "q4" {
+		sh.Q4X = []int{0, 1, 2, 3, 4, 5, 6, 7}
+		for i, l := range lins {
+			inputs = append(inputs, l.scales)
+			p.Gw[i], p.LdS[i] = uint32(l.gw), uint32(l.lds)
+		}
+	}
+	var blk int64
+	for i, l := range lins {
+		if pair && i > 0 {
+			continue
+		}
+		p.N[i], p.Blk[i] = uint32(l.n), uint32(blk)
+		blk += (l.n + cols - 1) / cols
+	}
+	for i := range outs {
+		sh.Outs = append(sh.Outs, i)
+	}
+	nseg := len(outs)
+	for i := nseg; i < 4; i++ {
+		p.Blk[i] = uint32(blk)
+	}
+	p.NBlk = uint32(blk)
+	sh.OBase = len(inputs)
+	sh.PBind = sh.OBase + len(outs)
+	kern, err := shaders.Render("gemv_fused.wgsl", sh, "main", shaders.Layout(len(inputs), len(outs), true), uint32(sh.WG))
+	if err != nil {
+		return err
+	}
+	per := uint32(sh.WG)
+	if sh.Shape == "gpu" {
+		per = 1
+	}
+	grid, err := Grid(uint64(blk), per, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return err
+	}
+	if err := b.Dispatch(kern, inputs, outs, p.bytes(), grid); err != nil {
+		return fmt.Errorf("ops: fused linears: %w", err)
+	}
+	return nil
+}
+
+// fusableQ4Linear is fusableLinear for et_vk.linear_q4gsw.default (args
+// [x, weight, scales, group_size, bias, out]): one row, no bias, and the
+// family's one-row 4-bit GEMV reading it (gpu/qgemv with format q4,
+// cpu/qgemv in one dispatch).
+func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
+		return fusedLinear{}, false, nil
+	}
+	_, q, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
+	if err != nil || q.m != 1 {
+		return fusedLinear{}, false, nil
+	}
+	q.out = args[5]
+	lc := &linearCall{format: formatQuant, q: q}
+	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	if kern == nil || q.sh.DQ8 {
+		return fusedLinear{}, false, nil
+	}
+	switch {
+	case kern.name == "gpu/qgemv" && gpuQGEMVFormat(q) == "q4":
+	case kern.name == "cpu/qgemv":
+		// qgemv.wgsl's K chunks are groups: one dispatch when all fit.
+		if words, gw := q.k/32, q.g/32; (words+gw-1)/gw > max(1, qgemvMaxTrips/(gw+1)) {
+			return fusedLinear{}, false, nil
+		}
+	default:
+		return fusedLinear{}, false, nil
+	}
+	ot, err := b.Tensor(args[5])
+	if err != nil || ot.DType != serialization.Float32 || ot.Constant || ot.MaxNumel < q.n {
+		return fusedLinear{}, false, nil
+	}
+	l := fusedLinear{index: i, out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	if fusedUnits(l.format, q.k) > fusedMaxUnits(familyOf(b)) {
+		return fusedLinear{}, false, nil
+	}
+	if err := b.SetDims(args[5], append(slices.Clone(xdims[:len(xdims)-1]), q.n)); err != nil {
+		return fusedLinear{}, false, nil
+	}
+	return l, true, nil
+}
+
+// fusedWorkgroupBytes bounds the workgroup memory of the fused kernel of
+// a norm over k: the staged row, and the gpu shape's two partial-sum
+// arrays of fusedGPUWG (the cpu shape's partial sums are fewer).
+func fusedWorkgroupBytes(k int64) int64 {
+	return 4*k + 2*4*fusedGPUWG
+}
+
+// workgroupStorage is the device's workgroup memory a kernel may use
+// (WebGPU's default 16 KiB when the profile does not say).
+func workgroupStorage(b Builder) int64 {
+	if m := profileOf(b).MaxWorkgroupStorage; m > 0 {
+		return int64(m)
+	}
+	return 16384
+}
