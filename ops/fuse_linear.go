@@ -287,6 +287,10 @@ func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims [
 	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || args[1] == x || !b.IsNull(args[2]) || args[3] == x {
 		return fusedLinear{}, false, nil
 	}
+	if _, chunked := chunkerOf(b, args[1]); chunked {
+		// A weight held in chunks is read one chunk a dispatch (runLinear).
+		return fusedLinear{}, false, nil
+	}
 	k := xdims[len(xdims)-1]
 	w, err := b.Tensor(args[1])
 	if err != nil || w.DType != serialization.Float32 || len(w.Dims) != 2 || w.Dims[1] != k || w.Dims[0] == 0 {
@@ -540,6 +544,9 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 // cpu/qgemv in one dispatch).
 func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
 	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
+		return fusedLinear{}, false, nil
+	}
+	if _, chunked := chunkerOf(b, args[1], args[2]); chunked {
 		return fusedLinear{}, false, nil
 	}
 	_, q, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)

@@ -85,4 +85,11 @@ var ChunkCases = []ChunkCase{
 	chunked(embeddingQ4gswCase(150, 128, 32, []int64{1}, true, false), 64, 3),
 	chunked(embeddingQ4gswCase(150, 128, 32, []int64{3, 2}, false, false), 64, 3),
 	chunked(embeddingQ4gswCase(100, 128, 128, []int64{6}, true, true), 64, 2),
+	// A classifier whose rms_norm the linear-group fusion would compute in
+	// its prologue (ops/fuse_linear.go): a chunked weight leaves it to
+	// runLinear's chunks, the norm recorded alone; float32 and 4-bit, and
+	// q/k/v of which only one weight is chunked.
+	chunked(fuseLinearCase(fuseLinearSpec{name: "classifier", m: 1, k: 32, ns: []int64{150}}), 128, 3),
+	chunked(fuseLinearCase(fuseLinearSpec{name: "q4_classifier", m: 1, k: 128, ns: []int64{150}, q4: 32}), 64, 3),
+	chunked(fuseLinearCase(fuseLinearSpec{name: "qkv", m: 1, k: 32, ns: []int64{100, 8, 8}}), 128, 2),
 }
