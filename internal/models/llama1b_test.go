@@ -27,12 +27,12 @@ func llama1B(layers int64) LlamaConfig {
 // 128 MiB binding limit, held in chunks that the two share), force_fp16
 // (the classifier read as packed halves, chunk by chunk) and 8da4w with a
 // 4-bit embedding (whose 125 MiB weights fit lavapipe's limit: loaded
-// under a 64 MiB limit, so that they too are read in chunks; as they are,
-// in the long sweeps). About a minute each on a quiet 2-core host, most of
-// it the reference.
+// under a 64 MiB limit, so that they too are read in chunks, and as they
+// are). About a minute each on a quiet 2-core host, most of
+// it making and checking the weights: a long sweep.
 func TestLlama1BShapes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1B-shaped models: seconds to minutes each")
+	if testing.Short() || !testenv.Long() {
+		t.Skipf("1B-shaped models, about a minute each: a long sweep (%s=1, without -short); the chunked weights themselves are checked at every run by ops/opstest TestConformanceChunked and TestChunkedLlamaMatchesRunC", testenv.LongEnv)
 	}
 	for _, c := range []struct {
 		name    string
@@ -41,17 +41,13 @@ func TestLlama1BShapes(t *testing.T) {
 		binding uint64
 		chunked int
 		tol     Tolerance
-		long    bool // only in the long sweeps (testenv.Long)
 	}{
-		{"fp32", false, false, 0, 2, Tolerance{Abs: 1e-3, Rel: 1e-4}, false},
-		{"fp16", true, false, 0, 2, FP16Tol, false},
-		{"8da4w", false, true, 0, 0, Tolerance{Abs: 1e-3, Rel: 1e-3}, true},
-		{"8da4w/binding64MiB", false, true, 64 << 20, 2, Tolerance{Abs: 1e-3, Rel: 1e-3}, false},
+		{"fp32", false, false, 0, 2, Tolerance{Abs: 1e-3, Rel: 1e-4}},
+		{"fp16", true, false, 0, 2, FP16Tol},
+		{"8da4w", false, true, 0, 0, Tolerance{Abs: 1e-3, Rel: 1e-3}},
+		{"8da4w/binding64MiB", false, true, 64 << 20, 2, Tolerance{Abs: 1e-3, Rel: 1e-3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.long && !testenv.Long() {
-				t.Skipf("no chunks on lavapipe: a long sweep (%s=1)", testenv.LongEnv)
-			}
 			cfg := llama1B(1)
 			if c.q4 {
 				cfg.Q4Group, cfg.Dynamic8, cfg.EmbeddingQ4Group = 32, true, 32
