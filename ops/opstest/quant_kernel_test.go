@@ -16,7 +16,7 @@ import (
 // ops.Config.NoQGEMV moves every one-row case to the tiled kernel; in the
 // gpu family those of at most 16 rows with K a multiple of 32 (the groups
 // are 32 or 64) run gemv_gpu.wgsl, the others (and all under NoQGEMV)
-// qlinear.wgsl.
+// matmul_gpu.wgsl's tiled "q" form.
 func TestQuantLinearKernelChoice(t *testing.T) {
 	dev, err := gpu.Open(context.Background(), gpu.Options{})
 	if err != nil {
@@ -35,8 +35,11 @@ func TestQuantLinearKernelChoice(t *testing.T) {
 				{Family: ops.FamilyGPU}, {Family: ops.FamilyGPU, NoQGEMV: true}} {
 				want := "qlinear.wgsl"
 				switch {
+				case cfg.Family == ops.FamilyGPU && cfg.NoQGEMV:
+					want = "matmul_gpu.wgsl"
 				case cfg.NoQGEMV:
 				case cfg.Family == ops.FamilyGPU:
+					want = "matmul_gpu.wgsl"
 					var m, k int
 					if _, err := fmt.Sscanf(c.Name[strings.LastIndex(c.Name, "/M"):], "/M%d_K%d", &m, &k); err != nil {
 						t.Fatalf("no M and K in the name: %v", err)
