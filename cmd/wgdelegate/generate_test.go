@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,23 +12,8 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
-
-// findRunC returns llama2.c's run.c: $LLAMA2C_RUN_C, or
-// shared/reference/llama2c/run.c beside the repository (or beside the
-// directory of worktrees it is in); "" when there is none.
-func findRunC() string {
-	if p := os.Getenv("LLAMA2C_RUN_C"); p != "" {
-		return p
-	}
-	for _, up := range []string{"../../..", "../../../.."} {
-		p := filepath.Join(up, "shared", "reference", "llama2c", "run.c")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // genCfg has stories260K's shape (dim 64, 5 layers, 8 query heads over 4
 // key/value heads, vocabulary 512) with a feed-forward of 176 units, so
@@ -129,7 +113,7 @@ func TestGenerateMatchesRunC(t *testing.T) {
 	if cc == "" {
 		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
 	}
-	runCPath := findRunC()
+	runCPath := testenv.RunC()
 	if runCPath == "" {
 		t.Skip("run.c not found: set LLAMA2C_RUN_C")
 	}

@@ -12,23 +12,8 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
-
-// findRunC returns llama2.c's run.c: $LLAMA2C_RUN_C, or
-// shared/reference/llama2c/run.c beside the repository (or beside the
-// directory of worktrees it is in); "" when there is none.
-func findRunC() string {
-	if p := os.Getenv("LLAMA2C_RUN_C"); p != "" {
-		return p
-	}
-	for _, up := range []string{"../../..", "../../../.."} {
-		p := filepath.Join(up, "shared", "reference", "llama2c", "run.c")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // bigVocabLlama is a llama2.c-shaped model whose embedding and unshared
 // classifier are each 270000 × 256 float32 (276 MB), over lavapipe's 128
@@ -58,7 +43,7 @@ func TestChunkedLlamaMatchesRunC(t *testing.T) {
 	if cc == "" {
 		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
 	}
-	runC := findRunC()
+	runC := testenv.RunC()
 	if runC == "" {
 		t.Skip("run.c not found: set LLAMA2C_RUN_C")
 	}

@@ -9,7 +9,10 @@
 // -short (the race detector's run) keeps to the default's coverage or less.
 package testenv
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 // LongEnv is the environment variable that turns on the long sweeps.
 const LongEnv = "WGDELEGATE_TEST_LONG"
@@ -19,4 +22,25 @@ const LongEnv = "WGDELEGATE_TEST_LONG"
 func Long() bool {
 	v := os.Getenv(LongEnv)
 	return v != "" && v != "0"
+}
+
+// RunCEnv names llama2.c's run.c for the tests that decode against it.
+const RunCEnv = "LLAMA2C_RUN_C"
+
+// RunC returns llama2.c's run.c for the tests that compare with it:
+// $LLAMA2C_RUN_C, or shared/reference/llama2c/run.c beside the repository
+// (or beside the directory of worktrees it is in), looked up from a
+// package directory two or three levels below the repository root; ""
+// when there is none.
+func RunC() string {
+	if p := os.Getenv(RunCEnv); p != "" {
+		return p
+	}
+	for _, up := range []string{"../../..", "../../../.."} {
+		p := filepath.Join(up, "shared", "reference", "llama2c", "run.c")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }

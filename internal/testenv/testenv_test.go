@@ -13,3 +13,10 @@ func TestLong(t *testing.T) {
 		}
 	}
 }
+
+func TestRunC(t *testing.T) {
+	t.Setenv(RunCEnv, "/some/run.c")
+	if got := RunC(); got != "/some/run.c" {
+		t.Errorf("RunC() with %s set = %q", RunCEnv, got)
+	}
+}
