@@ -139,26 +139,7 @@ func TestHeadArgmax(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows, vocab := len(tc.rows), len(tc.rows[0])
-			b := serialization.NewBuilder()
-			x := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
-			y := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
-			b.Op("aten.clone.default", x, b.Null(), y)
-			b.Inputs(x)
-			b.Outputs(y)
-			blob, err := b.Blob()
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := graph.Load(ctx, graph.OpenTestDevice(t), blob, graph.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
+			h := cloneHead(ctx, t, rows, vocab)
 			var flat []float32
 			for _, r := range tc.rows {
 				flat = append(flat, r...)
@@ -176,6 +157,34 @@ func TestHeadArgmax(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cloneHead loads a graph that copies its [1, rows, vocab] input to its
+// output (the logits as given) and returns a head on that output; both
+// are closed when t ends.
+func cloneHead(ctx context.Context, t *testing.T, rows, vocab int) *graph.Head {
+	t.Helper()
+	b := serialization.NewBuilder()
+	x := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
+	y := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
+	b.Op("aten.clone.default", x, b.Null(), y)
+	b.Inputs(x)
+	b.Outputs(y)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Load(ctx, graph.OpenTestDevice(t), blob, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
 
 // longRow is one row of n values whose maximum is repeated at a few
@@ -302,26 +311,7 @@ func TestHeadTopK(t *testing.T) {
 	edges := slices.Clone(random)
 	edges[3], edges[10], edges[11], edges[500] = float32(math.NaN()), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0
 	edges[12], edges[900] = 9, 9
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, []uint32{1, 2, vocab}, -1)
-	y := b.Tensor(serialization.Float32, []uint32{1, 2, vocab}, -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Load(ctx, graph.OpenTestDevice(t), blob, graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := cloneHead(ctx, t, 2, int(vocab))
 	for _, tc := range []struct {
 		name     string
 		row      []float32

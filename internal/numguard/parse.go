@@ -319,17 +319,7 @@ func (p *parser) topDecl(m *module) {
 		p.next()
 		s := &structDecl{name: p.ident()}
 		p.expect("{")
-		for !p.accept("}") {
-			p.attrs()
-			f := param{name: p.ident()}
-			p.expect(":")
-			f.typ = p.typ()
-			s.fields = append(s.fields, f)
-			if !p.accept(",") {
-				p.expect("}")
-				break
-			}
-		}
+		s.fields = p.params("}")
 		p.accept(";")
 		m.structs = append(m.structs, s)
 	case "alias":
@@ -347,17 +337,7 @@ func (p *parser) topDecl(m *module) {
 		start := p.next().pos
 		f := &fnDecl{name: p.ident()}
 		p.expect("(")
-		for !p.accept(")") {
-			p.attrs()
-			a := param{name: p.ident()}
-			p.expect(":")
-			a.typ = p.typ()
-			f.params = append(f.params, a)
-			if !p.accept(",") {
-				p.expect(")")
-				break
-			}
-		}
+		f.params = p.params(")")
 		if p.accept("->") {
 			p.attrs()
 			f.ret = p.typ()
@@ -710,6 +690,25 @@ func (p *parser) args() []expr {
 		out = append(out, p.expr())
 		if !p.accept(",") {
 			p.expect(")")
+			break
+		}
+	}
+	return out
+}
+
+// params reads a comma-separated list of attributed "name: type" entries
+// (a struct's fields or a function's parameters) up to and including
+// closing, a trailing comma allowed.
+func (p *parser) params(closing string) []param {
+	var out []param
+	for !p.accept(closing) {
+		p.attrs()
+		a := param{name: p.ident()}
+		p.expect(":")
+		a.typ = p.typ()
+		out = append(out, a)
+		if !p.accept(",") {
+			p.expect(closing)
 			break
 		}
 	}
