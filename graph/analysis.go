@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/tensor"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -49,12 +50,12 @@ type Analysis struct {
 	Lazy map[int32]bool
 	// HostRead: tensors whose values an op reads on the host.
 	HostRead map[int32]bool
-	// Consumers maps a value to the chain indices of the ops that read it
-	// (ValueList members included).
-	Consumers map[int32][]int
-	// Producers maps a value to the chain index of the op that writes it
-	// as its output (the last argument, or a member of that ValueList).
-	Producers map[int32]int
+	// Uses are the chain's reads and writes of every value (consumers,
+	// producers, graph outputs).
+	*lower.Uses
+	// Lowered is the plan the graph records (package lower): the chain's
+	// ops and the fused ops standing for several, decided once here.
+	Lowered *lower.Plan
 	// Plan is the exporter's memory plan (see package memplan).
 	Plan *memplan.Plan
 	// ReadBeforeWrite is the chain's read-before-write error (a tensor read
@@ -187,7 +188,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	for _, id := range g.OutputIDs {
 		delete(a.Lazy, int32(id))
 	}
-	a.consumers()
+	a.Uses = lower.NewUses(g)
 	need := a.Plan.Stats.TensorBufferBytes()
 	for id := range a.Chunked {
 		if ti := a.Tensors[id]; ti != nil && ti.Constant {
@@ -201,7 +202,29 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, err
 	}
 	a.ReadBeforeWrite = a.checkWrites()
+	a.Lowered = lower.Lower(a.lowerInput(lim.Kernels))
 	return a, nil
+}
+
+// lowerInput is what package lower reads of the analysis.
+func (a *Analysis) lowerInput(cfg ops.Config) lower.Input {
+	in := lower.Input{Graph: a.Graph, Uses: a.Uses, Tensors: make([]*lower.Tensor, len(a.Tensors)),
+		Options: lower.Options{NoElementwiseFusion: cfg.NoElementwiseFusion, NoViewAliasing: cfg.NoViewAliasing}}
+	prepacked := map[int32]bool{}
+	for _, op := range a.Graph.Chain {
+		if op.Name == prepack.Op && len(op.Args) == 2 {
+			prepacked[op.Args[1]] = true
+		}
+	}
+	for i, ti := range a.Tensors {
+		if ti == nil {
+			continue
+		}
+		id := int32(i)
+		in.Tensors[i] = &lower.Tensor{DType: ti.DType, Bytes: ti.NBytes, Constant: ti.Constant, Transient: a.Plan.Placements[id].Shared,
+			Deferred: ti.Deferred, Prepacked: prepacked[id], Chunked: a.Chunked[id]}
+	}
+	return in
 }
 
 // loadPacked finds the weights Analysis.LoadPacked describes, adds them to
@@ -427,38 +450,6 @@ func (a *Analysis) checkIO() error {
 		}
 	}
 	return nil
-}
-
-// consumers indexes, for every value, the ops that read it and the op
-// that writes it.
-func (a *Analysis) consumers() {
-	a.Consumers = map[int32][]int{}
-	a.Producers = map[int32]int{}
-	vals := a.Graph.Values
-	for i, op := range a.Graph.Chain {
-		if len(op.Args) == 0 {
-			continue
-		}
-		if out := op.Args[len(op.Args)-1]; out >= 0 && int(out) < len(vals) {
-			a.Producers[out] = i
-			if vals[out].Kind == serialization.KindValueList {
-				for _, m := range vals[out].IDs {
-					a.Producers[m] = i
-				}
-			}
-		}
-		for _, arg := range op.Args[:len(op.Args)-1] {
-			if arg < 0 || int(arg) >= len(vals) {
-				continue
-			}
-			a.Consumers[arg] = append(a.Consumers[arg], i)
-			if vals[arg].Kind == serialization.KindValueList {
-				for _, m := range vals[arg].IDs {
-					a.Consumers[m] = append(a.Consumers[m], i)
-				}
-			}
-		}
-	}
 }
 
 // checkDeviceLimits rejects a tensor or shared memory object larger than

@@ -30,7 +30,10 @@ type opBuilder struct {
 	g     *WebGPUGraph
 	op    string
 	index int // position in the chain
-	ctx   context.Context
+	// slot is the chain index of the plan's top-level node being
+	// recorded, under which refresh notes the node's reads (refresh.go).
+	slot int
+	ctx  context.Context
 	// refresh, when set: the op is re-run by refresh and must record
 	// what it recorded last time (refresh.go).
 	refresh *refreshState

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -116,6 +117,7 @@ type WebGPUGraph struct {
 	// every value (ops.Fuser), the memory limit and the exporter plan's
 	// tensor bytes (for the buffers bindTransients may add)
 	hostRead            map[int32]bool
+	lowered             *lower.Plan // the nodes recordOps records (package lower)
 	consumers           map[int32][]int
 	producers           map[int32]int
 	memLimit, planBytes int64
@@ -259,7 +261,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err != nil {
 		return nil, err
 	}
-	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers
+	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers, a.Lowered
 	g.chunked = a.Chunked
 	g.bindLimit = bindLimit(Limits{MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()

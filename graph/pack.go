@@ -346,8 +346,8 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	dt := ts.dtype
 	switch {
 	case g.hostRead[id]:
-		if b.index < len(g.opHost) {
-			g.opHost[b.index] = true // refresh re-runs the op when the data changes
+		if b.slot >= 0 && b.slot < len(g.opHost) {
+			g.opHost[b.slot] = true // refresh re-runs the node when the data changes
 		}
 		in, ok := g.hostIn[id]
 		if !ok && !g.replay {
@@ -412,7 +412,7 @@ func (g *WebGPUGraph) packAtLoad(ctx context.Context) error {
 		}
 	}
 	for _, lp := range g.an.LoadPacked {
-		b := &opBuilder{g: g, op: lp.Op, index: -1, ctx: ctx}
+		b := &opBuilder{g: g, op: lp.Op, index: -1, slot: -1, ctx: ctx}
 		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		w, err := b.Tensor(lp.ID)
 		if err != nil {

@@ -6,38 +6,109 @@ import (
 	"fmt"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
-// recordOps runs every op function in chain order.
+// recordOps records every node of the plan (package lower) in order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.absorbed = map[int]bool{}
 	g.resetAliases()
 	n := len(g.graph.Chain)
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
 	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
-	for i, op := range g.graph.Chain {
+	for _, node := range g.lowered.Nodes {
+		i := node.Index
 		if g.absorbed[i] {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{g: g, op: op.Name, index: i, ctx: ctx}
-		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		lo := len(g.pend)
-		err := safeCall(fn, b, op.Args)
+		err := g.recordNode(ctx, node, i, nil)
 		g.opPend[i] = [2]int{lo, len(g.pend)}
 		if err != nil {
-			var ae *ops.ArgError
-			if errors.As(err, &ae) && ae.Op == "" {
-				ae.Op = op.Name
-			}
-			return &OpError{Index: i, Name: op.Name, Err: err}
+			return err
 		}
 	}
 	return nil
+}
+
+// recordNode records one node of the plan; slot is the chain index of
+// the plan's top-level node it belongs to, under which refresh notes what
+// it reads (refresh.go); rs, when set, is the refresh that re-runs it.
+func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int, rs *refreshState) error {
+	if node.Kind != lower.KindFused {
+		return g.recordOp(ctx, node.Index, slot, rs)
+	}
+	fn, _ := ops.LookupFused(node.Group.Kind)
+	calls := node.Group.Calls
+	for len(calls) > 0 {
+		if g.absorbed[calls[0].Index] {
+			calls = calls[1:]
+			continue
+		}
+		if len(calls) == 1 {
+			return g.recordOp(ctx, calls[0].Index, slot, rs)
+		}
+		b := g.builder(ctx, calls[0].Index, slot, rs)
+		n, err := safeFused(fn, b, &ops.Group{Kind: node.Group.Kind, Calls: calls})
+		if err != nil {
+			return g.opError(calls[0].Index, err)
+		}
+		if n > 0 {
+			calls = calls[n:]
+			continue
+		}
+		if node.Fallback != nil {
+			// Recorded where the group would have been: the passes made
+			// the group only where nothing between its members touches
+			// what it reads or writes.
+			for _, f := range node.Fallback {
+				if g.absorbed[f.Index] {
+					continue
+				}
+				if err := g.recordNode(ctx, f, slot, rs); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := g.recordOp(ctx, calls[0].Index, slot, rs); err != nil {
+			return err
+		}
+		calls = calls[1:]
+	}
+	return nil
+}
+
+// recordOp records chain op i through its registered function.
+func (g *WebGPUGraph) recordOp(ctx context.Context, i, slot int, rs *refreshState) error {
+	op := g.graph.Chain[i]
+	fn, _ := ops.Lookup(op.Name)
+	if err := safeCall(fn, g.builder(ctx, i, slot, rs), op.Args); err != nil {
+		return g.opError(i, err)
+	}
+	return nil
+}
+
+// builder is the ops.Builder of chain op i's recording in top-level node
+// slot.
+func (g *WebGPUGraph) builder(ctx context.Context, i, slot int, rs *refreshState) *opBuilder {
+	b := &opBuilder{g: g, op: g.graph.Chain[i].Name, index: i, slot: slot, ctx: ctx, refresh: rs}
+	b.Values = ops.Values{G: g.graph, Sym: b.symRead}
+	return b
+}
+
+// opError is chain op i's error err as Build and Execute report it.
+func (g *WebGPUGraph) opError(i int, err error) error {
+	name := g.graph.Chain[i].Name
+	var ae *ops.ArgError
+	if errors.As(err, &ae) && ae.Op == "" {
+		ae.Op = name
+	}
+	return &OpError{Index: i, Name: name, Err: err}
 }
 
 // symValue is the ops.Values hook for live SymInt values.
@@ -55,6 +126,20 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 		}
 	}()
 	return fn(b, args)
+}
+
+// safeFused is safeCall for a fused op's kernel.
+func safeFused(fn ops.FusedFunc, b ops.Builder, grp *ops.Group) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("%w: fused op %v panicked: %v", ErrInvalidGraph, grp, r)
+		}
+	}()
+	n, err = fn(b, grp)
+	if err == nil && (n < 0 || n > len(grp.Calls)) {
+		return 0, fmt.Errorf("%w: fused op %v recorded %d of its %d ops", ErrInvalidGraph, grp, n, len(grp.Calls))
+	}
+	return n, err
 }
 
 // inputKey is what the shape of a recording depends on for input id: a

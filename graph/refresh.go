@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-
-	"github.com/wgdelegate/wgdelegate/ops"
 )
 
 // A decoder's input_pos changes at every step, and with it every SymInt
@@ -78,14 +76,14 @@ func (b *opBuilder) symRead(id int32) (int64, bool) {
 	if b.refresh == nil && !g.symSet[id] && !g.isInput(id) {
 		g.symEarly[id] = true // read before any op set it (see SetInt)
 	}
-	if b.index < len(g.opSyms) {
-		reads := g.opSyms[b.index]
+	if b.slot >= 0 && b.slot < len(g.opSyms) {
+		reads := g.opSyms[b.slot]
 		for _, r := range reads {
 			if r.id == id {
 				return v, true
 			}
 		}
-		g.opSyms[b.index] = append(reads, symRead{id, v})
+		g.opSyms[b.slot] = append(reads, symRead{id, v})
 	}
 	return v, true
 }
@@ -116,19 +114,17 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 	}
 	g.replay = true // constants were written at load
 	var patches []paramPatch
-	for i, op := range chain {
+	for _, node := range g.lowered.Nodes {
+		i := node.Index
 		if g.absorbed[i] || (!g.opHost[i] && !g.symsMoved(g.opSyms[i])) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		fn, _ := ops.Lookup(op.Name)
 		rs := &refreshState{next: g.opPend[i][0], end: g.opPend[i][1]}
-		b := &opBuilder{g: g, op: op.Name, index: i, ctx: ctx, refresh: rs}
-		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		g.opSyms[i] = g.opSyms[i][:0]
-		if err := safeCall(fn, b, op.Args); err != nil || rs.next != rs.end {
+		if err := g.recordNode(ctx, node, i, rs); err != nil || rs.next != rs.end {
 			return false, nil
 		}
 		patches = append(patches, rs.patches...)

@@ -1,0 +1,81 @@
+package ops
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Fused ops. Which ops of a chain are recorded together is decided once,
+// at load, by package lower's passes over the whole graph; a fused op of
+// its plan reaches the kernel registered here under the group's Kind and
+// reads its members' arguments with the same checked accessors as every
+// op. The kernel may depend on live shapes (one row, an operand that
+// broadcasts without growing the result): a FusedFunc checks them before
+// it records anything and reports what it could record.
+
+// Kinds of fused ops (Group.Kind).
+const (
+	// FusedElementwise: a chain of float32 unary and binary ops, each
+	// the sole reader of the previous one's output (fuse.go).
+	FusedElementwise = "wgd.fused.elementwise"
+)
+
+// Call is one op of the chain as a fused op reads it.
+type Call struct {
+	Index int // its chain index
+	Name  string
+	Args  []int32
+}
+
+// Group is a fused op of a plan: the ops it stands for, in chain order.
+// The first records where the group records.
+type Group struct {
+	Kind  string
+	Calls []Call
+}
+
+// FusedFunc records the longest prefix of g.Calls that its kernel takes
+// at the live shapes and reports how many calls that is. When it records
+// nothing (n == 0) the graph records the node's fallback, or, for a group
+// without one (the elementwise chains), the first call alone and the rest
+// as a group again; so it does for the calls after a prefix.
+type FusedFunc func(b Builder, g *Group) (n int, err error)
+
+var (
+	fusedMu  sync.RWMutex
+	fusedReg = map[string]FusedFunc{}
+)
+
+// RegisterFused adds the kernel of fused ops of kind. Called from init; a
+// duplicate kind or a nil fn panics.
+func RegisterFused(kind string, fn FusedFunc) {
+	fusedMu.Lock()
+	defer fusedMu.Unlock()
+	if fn == nil {
+		panic("ops: RegisterFused " + kind + " with nil func")
+	}
+	if _, dup := fusedReg[kind]; dup {
+		panic("ops: RegisterFused called twice for " + kind)
+	}
+	fusedReg[kind] = fn
+}
+
+// LookupFused returns the kernel registered for fused ops of kind.
+func LookupFused(kind string) (FusedFunc, bool) {
+	fusedMu.RLock()
+	defer fusedMu.RUnlock()
+	fn, ok := fusedReg[kind]
+	return fn, ok
+}
+
+// String names g's kind and members, for errors and logs.
+func (g *Group) String() string {
+	s := g.Kind + "["
+	for i, c := range g.Calls {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%d:%s", c.Index, c.Name)
+	}
+	return s + "]"
+}
