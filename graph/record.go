@@ -49,11 +49,13 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 			calls = calls[1:]
 			continue
 		}
-		if len(calls) == 1 {
-			return g.recordOp(ctx, calls[0].Index, slot, rs)
+		if len(calls) == 1 && node.Fallback == nil && len(node.Ops) > 1 {
+			return g.recordOp(ctx, calls[0].Index, slot, rs) // the rest of a chain
 		}
 		b := g.builder(ctx, calls[0].Index, slot, rs)
-		n, err := safeFused(fn, b, &ops.Group{Kind: node.Group.Kind, Calls: calls})
+		grp := *node.Group
+		grp.Calls = calls
+		n, err := safeFused(fn, b, &grp)
 		if err != nil {
 			return g.opError(calls[0].Index, err)
 		}

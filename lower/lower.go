@@ -107,7 +107,15 @@ type pass struct {
 // passes are the passes in the order they run: a pass claims before the
 // ones after it, and a guarded group's fallback is what the ones after
 // it make of its members (see doc.go).
-var passes = []pass{}
+var passes []pass
+
+func init() {
+	// In init: a pass's fallbacks lower regions with the passes after it.
+	passes = []pass{
+		{"rope_cache", ropeCache},
+		{"rope_tables", ropeTablesPass},
+	}
+}
 
 // Lower turns the analysed chain in into a plan, running every pass in
 // order (doc.go).

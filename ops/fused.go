@@ -18,6 +18,16 @@ const (
 	// FusedElementwise: a chain of float32 unary and binary ops, each
 	// the sole reader of the previous one's output (fuse.go).
 	FusedElementwise = "wgd.fused.elementwise"
+	// FusedRopeCache: an et_vk.apply_rotary_emb.default and the
+	// sdpa_with_kv_cache.default that reads its rotated q and k, the
+	// cache update in the rope's dispatch (fuse_rope.go). Guarded.
+	FusedRopeCache = "wgd.fused.rope_cache"
+	// FusedRopeTables: an et_vk.apply_rotary_emb.default reading the
+	// whole cos and sin tables (Group.Tables) instead of their slices.
+	FusedRopeTables = "wgd.fused.rope_tables"
+	// FusedTableSlice: an aten.slice_copy.Tensor of a rope table whose
+	// every reader is a FusedRopeTables rope: it records nothing.
+	FusedTableSlice = "wgd.fused.table_slice"
 )
 
 // Call is one op of the chain as a fused op reads it.
@@ -32,6 +42,16 @@ type Call struct {
 type Group struct {
 	Kind  string
 	Calls []Call
+	// Tables: the rope kinds' whole tables, when the rope reads them
+	// instead of its slices (and, for FusedTableSlice, the sliced table).
+	Tables *RopeTables
+}
+
+// RopeTables are the whole cos and sin tables a rope reads from row
+// Start (a value id: the slices' start) instead of the rows its table
+// arguments slice out of them; Cos alone for a table slice.
+type RopeTables struct {
+	Cos, Sin, Start int32
 }
 
 // FusedFunc records the longest prefix of g.Calls that its kernel takes

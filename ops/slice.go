@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"slices"
-
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -40,46 +38,56 @@ func sliceBound(b Builder, args []int32, arg int, def, size int64) (int64, error
 }
 
 func sliceCopy(b Builder, args []int32) error {
-	if err := gatherArgs(args, 6, "[self, dim, start, end, step, out]"); err != nil {
+	sl, err := sliceParse(b, args)
+	if err != nil {
 		return err
+	}
+	return recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])
+}
+
+// sliceCall is a checked slice_copy: rows [start, end) (clamped) of in
+// along dim, every step-th.
+type sliceCall struct {
+	in               Tensor
+	dim              int
+	start, end, step int64
+}
+
+// sliceParse checks slice_copy's args.
+func sliceParse(b Builder, args []int32) (sliceCall, error) {
+	if err := gatherArgs(args, 6, "[self, dim, start, end, step, out]"); err != nil {
+		return sliceCall{}, err
 	}
 	in, err := gatherInput(b, args, 0)
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	if len(in.Dims) == 0 {
-		return Errorf(0, "slice of a scalar")
+		return sliceCall{}, Errorf(0, "slice of a scalar")
 	}
 	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	size := in.Dims[dim]
 	start, err := sliceBound(b, args, 2, 0, size)
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	end, err := sliceBound(b, args, 3, size, size)
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	step := int64(1)
 	if !b.IsNull(args[4]) {
 		if step, err = gatherInt(b, args, 4, "step"); err != nil {
-			return err
+			return sliceCall{}, err
 		}
 	}
 	if step < 1 {
-		return Errorf(4, "step %d must be positive", step)
+		return sliceCall{}, Errorf(4, "step %d must be positive", step)
 	}
-	if ropeSliceSkipped(b, args) {
-		// Its readers read the table itself (fuse_rope.go).
-		dims := slices.Clone(in.Dims)
-		dims[dim] = max(end-start, 0)
-		_, err := Output(b, 5, args[5], in.DType, dims)
-		return err
-	}
-	return recordSlice(b, in, dim, start, max(end, start), step, 5, args[5])
+	return sliceCall{in: in, dim: dim, start: start, end: end, step: step}, nil
 }
 
 // recordSlice sets out to in[..., start:end:step, ...] along dim and
