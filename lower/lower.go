@@ -114,6 +114,7 @@ func init() {
 	passes = []pass{
 		{"rope_cache", ropeCache},
 		{"rope_tables", ropeTablesPass},
+		{"norm_linears", normLinears},
 	}
 }
 

@@ -28,6 +28,10 @@ const (
 	// FusedTableSlice: an aten.slice_copy.Tensor of a rope table whose
 	// every reader is a FusedRopeTables rope: it records nothing.
 	FusedTableSlice = "wgd.fused.table_slice"
+	// FusedNormLinears: an et_vk.rms_norm.default and the one-row
+	// linears that read its output, SwiGLU's pair and its sigmoid and
+	// muls among them (fuse_linear.go). Guarded.
+	FusedNormLinears = "wgd.fused.norm_linears"
 )
 
 // Call is one op of the chain as a fused op reads it.
@@ -45,6 +49,12 @@ type Group struct {
 	// Tables: the rope kinds' whole tables, when the rope reads them
 	// instead of its slices (and, for FusedTableSlice, the sliced table).
 	Tables *RopeTables
+	// FusedNormLinears (indices into Calls): Linears are the linears
+	// that read the norm's output, in chain order, but SwiGLU's; SwiGLU
+	// is the pair's gate and up linears, the sigmoid, the gate·sigmoid
+	// mul and the final mul, or nil.
+	Linears []int
+	SwiGLU  []int
 }
 
 // RopeTables are the whole cos and sin tables a rope reads from row
