@@ -115,6 +115,7 @@ func init() {
 		{"rope_cache", ropeCache},
 		{"rope_tables", ropeTablesPass},
 		{"norm_linears", normLinears},
+		{"linear_epilogue", linearEpilogue},
 	}
 }
 

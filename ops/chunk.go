@@ -189,16 +189,7 @@ func linearSlices(b Builder, c *linearCall) (sl []chunkSlice, ok bool, err error
 // chunks (see the comment at the top of this file) and reports whether it
 // did; a call that reads none is left to runLinear.
 func runLinearChunked(b Builder, c *linearCall) (bool, error) {
-	var ids []int32
-	switch c.format {
-	case formatF32:
-		ids = []int32{c.f.b, c.f.bias}
-	case formatQuant:
-		ids = []int32{c.q.w, c.q.scales, c.q.bias}
-	case formatQ8ta:
-		ids = []int32{c.q8.w}
-	}
-	ch, ok := chunkerOf(b, ids...)
+	ch, ok := chunkerOf(b, c.weights()...)
 	if !ok {
 		return false, nil
 	}

@@ -32,6 +32,10 @@ const (
 	// linears that read its output, SwiGLU's pair and its sigmoid and
 	// muls among them (fuse_linear.go). Guarded.
 	FusedNormLinears = "wgd.fused.norm_linears"
+	// FusedLinearEpilogue: a linear-family op and the activation, SiLU
+	// and residual add or mul its kernel applies (fuse_epilogue.go).
+	// Guarded.
+	FusedLinearEpilogue = "wgd.fused.linear_epilogue"
 )
 
 // Call is one op of the chain as a fused op reads it.
@@ -55,6 +59,10 @@ type Group struct {
 	// mul and the final mul, or nil.
 	Linears []int
 	SwiGLU  []int
+	// FusedLinearEpilogue (indices into Calls; 0, the linear, when
+	// absent): the activation (SiLU's sigmoid), SiLU's mul, and the
+	// residual add or mul.
+	Act, Gate, Res int
 }
 
 // RopeTables are the whole cos and sin tables a rope reads from row

@@ -260,47 +260,72 @@ func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	return nil
 }
 
-// runLinear records c: it picks the kernel from linearKernels for the
-// load's family and the live M, fuses the following ops the kernel can
-// apply (fuseEpilogue) and records it. A call with nothing to compute
-// records nothing.
+// runLinear records c alone: it picks the kernel from linearKernels for
+// the load's family and the live M and records it. A call with nothing to
+// compute records nothing.
 func runLinear(b Builder, c *linearCall) error {
+	_, err := recordLinear(b, c, nil)
+	return err
+}
+
+// recordLinear is runLinear applying epi, when set, in the kernel
+// (fuse_epilogue.go); done is false, and nothing recorded, when epi is
+// set and the call's kernel cannot apply it (nothing to compute, a weight
+// held in chunks, the q8ta kernels).
+func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err error) {
 	var m, n, batch int64
-	var out int32
 	switch c.format {
 	case formatQuant:
-		m, n, batch, out = c.q.m, c.q.n, 1, c.q.out
+		m, n, batch = c.q.m, c.q.n, 1
 	case formatQ8ta:
-		m, n, batch, out = c.q8.m, c.q8.n, 1, c.q8.out
+		m, n, batch = c.q8.m, c.q8.n, 1
 	default:
-		m, n, batch, out = c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
+		m, n, batch = c.f.m, c.f.n, NumelOf(c.f.bdims)
 	}
 	if m == 0 || n == 0 || batch == 0 {
-		return nil
+		return epi == nil, nil
 	}
-	if ok, err := runLinearChunked(b, c); ok || err != nil {
-		return err // a weight held in chunks (chunk.go)
+	if _, chunked := chunkerOf(b, c.weights()...); chunked {
+		if epi != nil {
+			return false, nil
+		}
+		_, err := runLinearChunked(b, c) // a weight held in chunks (chunk.go)
+		return true, err
 	}
 	k := chooseLinear(familyOf(b), c, configOf(b))
 	if k == nil {
-		return Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
+		return false, Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
 	}
-	var epi matmulEpilogue
-	dst := out
-	if !k.noEpilogue {
-		outT, err := b.Tensor(out)
-		if err != nil {
-			return err
-		}
-		e, fused, err := fuseEpilogue(b, out, outT.Dims)
-		if err != nil {
-			return err
-		}
-		if fused {
-			epi, dst = e, e.out
-		}
+	if epi == nil {
+		return true, k.record(b, c, matmulEpilogue{}, c.output())
 	}
-	return k.record(b, c, epi, dst)
+	if k.noEpilogue {
+		return false, nil
+	}
+	return true, k.record(b, c, *epi, epi.out)
+}
+
+// output returns the call's output.
+func (c *linearCall) output() int32 {
+	switch c.format {
+	case formatQuant:
+		return c.q.out
+	case formatQ8ta:
+		return c.q8.out
+	}
+	return c.f.out
+}
+
+// weights returns the tensors of the call that may be weights held in
+// chunks.
+func (c *linearCall) weights() []int32 {
+	switch c.format {
+	case formatQuant:
+		return []int32{c.q.w, c.q.scales, c.q.bias}
+	case formatQ8ta:
+		return []int32{c.q8.w}
+	}
+	return []int32{c.f.b, c.f.bias}
 }
 
 // kChunks calls fn for each chunk [begin, end) of trips loop trips of at

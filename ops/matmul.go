@@ -2,8 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -36,24 +34,16 @@ import (
 // chunks (kChunks), one accumulating dispatch each, because llvmpipe
 // silently cuts loops at 65535 trips per invocation.
 //
-// Epilogue fusion: when the op's output is read only by a following
-// aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
-// output), the kernel applies that activation on its last K chunk and
-// writes the activation's output; the activation op is absorbed
-// (ops.Fuser) and records nothing; so do a sigmoid and the mul of the
-// output by it (SiLU as exported). After it (or alone), an aten.add.Tensor
-// (alpha 1) or aten.mul.Tensor that is the only reader, with another
-// operand of the output's exact shape that is already computed, is fused
-// the same way: the residual add of a transformer block, SwiGLU's
-// gate·up product. Constant linear weights can be packed
-// to [K, N] for the mm kernel (Config.PackLinear; off by default, it did not
-// pay on lavapipe).
+// The kernels apply an epilogue the linear_epilogue pass fused
+// (fuse_epilogue.go): an activation, SiLU, a residual add or mul.
+// Constant linear weights can be packed to [K, N] for the mm kernel
+// (Config.PackLinear; off by default, it did not pay on lavapipe).
 func init() {
-	Register("aten.mm.default", mmOp)
-	Register("aten.bmm.default", bmmOp)
-	Register("aten.addmm.default", addmmOp)
-	Register("aten.matmul.default", matmulOp)
-	RegisterOp(Op{Name: "aten.linear.default", Run: linearOp, LoadPacks: []int{1}, LoadPack: linearLoadPack})
+	registerLinear(Op{Name: "aten.mm.default"}, mmCall)
+	registerLinear(Op{Name: "aten.bmm.default"}, bmmCall)
+	registerLinear(Op{Name: "aten.addmm.default"}, addmmCall)
+	registerLinear(Op{Name: "aten.matmul.default"}, matmulCallOf)
+	registerLinear(Op{Name: "aten.linear.default", LoadPacks: []int{1}, LoadPack: linearLoadPack}, linearCallOf)
 }
 
 // matmulMaxTrips bounds the K-loop trips of one dispatch, well below
@@ -114,217 +104,6 @@ type matmulCall struct {
 	bStride         []int64
 }
 
-// matmulEpilogue is an activation the matmul kernel applies to its result
-// before writing it: the absorbed op that followed the matmul.
-type matmulEpilogue struct {
-	act    string  // relu, clamp (also hardtanh, relu6), sigmoid, gelu or gelu_tanh
-	lo, hi float32 // clamp bounds
-	out    int32   // the absorbed op's output, written instead of the matmul's
-	// res is "add" or "mul" when an elementwise add (alpha 1) or mul with
-	// another tensor of the output's shape follows (after act): a
-	// residual connection, or SwiGLU's gate times up; other is that
-	// tensor.
-	res   string
-	other int32
-	// gate multiplies the activation's result by its input (SiLU:
-	// x·sigmoid(x), as the exporter writes it).
-	gate bool
-}
-
-// fuseEpilogue absorbs the op after the matmul into it when that op is an
-// activation the kernel can apply (aten.relu, relu6, clamp, hardtanh,
-// sigmoid, gelu), it is the only reader of the matmul's output out (shaped
-// dims) and out is not a graph output, and its own output is a float32
-// tensor that can take dims. It sets that output's dims and returns the
-// epilogue; ok is false when nothing is fused (the activation then runs as
-// its own op, which also reports any error in its arguments).
-func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	if e, ok, err = fuseActivation(b, out, dims); err != nil {
-		return e, false, err
-	}
-	cur := out
-	if ok {
-		cur = e.out
-	}
-	res, other, to, rok, err := fuseResidual(b, cur, dims)
-	if err != nil {
-		return e, false, err
-	}
-	if rok {
-		e.res, e.other, e.out, ok = res, other, to, true
-	}
-	return e, ok, nil
-}
-
-// fuseResidual absorbs an aten.add.Tensor (alpha 1) or aten.mul.Tensor
-// that is the only reader of cur (shaped dims, not a graph output) when its
-// other operand is a float32 tensor of exactly dims that holds its value
-// already (ops.Fuser.Defined) and that no op writes in place before the
-// add; its output must take dims. The kernel then adds (multiplies) other
-// after the activation. Addition and multiplication of two floats commute
-// exactly, so either operand order gives the unfused result.
-func fuseResidual(b Builder, cur int32, dims []int64) (res string, other, out int32, ok bool, err error) {
-	f, isFuser := b.(Fuser)
-	if !isFuser || configOf(b).NoElementwiseFusion {
-		return "", 0, 0, false, nil
-	}
-	idx, name, args, ok := SoleConsumer(b, cur)
-	if !ok {
-		return "", 0, 0, false, nil
-	}
-	switch {
-	case name == "aten.add.Tensor" && len(args) == 4:
-		if alpha, err := b.Float(args[2]); err != nil || alpha != 1 {
-			return "", 0, 0, false, nil
-		}
-		res = "add"
-	case name == "aten.mul.Tensor" && len(args) == 3:
-		res = "mul"
-	default:
-		return "", 0, 0, false, nil
-	}
-	switch {
-	case args[0] == cur && args[1] != cur:
-		other = args[1]
-	case args[1] == cur && args[0] != cur:
-		other = args[0]
-	default:
-		return "", 0, 0, false, nil
-	}
-	ot, err := b.Tensor(other)
-	if err != nil || ot.DType != serialization.Float32 || !slices.Equal(ot.Dims, dims) || !f.Defined(other) {
-		return "", 0, 0, false, nil
-	}
-	for _, i := range f.Consumers(other) {
-		if i >= idx {
-			continue
-		}
-		oname, oargs := f.OpAt(i)
-		for _, w := range WritesArgs(oname) {
-			if w < len(oargs) && oargs[w] == other {
-				return "", 0, 0, false, nil
-			}
-		}
-	}
-	out = args[len(args)-1]
-	t, err := b.Tensor(out)
-	if err != nil || out == cur || out == other || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-		return "", 0, 0, false, nil
-	}
-	if err := b.SetDims(out, dims); err != nil {
-		return "", 0, 0, false, nil
-	}
-	if err := f.Absorb(idx); err != nil {
-		return "", 0, 0, false, err
-	}
-	return res, other, out, true, nil
-}
-
-// fuseSiLU absorbs sigmoid(out) and the mul of out by it, SiLU as an
-// export writes it (x·sigmoid(x)), when those two ops are out's only
-// readers, out and the sigmoid's result are no graph outputs and the
-// sigmoid's result is read by the mul alone. The mul's output must take
-// dims.
-func fuseSiLU(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	f, isFuser := b.(Fuser)
-	if !isFuser || configOf(b).NoElementwiseFusion || f.IsOutput(out) {
-		return e, false, nil
-	}
-	cs := f.Consumers(out)
-	if len(cs) != 2 {
-		return e, false, nil
-	}
-	n1, a1 := f.OpAt(cs[0])
-	n2, a2 := f.OpAt(cs[1])
-	if n1 != "aten.sigmoid.default" || len(a1) != 2 || a1[0] != out || n2 != "aten.mul.Tensor" || len(a2) != 3 {
-		return e, false, nil
-	}
-	s, g := a1[1], a2[2]
-	if !(a2[0] == out && a2[1] == s) && !(a2[0] == s && a2[1] == out) {
-		return e, false, nil
-	}
-	if s == out || g == out || g == s || f.IsOutput(s) || len(f.Consumers(s)) != 1 {
-		return e, false, nil
-	}
-	for _, id := range []int32{s, g} {
-		t, err := b.Tensor(id)
-		if err != nil || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-			return e, false, nil
-		}
-		if err := b.SetDims(id, dims); err != nil {
-			return e, false, nil
-		}
-	}
-	for _, i := range cs {
-		if err := f.Absorb(i); err != nil {
-			return e, false, err
-		}
-	}
-	return matmulEpilogue{act: "sigmoid", gate: true, out: g}, true, nil
-}
-
-// fuseActivation is fuseEpilogue's activation part.
-func fuseActivation(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	if e, ok, err = fuseSiLU(b, out, dims); ok || err != nil {
-		return e, ok, err
-	}
-	idx, name, args, ok := SoleConsumer(b, out)
-	if !ok || len(args) < 2 || args[0] != out {
-		return e, false, nil
-	}
-	bound := func(id int32, null float64) (float32, bool) {
-		if b.IsNull(id) {
-			return float32(null), true
-		}
-		f, err := b.Float(id)
-		return float32(f), err == nil
-	}
-	nargs := map[string]int{"aten.relu.default": 2, "aten.relu6.default": 2, "aten.sigmoid.default": 2,
-		"aten.clamp.default": 4, "aten.hardtanh.default": 4, "aten.gelu.default": 3}
-	if want, known := nargs[name]; !known || len(args) != want {
-		return e, false, nil
-	}
-	switch name {
-	case "aten.relu.default":
-		e.act = "relu"
-	case "aten.relu6.default":
-		e.act, e.lo, e.hi = "clamp", 0, 6
-	case "aten.sigmoid.default":
-		e.act = "sigmoid"
-	case "aten.clamp.default", "aten.hardtanh.default":
-		var okLo, okHi bool
-		e.act = "clamp"
-		e.lo, okLo = bound(args[1], math.Inf(-1))
-		e.hi, okHi = bound(args[2], math.Inf(1))
-		if !okLo || !okHi || (name == "aten.hardtanh.default" && (b.IsNull(args[1]) || b.IsNull(args[2]))) {
-			return e, false, nil
-		}
-	case "aten.gelu.default":
-		switch approx, err := b.String(args[1]); {
-		case err != nil:
-			return e, false, nil
-		case approx == "none":
-			e.act = "gelu"
-		case approx == "tanh":
-			e.act = "gelu_tanh"
-		default:
-			return e, false, nil
-		}
-	}
-	e.out = args[len(args)-1]
-	t, err := b.Tensor(e.out)
-	if err != nil || e.out == out || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-		return e, false, nil
-	}
-	if err := b.SetDims(e.out, dims); err != nil {
-		return e, false, nil
-	}
-	if err := b.(Fuser).Absorb(idx); err != nil {
-		return e, false, err
-	}
-	return e, true, nil
-}
-
 // matmulPair reads mm's and bmm's [self, mat2, out] operands, both of the
 // given rank.
 func matmulPair(b Builder, args []int32, rank int) (x, y Tensor, err error) {
@@ -346,93 +125,93 @@ func matmulPair(b Builder, args []int32, rank int) (x, y Tensor, err error) {
 	return x, y, nil
 }
 
-func mmOp(b Builder, args []int32) error {
+func mmCall(b Builder, args []int32) (*linearCall, error) {
 	x, y, err := matmulPair(b, args, 2)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
 	if y.Dims[0] != k {
-		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{m, n}); err != nil {
-		return err
+		return nil, err
 	}
-	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
+	return f32Call(matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
 }
 
-// recordMatmul records the float32 call c through the linear family's
-// table (linear_family.go).
-func recordMatmul(b Builder, c matmulCall) error {
-	return runLinear(b, &linearCall{format: formatF32, f: c, half: -1, transposed: -1})
+// f32Call is the float32 call c of the linear family's table
+// (linear_family.go).
+func f32Call(c matmulCall) (*linearCall, error) {
+	return &linearCall{format: formatF32, f: c, half: -1, transposed: -1}, nil
 }
 
-func bmmOp(b Builder, args []int32) error {
+func bmmCall(b Builder, args []int32) (*linearCall, error) {
 	x, y, err := matmulPair(b, args, 3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bs, m, k, n := x.Dims[0], x.Dims[1], x.Dims[2], y.Dims[2]
 	if y.Dims[0] != bs || y.Dims[1] != k {
-		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{bs, m, n}); err != nil {
-		return err
+		return nil, err
 	}
 	if bs == 0 {
-		return nil
+		return nil, nil
 	}
-	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1,
+	return f32Call(matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1,
 		bdims: []int64{bs}, aStride: []int64{m * k}, bStride: []int64{k * n}})
 }
 
-func addmmOp(b Builder, args []int32) error {
+func addmmCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 6 {
-		return Errorf(-1, "want 6 args [self, mat1, mat2, beta, alpha, out], have %d", len(args))
+		return nil, Errorf(-1, "want 6 args [self, mat1, mat2, beta, alpha, out], have %d", len(args))
 	}
 	bias, err := matmulOperand(b, args[0], 0, "self")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	x, err := matmulOperand(b, args[1], 1, "mat1")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	y, err := matmulOperand(b, args[2], 2, "mat2")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	beta, err := b.Float(args[3])
 	if err != nil {
-		return argErr(3, err)
+		return nil, argErr(3, err)
 	}
 	alpha, err := b.Float(args[4])
 	if err != nil {
-		return argErr(4, err)
+		return nil, argErr(4, err)
 	}
 	if len(x.Dims) != 2 {
-		return Errorf(1, "mat1 must be 2-D, has dims %v", x.Dims)
+		return nil, Errorf(1, "mat1 must be 2-D, has dims %v", x.Dims)
 	}
 	if len(y.Dims) != 2 {
-		return Errorf(2, "mat2 must be 2-D, has dims %v", y.Dims)
+		return nil, Errorf(2, "mat2 must be 2-D, has dims %v", y.Dims)
 	}
 	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
 	if y.Dims[0] != k {
-		return Errorf(2, "mat2 dims %v do not follow mat1 dims %v", y.Dims, x.Dims)
+		return nil, Errorf(2, "mat2 dims %v do not follow mat1 dims %v", y.Dims, x.Dims)
 	}
 	// self broadcasts to [M, N] (rank ≤ 2, each dim equal or 1).
 	if len(bias.Dims) > 2 {
-		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+		return nil, Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
 	}
 	bd := append(make([]int64, 2-len(bias.Dims)), bias.Dims...)
 	for i := range 2 - len(bias.Dims) {
 		bd[i] = 1
 	}
 	if (bd[0] != 1 && bd[0] != m) || (bd[1] != 1 && bd[1] != n) {
-		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+		return nil, Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
 	}
 	if _, err := Output(b, 5, args[5], serialization.Float32, []int64{m, n}); err != nil {
-		return err
+		return nil, err
 	}
 	call := matmulCall{a: args[1], b: args[2], bias: -1, out: args[5], m: m, n: n, k: k, alpha: float32(alpha), beta: float32(beta)}
 	if beta != 0 {
@@ -444,25 +223,25 @@ func addmmOp(b Builder, args []int32) error {
 			call.biasSN = 1
 		}
 	}
-	return recordMatmul(b, call)
+	return f32Call(call)
 }
 
 // matmulOp is torch.matmul: 1-D operands get a dim prepended (self) or
 // appended (other) that is dropped from the result; batch dims broadcast.
-func matmulOp(b Builder, args []int32) error {
+func matmulCallOf(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, other, out], have %d", len(args))
+		return nil, Errorf(-1, "want 3 args [self, other, out], have %d", len(args))
 	}
 	x, err := matmulOperand(b, args[0], 0, "self")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	y, err := matmulOperand(b, args[1], 1, "other")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(x.Dims) == 0 || len(y.Dims) == 0 {
-		return Errorf(-1, "both arguments need at least 1 dim, have %v and %v", x.Dims, y.Dims)
+		return nil, Errorf(-1, "both arguments need at least 1 dim, have %v and %v", x.Dims, y.Dims)
 	}
 	xd, yd := x.Dims, y.Dims
 	if len(xd) == 1 {
@@ -473,12 +252,12 @@ func matmulOp(b Builder, args []int32) error {
 	}
 	m, k, n := xd[len(xd)-2], xd[len(xd)-1], yd[len(yd)-1]
 	if yd[len(yd)-2] != k {
-		return Errorf(1, "other dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "other dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	xb, yb := xd[:len(xd)-2], yd[:len(yd)-2]
 	rank := max(len(xb), len(yb))
 	if rank > matmulMaxBatchDims {
-		return Errorf(-1, "%d batch dims, at most %d supported", rank, matmulMaxBatchDims)
+		return nil, Errorf(-1, "%d batch dims, at most %d supported", rank, matmulMaxBatchDims)
 	}
 	bdims := make([]int64, rank)
 	as, bs := make([]int64, rank), make([]int64, rank)
@@ -497,7 +276,7 @@ func matmulOp(b Builder, args []int32) error {
 		case da == 1:
 			bdims[i] = db
 		default:
-			return Errorf(1, "batch dims of %v and %v do not broadcast", x.Dims, y.Dims)
+			return nil, Errorf(1, "batch dims of %v and %v do not broadcast", x.Dims, y.Dims)
 		}
 		if da != 1 {
 			as[i] = sa
@@ -516,10 +295,10 @@ func matmulOp(b Builder, args []int32) error {
 		outDims = append(outDims, n)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, outDims); err != nil {
-		return err
+		return nil, err
 	}
 	if NumelOf(bdims) == 0 {
-		return nil
+		return nil, nil
 	}
 	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1}
 	// When other is not batched, self's batch rows fold into M (self and
@@ -529,56 +308,56 @@ func matmulOp(b Builder, args []int32) error {
 	} else {
 		call.bdims, call.aStride, call.bStride = bdims, as, bs
 	}
-	return recordMatmul(b, call)
+	return f32Call(call)
 }
 
-func linearOp(b Builder, args []int32) error {
+func linearCallOf(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 4 {
-		return Errorf(-1, "want 4 args [input, weight, bias, out], have %d", len(args))
+		return nil, Errorf(-1, "want 4 args [input, weight, bias, out], have %d", len(args))
 	}
 	x, err := matmulOperand(b, args[0], 0, "input")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := matmulOperand(b, args[1], 1, "weight")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(x.Dims) == 0 {
-		return Errorf(0, "input must have at least one dim")
+		return nil, Errorf(0, "input must have at least one dim")
 	}
 	if len(w.Dims) != 2 {
-		return Errorf(1, "weight must be 2-D, has dims %v", w.Dims)
+		return nil, Errorf(1, "weight must be 2-D, has dims %v", w.Dims)
 	}
 	k := x.Dims[len(x.Dims)-1]
 	n := w.Dims[0]
 	if w.Dims[1] != k {
-		return Errorf(1, "weight dims %v do not match input's last dim %d", w.Dims, k)
+		return nil, Errorf(1, "weight dims %v do not match input's last dim %d", w.Dims, k)
 	}
 	m := NumelOf(x.Dims[:len(x.Dims)-1])
 	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[3], m: m, n: n, k: k, transB: true, alpha: 1, beta: 1}
 	if !b.IsNull(args[2]) {
 		bias, err := matmulOperand(b, args[2], 2, "bias")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(bias.Dims) != 1 || bias.Dims[0] != n {
-			return Errorf(2, "bias dims %v, want [%d]", bias.Dims, n)
+			return nil, Errorf(2, "bias dims %v, want [%d]", bias.Dims, n)
 		}
 		call.bias, call.biasSN = args[2], 1
 	}
 	want := append(append([]int64(nil), x.Dims[:len(x.Dims)-1]...), n)
 	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
-		return err
+		return nil, err
 	}
 	// The weight packings the family's kernels read (a FLOAT16 weight
 	// as packed halves, linear_f16.go; [K, N] with Config.PackLinear),
 	// made whatever M is.
 	lc := &linearCall{format: formatF32, f: call, canHalf: canHalf(b, w), canTranspose: canTranspose(b, w)}
 	if err := packLinearWeight(b, lc, w); err != nil {
-		return err
+		return nil, err
 	}
-	return runLinear(b, lc)
+	return lc, nil
 }
 
 // canTranspose reports whether linear weight w may be packed to [K, N]

@@ -93,7 +93,7 @@ func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg ...Config) (*r
 	if len(cfg) > 0 {
 		r.cfg = cfg[0]
 	}
-	return r, mmOp(r, []int32{x, y, out})
+	return r, runOp(r, "aten.mm.default", x, y, out)
 }
 
 func u32At(p []byte, i int) uint32 { return binary.LittleEndian.Uint32(p[4*i:]) }
@@ -239,7 +239,7 @@ func TestLiveShapes(t *testing.T) {
 
 	// linear on 3 live rows of an 8-row input.
 	r.live = map[int32][]int64{x: {3, 16}}
-	if err := linearOp(r, []int32{x, w, b.Null(), y}); err != nil {
+	if err := runOp(r, "aten.linear.default", x, w, b.Null(), y); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.Tensor(y); !slices.Equal(got.Dims, []int64{3, 4}) {

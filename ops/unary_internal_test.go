@@ -15,6 +15,40 @@ import (
 // chains fuse as they would on the GPU graph under dedicated buffers.
 type chainFuser struct{ *fuser }
 
+// fuser is a recorder that implements Fuser over its serialized chain.
+type fuser struct {
+	*recorder
+	outputs  map[int32]bool
+	absorbed []int
+}
+
+func (f *fuser) Consumers(id int32) []int {
+	var out []int
+	for i, op := range f.G.Chain {
+		for _, a := range op.Args[:len(op.Args)-1] {
+			if a == id {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (f *fuser) OpAt(i int) (string, []int32) { return f.G.Chain[i].Name, f.G.Chain[i].Args }
+func (f *fuser) IsOutput(id int32) bool       { return f.outputs[id] }
+func (f *fuser) Absorb(i int) error           { f.absorbed = append(f.absorbed, i); return nil }
+
+// Defined: only values no op of the chain writes (inputs, constants).
+func (f *fuser) Defined(id int32) bool {
+	for _, op := range f.G.Chain {
+		if len(op.Args) > 0 && op.Args[len(op.Args)-1] == id {
+			return false
+		}
+	}
+	return true
+}
+
 func (chainFuser) SameBuffer(x, y int32) bool { return x == y }
 
 // unaryHelpers returns the functions of unary_formulas.tmpl's
