@@ -142,7 +142,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	// can clash; checkBindings verifies every binding once all are known.
 	for i := len(inputs); i < len(ids); i++ {
 		for j := range ids {
-			if j != i && b.SameBuffer(ids[j], ids[i]) {
+			if j != i && b.sameBuffer(ids[j], ids[i]) {
 				return fmt.Errorf("%w: values %d and %d are one buffer but are bound together, one writable",
 					ErrInvalidGraph, ids[j], ids[i])
 			}
@@ -377,57 +377,7 @@ var _ ops.Profiler = (*opBuilder)(nil)
 // DeviceProfile implements ops.Profiler: the device the load records for.
 func (b *opBuilder) DeviceProfile() ops.DeviceProfile { return b.g.profile }
 
-var _ ops.Fuser = (*opBuilder)(nil)
-
-// Consumers implements ops.Fuser.
-func (b *opBuilder) Consumers(id int32) []int {
-	var out []int
-	for _, i := range b.g.consumers[id] {
-		if i > b.index {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// OpAt implements ops.Fuser.
-func (b *opBuilder) OpAt(i int) (string, []int32) {
-	if i < 0 || i >= len(b.g.graph.Chain) {
-		return "", nil
-	}
-	op := b.g.graph.Chain[i]
-	return op.Name, append([]int32(nil), op.Args...)
-}
-
-// Defined implements ops.Fuser.
-func (b *opBuilder) Defined(id int32) bool {
-	i, written := b.g.producers[id]
-	return !written || i < b.index
-}
-
-// IsOutput implements ops.Fuser.
-func (b *opBuilder) IsOutput(id int32) bool {
-	for _, o := range b.g.graph.OutputIDs {
-		if int32(o) == id {
-			return true
-		}
-	}
-	return false
-}
-
-// Absorb implements ops.Fuser.
-func (b *opBuilder) Absorb(i int) error {
-	if i <= b.index || i >= len(b.g.graph.Chain) {
-		return ops.Errorf(-1, "cannot absorb op %d from op %d", i, b.index)
-	}
-	if b.refresh != nil && !b.g.absorbed[i] {
-		return errRefresh
-	}
-	b.g.absorbed[i] = true
-	return nil
-}
-
-// SameBuffer reports whether tensors x and y are bound to one GPU buffer
+// sameBuffer reports whether tensors x and y are bound to one GPU buffer
 // whatever the recording decides: the same value, or two tensors with
 // fixed buffers (constants, dedicated tensors, prepacked weights) that are
 // one buffer. Transient tensors, which the exporter let share objects, are
@@ -435,7 +385,7 @@ func (b *opBuilder) Absorb(i int) error {
 // after the recording so that tensors live in one dispatch never share,
 // which lets a fused kernel read a tensor and write one the exporter gave
 // the same mem_obj_id.
-func (b *opBuilder) SameBuffer(x, y int32) bool {
+func (b *opBuilder) sameBuffer(x, y int32) bool {
 	t := b.g.tensors
 	if x < 0 || y < 0 || int(x) >= len(t) || int(y) >= len(t) || t[x] == nil || t[y] == nil {
 		return false

@@ -114,12 +114,11 @@ type WebGPUGraph struct {
 	outputs []outputSlot
 	// what recording reads of the analysis: host reads (select_as_symint
 	// inputs whose values ops read while recording), the consumers of
-	// every value (ops.Fuser), the memory limit and the exporter plan's
-	// tensor bytes (for the buffers bindTransients may add)
+	// every value (for the views), the memory limit and the exporter
+	// plan's tensor bytes (for the buffers bindTransients may add)
 	hostRead            map[int32]bool
 	lowered             *lower.Plan // the nodes recordOps records (package lower)
 	consumers           map[int32][]int
-	producers           map[int32]int
 	memLimit, planBytes int64
 	mutatesState        bool // some op writes a prepacked buffer (a KV cache): state across Executes
 
@@ -141,7 +140,6 @@ type WebGPUGraph struct {
 	dispatchOps     []int               // per record: the chain index of its op
 	dispatchKernels []string            // per record: its kernel's name
 	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
-	absorbed        map[int]bool        // ops fused into an earlier op
 	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
 	recordedIn      [][]int64           // per input, the key the records were built for
 	stale           bool                // the records do not match any inputs yet
@@ -261,7 +259,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err != nil {
 		return nil, err
 	}
-	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers, a.Lowered
+	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Lowered
 	g.chunked = a.Chunked
 	g.bindLimit = bindLimit(Limits{MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()

@@ -12,16 +12,12 @@ import (
 
 // recordOps records every node of the plan (package lower) in order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
-	g.absorbed = map[int]bool{}
 	g.resetAliases()
 	n := len(g.graph.Chain)
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
 	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
 	for _, node := range g.lowered.Nodes {
 		i := node.Index
-		if g.absorbed[i] {
-			continue
-		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -45,10 +41,6 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 	fn, _ := ops.LookupFused(node.Group.Kind)
 	calls := node.Group.Calls
 	for len(calls) > 0 {
-		if g.absorbed[calls[0].Index] {
-			calls = calls[1:]
-			continue
-		}
 		if len(calls) == 1 && node.Fallback == nil && len(node.Ops) > 1 {
 			return g.recordOp(ctx, calls[0].Index, slot, rs) // the rest of a chain
 		}
@@ -68,9 +60,6 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 			// the group only where nothing between its members touches
 			// what it reads or writes.
 			for _, f := range node.Fallback {
-				if g.absorbed[f.Index] {
-					continue
-				}
 				if err := g.recordNode(ctx, f, slot, rs); err != nil {
 					return err
 				}

@@ -21,8 +21,8 @@ import (
 // values change, refresh re-runs, in chain order, just the ops whose
 // reads changed, with a Builder that checks the op decides everything
 // exactly as it did — the same output shapes, the same dispatches (kernel,
-// tensors, grid, params size), no constant written, weight packed or op
-// absorbed anew; only the SymInts it sets may take new values — and
+// tensors, grid, params size), no constant written or weight packed
+// anew; only the SymInts it sets may take new values — and
 // collects the new params. If every re-run op matches, the params that
 // differ are written into the uniform arena in place — the equivalent of the
 // reference runtime's SymInt uniform buffers, rewritten when their value
@@ -116,7 +116,7 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 	var patches []paramPatch
 	for _, node := range g.lowered.Nodes {
 		i := node.Index
-		if g.absorbed[i] || (!g.opHost[i] && !g.symsMoved(g.opSyms[i])) {
+		if !g.opHost[i] && !g.symsMoved(g.opSyms[i]) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {

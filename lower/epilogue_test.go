@@ -89,7 +89,7 @@ func TestLinearEpiloguePass(t *testing.T) {
 			b.Outputs(v.h)
 		}}.build, want: "0 1"},
 		{name: "q8ta", build: epiGraph{q8ta: true, tail: relu}.build, want: "0 1"},
-		{name: "silu", build: epiGraph{tail: silu}.build, want: "linear_epilogue[0 1 2]{0 1 2}"},
+		{name: "silu", build: epiGraph{tail: silu}.build, want: "linear_epilogue[0 1 2]{0 elementwise[1 2]}"},
 		{name: "silu/fusion_off", opts: Options{NoElementwiseFusion: true}, build: epiGraph{tail: silu}.build,
 			want: "0 1 2"},
 		{name: "silu/sigmoid_is_output", build: epiGraph{tail: silu, outs: []int{0}}.build, want: "0 1 2"},
@@ -109,15 +109,15 @@ func TestLinearEpiloguePass(t *testing.T) {
 		{name: "residual_add/other_after_linear", build: epiGraph{tail: func(b *serialization.Builder, v *epiIDs) {
 			b.Op("aten.neg.default", v.x, v.later)
 			v.op1(b, "aten.add.Tensor", v.h, v.later, b.Int(1))
-		}}.build, want: "0 1 2"},
+		}}.build, want: "0 elementwise[1 2]"},
 		{name: "relu_then_residual_mul", build: epiGraph{tail: func(b *serialization.Builder, v *epiIDs) {
 			r := v.op1(b, "aten.relu.default", v.h)
 			v.op1(b, "aten.mul.Tensor", r, v.other)
-		}}.build, want: "linear_epilogue[0 1 2]{0 1 2}"},
+		}}.build, want: "linear_epilogue[0 1 2]{0 elementwise[1 2]}"},
 		{name: "silu_then_residual_mul", build: epiGraph{tail: func(b *serialization.Builder, v *epiIDs) {
 			silu(b, v)
 			v.op1(b, "aten.mul.Tensor", v.res[1], v.other)
-		}}.build, want: "linear_epilogue[0 1 2 3]{0 1 2 3}"},
+		}}.build, want: "linear_epilogue[0 1 2 3]{0 elementwise[1 2 3]}"},
 		{name: "residual/between_writes_other", build: epiGraph{tail: func(b *serialization.Builder, v *epiIDs) {
 			r := v.op1(b, "aten.relu.default", v.h)
 			n := b.Tensor(f32, []uint32{1}, -1)

@@ -116,6 +116,7 @@ func init() {
 		{"rope_tables", ropeTablesPass},
 		{"norm_linears", normLinears},
 		{"linear_epilogue", linearEpilogue},
+		{"elementwise", elementwise},
 	}
 }
 
