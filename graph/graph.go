@@ -113,12 +113,11 @@ type WebGPUGraph struct {
 	inputs  []int32
 	outputs []outputSlot
 	// what recording reads of the analysis: host reads (select_as_symint
-	// inputs whose values ops read while recording), the consumers of
-	// every value (for the views), the memory limit and the exporter
-	// plan's tensor bytes (for the buffers bindTransients may add)
+	// inputs whose values ops read while recording), the memory limit and
+	// the exporter plan's tensor bytes (for the buffers bindTransients may
+	// add)
 	hostRead            map[int32]bool
 	lowered             *lower.Plan // the nodes recordOps records (package lower)
-	consumers           map[int32][]int
 	memLimit, planBytes int64
 	mutatesState        bool // some op writes a prepacked buffer (a KV cache): state across Executes
 
@@ -259,7 +258,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err != nil {
 		return nil, err
 	}
-	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Lowered
+	g.an, g.plan, g.inputs, g.hostRead, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Lowered
 	g.chunked = a.Chunked
 	g.bindLimit = bindLimit(Limits{MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()

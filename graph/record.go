@@ -35,8 +35,11 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 // the plan's top-level node it belongs to, under which refresh notes what
 // it reads (refresh.go); rs, when set, is the refresh that re-runs it.
 func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int, rs *refreshState) error {
-	if node.Kind != lower.KindFused {
+	switch node.Kind {
+	case lower.KindOp:
 		return g.recordOp(ctx, node.Index, slot, rs)
+	case lower.KindView:
+		return g.recordView(ctx, node.Index, slot, rs)
 	}
 	fn, _ := ops.LookupFused(node.Group.Kind)
 	calls := node.Group.Calls
@@ -70,6 +73,25 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 			return err
 		}
 		calls = calls[1:]
+	}
+	return nil
+}
+
+// recordView records view op i: its output shares its input's buffer when
+// the op's View says the bytes are the input's, else the op records its
+// copy.
+func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshState) error {
+	op := g.graph.Chain[i]
+	view := ops.ViewOf(op.Name)
+	in, ok, err := safeView(view, g.builder(ctx, i, slot, rs), op.Args)
+	if err != nil {
+		return g.opError(i, err)
+	}
+	if !ok {
+		return g.recordOp(ctx, i, slot, rs)
+	}
+	if err := g.alias(op.Args[len(op.Args)-1], in, i, rs != nil); err != nil {
+		return g.opError(i, err)
 	}
 	return nil
 }
@@ -114,6 +136,16 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: op implementation panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return fn(b, args)
+}
+
+// safeView is safeCall for a view op's View.
+func safeView(fn func(ops.Builder, []int32) (int32, bool, error), b ops.Builder, args []int32) (in int32, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			in, ok, err = 0, false, fmt.Errorf("%w: op implementation panicked: %v", ErrInvalidGraph, r)
 		}
 	}()
 	return fn(b, args)

@@ -19,6 +19,10 @@ const (
 	// for its kind (ops.RegisterFused), or its Fallback when the kernel
 	// does not take the live shapes.
 	KindFused
+	// KindView is a view op whose output shares its input's buffer when
+	// the op's View says the bytes are the input's (the views pass); the
+	// op records its copy otherwise.
+	KindView
 )
 
 func (k Kind) String() string {
@@ -27,6 +31,8 @@ func (k Kind) String() string {
 		return "op"
 	case KindFused:
 		return "fused"
+	case KindView:
+		return "view"
 	}
 	return "kind?"
 }
@@ -112,6 +118,7 @@ var passes []pass
 func init() {
 	// In init: a pass's fallbacks lower regions with the passes after it.
 	passes = []pass{
+		{"views", views},
 		{"rope_cache", ropeCache},
 		{"rope_tables", ropeTablesPass},
 		{"norm_linears", normLinears},
@@ -188,17 +195,22 @@ func (p *planner) fuse(kind string, members []int, guarded bool, set func(g *ops
 }
 
 // String lays the plan out on one line, for tests and logs: an op node is
-// its chain index; a fused node is its kind (less the "wgd.fused."
-// prefix) and members, then its fallback in braces when it has one:
+// its chain index, a view node view[index]; a fused node is its kind (less
+// the "wgd.fused." prefix) and members, then its fallback in braces when
+// it has one:
 //
-//	0 elementwise[1 2 3] norm_linears[4 5 6]{4 5 6} 7
+//	0 elementwise[1 2 3] norm_linears[4 5 6]{4 5 6} view[7] 8
 func (p *Plan) String() string { return nodesString(p.Nodes) }
 
 func nodesString(nodes []Node) string {
 	var s []string
 	for _, n := range nodes {
-		if n.Kind != KindFused {
+		switch n.Kind {
+		case KindOp:
 			s = append(s, strconv.Itoa(n.Index))
+			continue
+		case KindView:
+			s = append(s, "view["+strconv.Itoa(n.Index)+"]")
 			continue
 		}
 		m := make([]string, len(n.Ops))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -98,7 +99,7 @@ func checkNode(t *testing.T, in Input, n Node) {
 		t.Errorf("node at %d has members %v", n.Index, n.Ops)
 	}
 	if n.Kind != KindFused {
-		if len(n.Ops) != 1 || n.Group != nil || n.Fallback != nil {
+		if len(n.Ops) != 1 || n.Group != nil || n.Fallback != nil || (n.Kind == KindView && ops.ViewOf(in.Graph.Chain[n.Index].Name) == nil) {
 			t.Errorf("op node %d: members %v, group %v, fallback %v", n.Index, n.Ops, n.Group, n.Fallback)
 		}
 		return

@@ -42,6 +42,14 @@ type Op struct {
 	// buffer and packs it at load.
 	LoadPacks []int
 	LoadPack  func(arg int, w WeightInfo, fam Family, cfg Config) (LoadPack, bool)
+	// View is set for an op whose output may hold its input's bytes as
+	// they are (view_copy, squeeze, clone, a select from a dim of size
+	// 1...). It checks the args and sets the output's shape like Run, and
+	// reports the input when the output's bytes are the input's at the
+	// live shapes; the graph then gives the output the input's buffer
+	// instead of running Run, where package lower's views pass planned
+	// it.
+	View func(b Builder, args []int32) (in int32, ok bool, err error)
 }
 
 // WeightInfo is what the graph's analysis knows of a weight before any
@@ -112,6 +120,13 @@ func LoadPackFor(name string, arg int, w WeightInfo, p DeviceProfile, cfg Config
 		return LoadPack{}, false
 	}
 	return op.LoadPack(arg, w, Resolve(cfg, p), cfg)
+}
+
+// ViewOf returns op name's Op.View, or nil.
+func ViewOf(name string) func(b Builder, args []int32) (int32, bool, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return registry[name].View
 }
 
 // HostReads returns the argument indices op name reads on the host.

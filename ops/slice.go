@@ -17,7 +17,7 @@ import (
 // one shorter), one output each. Any dtype (shaders/gather.wgsl).
 func init() {
 	Register("aten.slice_copy.Tensor", sliceCopy)
-	Register("aten.select_copy.int", selectCopy)
+	RegisterOp(Op{Name: "aten.select_copy.int", Run: selectCopy, View: selectView})
 	Register("aten.split_with_sizes_copy.default", func(b Builder, args []int32) error { return splitCopy(b, args, true) })
 	Register("aten.split_copy.Tensor", func(b Builder, args []int32) error { return splitCopy(b, args, false) })
 }
@@ -109,23 +109,45 @@ func recordSlice(b Builder, in Tensor, dim int, start, end, step int64, outArg i
 }
 
 func selectCopy(b Builder, args []int32) error {
-	if err := gatherArgs(args, 4, "[self, dim, index, out]"); err != nil {
-		return err
-	}
-	in, err := gatherInput(b, args, 0)
+	in, dim, i, err := selectParse(b, args)
 	if err != nil {
 		return err
+	}
+	p := gatherView(in.Dims)
+	p.base = i * p.stride[dim]
+	p.dims[dim] = 1
+	return recordGather(b, p, in, args[3])
+}
+
+// selectView is select_copy's Op.View: selecting from a dim of size 1
+// leaves every byte where it is (the last token of a one-token decode
+// step).
+func selectView(b Builder, args []int32) (int32, bool, error) {
+	in, dim, _, err := selectParse(b, args)
+	if err != nil {
+		return 0, false, err
+	}
+	return in.ID, in.Dims[dim] == 1, nil
+}
+
+// selectParse checks select_copy's args, sets its output's shape and
+// returns its input, dim and index (non-negative).
+func selectParse(b Builder, args []int32) (in Tensor, dim int, index int64, err error) {
+	if err = gatherArgs(args, 4, "[self, dim, index, out]"); err != nil {
+		return
+	}
+	if in, err = gatherInput(b, args, 0); err != nil {
+		return
 	}
 	if len(in.Dims) == 0 {
-		return Errorf(0, "select from a scalar")
+		err = Errorf(0, "select from a scalar")
+		return
 	}
-	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
-	if err != nil {
-		return err
+	if dim, err = gatherDimArg(b, args, 1, len(in.Dims)); err != nil {
+		return
 	}
-	index, err := gatherInt(b, args, 2, "index")
-	if err != nil {
-		return err
+	if index, err = gatherInt(b, args, 2, "index"); err != nil {
+		return
 	}
 	size := in.Dims[dim]
 	i := index
@@ -133,23 +155,12 @@ func selectCopy(b Builder, args []int32) error {
 		i += size
 	}
 	if i < 0 || i >= size {
-		return Errorf(2, "index %d is out of range for dim %d of size %d", index, dim, size)
+		err = Errorf(2, "index %d is out of range for dim %d of size %d", index, dim, size)
+		return
 	}
 	dims := append(append([]int64(nil), in.Dims[:dim]...), in.Dims[dim+1:]...)
-	if _, err := Output(b, 3, args[3], in.DType, dims); err != nil {
-		return err
-	}
-	// Selecting from a dim of size 1 leaves every byte where it is (the
-	// last token of a one-token decode step): a view of the input, as
-	// view_copy's (copy.go Aliaser), when the builder can share the
-	// buffer.
-	if a, ok := b.(Aliaser); ok && size == 1 && !configOf(b).NoViewAliasing && a.Alias(args[3], in.ID) {
-		return nil
-	}
-	p := gatherView(in.Dims)
-	p.base = i * p.stride[dim]
-	p.dims[dim] = 1
-	return recordGather(b, p, in, args[3])
+	_, err = Output(b, 3, args[3], in.DType, dims)
+	return in, dim, i, err
 }
 
 func splitCopy(b Builder, args []int32, withSizes bool) error {
