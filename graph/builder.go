@@ -367,14 +367,10 @@ func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
 	b.Release()
 }
 
-var _ ops.Configurer = (*opBuilder)(nil)
-
-// Config implements ops.Configurer: the load's kernel choices.
+// Config implements ops.Builder: the load's kernel choices.
 func (b *opBuilder) Config() ops.Config { return b.g.kernels }
 
-var _ ops.Profiler = (*opBuilder)(nil)
-
-// DeviceProfile implements ops.Profiler: the device the load records for.
+// DeviceProfile implements ops.Builder: the device the load records for.
 func (b *opBuilder) DeviceProfile() ops.DeviceProfile { return b.g.profile }
 
 // sameBuffer reports whether tensors x and y are bound to one GPU buffer

@@ -164,9 +164,7 @@ type sliceState struct {
 	data       []byte // the slice's bytes (aliasing the constant's along dim 0)
 }
 
-var _ ops.Chunker = (*opBuilder)(nil)
-
-// ChunkedWeight implements ops.Chunker.
+// ChunkedWeight implements ops.Builder.
 func (b *opBuilder) ChunkedWeight(id int32) bool {
 	g := b.g
 	if g.chunked[id] {
@@ -176,10 +174,10 @@ func (b *opBuilder) ChunkedWeight(id int32) bool {
 	return ok && g.chunked[src]
 }
 
-// ChunkBytes implements ops.Chunker.
+// ChunkBytes implements ops.Builder.
 func (b *opBuilder) ChunkBytes() int64 { return b.g.bindLimit }
 
-// SliceWeight implements ops.Chunker.
+// SliceWeight implements ops.Builder.
 func (b *opBuilder) SliceWeight(id int32, dim int, begin, end int64) (ops.Tensor, error) {
 	g := b.g
 	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
@@ -273,7 +271,7 @@ func (g *WebGPUGraph) chunkOf(ids []int32) int {
 	return -1
 }
 
-// Scratch implements ops.Chunker.
+// Scratch implements ops.Builder.
 func (b *opBuilder) Scratch(key int, dt serialization.DataType, dims []int64) (ops.Tensor, error) {
 	g := b.g
 	k := [2]int{b.index, key}

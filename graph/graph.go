@@ -108,8 +108,8 @@ type WebGPUGraph struct {
 	dev     *gpu.Device
 	log     *slog.Logger
 	graph   *serialization.Graph
-	kernels ops.Config        // the load's kernel choices (ops.Configurer)
-	profile ops.DeviceProfile // the device's (ops.Profiler)
+	kernels ops.Config        // the load's kernel choices (ops.Builder.Config)
+	profile ops.DeviceProfile // the device's (ops.Builder.DeviceProfile)
 	inputs  []int32
 	outputs []outputSlot
 	// what recording reads of the analysis: host reads (select_as_symint

@@ -9,9 +9,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-var _ ops.HalfCacher = (*opBuilder)(nil)
-
-// HalfCache implements ops.HalfCacher: the packed-halves buffer makeHalfKV
+// HalfCache implements ops.Builder: the packed-halves buffer makeHalfKV
 // made for KV cache id (ops.Config.HalfKVCache, Analysis.HalfKV).
 func (b *opBuilder) HalfCache(id int32) (ops.Tensor, bool, error) {
 	vid, ok := b.g.halfKV[id]

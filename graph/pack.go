@@ -29,9 +29,7 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 	return g.packStats
 }
 
-var _ ops.Packer = (*opBuilder)(nil)
-
-// PackWeight implements ops.Packer. The packed tensor is a new read-only
+// PackWeight implements ops.Builder. The packed tensor is a new read-only
 // value (an id past the serialized values) with its own buffer. On a cache
 // hit its bytes go from the cache file's mapping straight into that buffer;
 // on a miss the pack kernel runs on the device right away (on lavapipe a
@@ -296,9 +294,7 @@ func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
 }
 
-var _ ops.Persister = (*opBuilder)(nil)
-
-// Persistent implements ops.Persister.
+// Persistent implements ops.Builder.
 func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	g := b.g
 	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
@@ -332,9 +328,7 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	return b.Tensor(vid)
 }
 
-var _ ops.HostReader = (*opBuilder)(nil)
-
-// HostElement implements ops.HostReader for graph inputs (the data given to
+// HostElement implements ops.Builder for graph inputs (the data given to
 // the current Execute) and constants.
 func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	g := b.g

@@ -39,7 +39,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], ops.IdentitySpec(w))
+		packed, err := b.PackWeight(args[0], ops.IdentitySpec(w))
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], spec)
+		packed, err := b.PackWeight(args[0], spec)
 		if err != nil {
 			return err
 		}

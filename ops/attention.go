@@ -26,7 +26,7 @@ import (
 // extension/llm custom ops. update_cache writes value into cache rows
 // input_pos .. input_pos+S-1, in place: the cache must be a writable tensor
 // (an et_vk.prepack output, which persists across Execute calls); a
-// constant cache gets a persistent writable copy (ops.Persister), made once
+// constant cache gets a persistent writable copy (Builder.Persistent), made once
 // at load. sdpa_with_kv_cache updates both caches, then attends q over
 // cache rows [0, input_pos+S); custom_sdpa only attends. With is_causal
 // (the llama export passes True) query i sits at absolute position
@@ -401,12 +401,12 @@ func kvCache(b Builder, args []int32, ca int, what string) (_ Tensor, half bool,
 	if h, ok, err := halfCache(b, c, ca); err != nil || ok {
 		return h, ok, err
 	}
-	if p, ok := b.(Persister); ok && c.Constant {
+	if c.Constant {
 		// sdpa_with_kv_cache handles its own prepacking: the exporter
 		// passes the cache constant itself, and the op keeps a writable
 		// copy that persists across Execute calls (as the Vulkan backend
 		// does with a tensor "like" the constant).
-		pc, err := p.Persistent(c.ID)
+		pc, err := b.Persistent(c.ID)
 		if err != nil {
 			return Tensor{}, false, argErr(ca, err)
 		}

@@ -65,18 +65,3 @@ type Config struct {
 	// stays float32.
 	HalfKVCache bool
 }
-
-// Configurer is implemented by builders that carry a load's Config (the
-// GPU graph). An op asks through configOf; a builder without it gets the
-// defaults.
-type Configurer interface {
-	Config() Config
-}
-
-// configOf returns b's Config, or the zero (default) Config.
-func configOf(b Builder) Config {
-	if c, ok := b.(Configurer); ok {
-		return c.Config()
-	}
-	return Config{}
-}

@@ -125,22 +125,7 @@ func Resolve(cfg Config, p DeviceProfile) Family {
 	return p.Family()
 }
 
-// Profiler is implemented by builders that describe their device (the GPU
-// graph). An op asks through profileOf; a builder without it describes no
-// device (ClassNone).
-type Profiler interface {
-	DeviceProfile() DeviceProfile
-}
-
-// profileOf returns b's DeviceProfile, or the zero profile.
-func profileOf(b Builder) DeviceProfile {
-	if p, ok := b.(Profiler); ok {
-		return p.DeviceProfile()
-	}
-	return DeviceProfile{}
-}
-
 // familyOf returns the kernel family b's load records with.
 func familyOf(b Builder) Family {
-	return Resolve(configOf(b), profileOf(b))
+	return Resolve(b.Config(), b.DeviceProfile())
 }

@@ -246,7 +246,7 @@ func fusableLinear(b Builder, name string, args []int32, x int32, xdims []int64)
 	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || args[1] == x || !b.IsNull(args[2]) || args[3] == x {
 		return fusedLinear{}, false, nil
 	}
-	if _, chunked := chunkerOf(b, args[1]); chunked {
+	if chunked(b, args[1]) {
 		// A weight held in chunks is read one chunk a dispatch (runLinear).
 		return fusedLinear{}, false, nil
 	}
@@ -266,7 +266,7 @@ func fusableLinear(b Builder, name string, args []int32, x int32, xdims []int64)
 	if err := packLinearWeight(b, lc, w); err != nil {
 		return fusedLinear{}, false, err
 	}
-	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	kern := chooseLinear(familyOf(b), lc, b.Config())
 	if kern == nil {
 		return fusedLinear{}, false, nil
 	}
@@ -311,7 +311,7 @@ func fusedUnits(format string, k int64) int64 {
 // a weight and an output (and q4's scales). Under WebGPU's default 8, 3
 // float linears or 2 q4 ones.
 func fusedMaxSegs(b Builder, format string) int {
-	limit := int(profileOf(b).MaxStorageBuffers)
+	limit := int(b.DeviceProfile().MaxStorageBuffers)
 	if limit < 8 {
 		limit = 8
 	}
@@ -348,7 +348,7 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 		}
 	} else {
 		sh.Shape, sh.WG = "cpu", gemvWG
-		sh.Cols = matmulTile(int64(gemvCols(1, configOf(b))), 16)
+		sh.Cols = matmulTile(int64(gemvCols(1, b.Config())), 16)
 		if sh.Format == "q4" {
 			// qgemv.wgsl's workgroup, half its 32 columns an invocation:
 			// llvmpipe compiles a two-weight kernel of 32 for seconds.
@@ -422,7 +422,7 @@ func fusableQ4Linear(b Builder, args []int32, x int32, xdims []int64) (fusedLine
 	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
 		return fusedLinear{}, false, nil
 	}
-	if _, chunked := chunkerOf(b, args[1], args[2]); chunked {
+	if chunked(b, args[1], args[2]) {
 		return fusedLinear{}, false, nil
 	}
 	_, q, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
@@ -431,7 +431,7 @@ func fusableQ4Linear(b Builder, args []int32, x int32, xdims []int64) (fusedLine
 	}
 	q.out = args[5]
 	lc := &linearCall{format: formatQuant, q: q}
-	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	kern := chooseLinear(familyOf(b), lc, b.Config())
 	if kern == nil || q.sh.DQ8 {
 		return fusedLinear{}, false, nil
 	}
@@ -469,7 +469,7 @@ func fusedWorkgroupBytes(k int64) int64 {
 // workgroupStorage is the device's workgroup memory a kernel may use
 // (WebGPU's default 16 KiB when the profile does not say).
 func workgroupStorage(b Builder) int64 {
-	if m := profileOf(b).MaxWorkgroupStorage; m > 0 {
+	if m := b.DeviceProfile().MaxWorkgroupStorage; m > 0 {
 		return int64(m)
 	}
 	return 16384

@@ -235,7 +235,7 @@ func linearPacks(fam Family, c *linearCall, cfg Config) []weightPack {
 // table then picks a kernel that reads the weight as exported).
 func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	c.half, c.transposed = -1, -1
-	for _, pk := range linearPacks(familyOf(b), c, configOf(b)) {
+	for _, pk := range linearPacks(familyOf(b), c, b.Config()) {
 		switch pk {
 		case packHalf:
 			id, ok, err := linearHalf(b, c.f.b, w)
@@ -285,14 +285,14 @@ func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err
 	if m == 0 || n == 0 || batch == 0 {
 		return epi == nil, nil
 	}
-	if _, chunked := chunkerOf(b, c.weights()...); chunked {
+	if chunked(b, c.weights()...) {
 		if epi != nil {
 			return false, nil
 		}
 		_, err := runLinearChunked(b, c) // a weight held in chunks (chunk.go)
 		return true, err
 	}
-	k := chooseLinear(familyOf(b), c, configOf(b))
+	k := chooseLinear(familyOf(b), c, b.Config())
 	if k == nil {
 		return false, Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
 	}

@@ -363,8 +363,7 @@ func linearCallOf(b Builder, args []int32) (*linearCall, error) {
 // canTranspose reports whether linear weight w may be packed to [K, N]
 // for the cpu family's tiled kernel (Config.PackLinear, a packer).
 func canTranspose(b Builder, w Tensor) bool {
-	_, isPacker := b.(Packer)
-	return isPacker && configOf(b).PackLinear && w.Numel > 0
+	return b.Config().PackLinear && w.Numel > 0
 }
 
 // linearPacked returns the id of linear weight w (value id, [N, K])
@@ -376,15 +375,14 @@ func canTranspose(b Builder, w Tensor) bool {
 // whatever M is, so that the first recording (serialized dims) already
 // creates it and a re-recording with another M never has to pack.
 func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
-	p, isPacker := b.(Packer)
-	if !isPacker || !canTranspose(b, w) {
+	if !canTranspose(b, w) {
 		return 0, false, nil
 	}
 	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return 0, false, nil
 	}
-	t, err := p.PackWeight(id, spec)
+	t, err := b.PackWeight(id, spec)
 	if errNoPack(err) {
 		return 0, false, nil // not a weight, or not packed at load
 	}
@@ -469,7 +467,7 @@ const matmulParamsWords = 16 + 3*matmulMaxBatchDims
 // (shaders/matmul.wgsl), writing dst and applying epi.
 func recordTiled(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	batch := NumelOf(c.bdims)
-	path := configOf(b).Matmul
+	path := b.Config().Matmul
 	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
 	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate}
 	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
@@ -612,7 +610,7 @@ func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
 	if vec4 {
 		g.perTrip = 4
 	}
-	g.cols = gemvCols(len(matmulTile(c.m, gemvMaxRows)), configOf(b))
+	g.cols = gemvCols(len(matmulTile(c.m, gemvMaxRows)), b.Config())
 	return recordGEMVKernel(b, c, epi, dst, g)
 }
 

@@ -22,8 +22,25 @@ type recorder struct {
 	syms       map[int32]int64
 }
 
-// Config implements Configurer.
-func (r *recorder) Config() Config { return r.cfg }
+// Config is the recorder's kernel choices; it describes no device, holds
+// no weights packed, in chunks or as half caches, and reads no values on
+// the host.
+func (r *recorder) Config() Config               { return r.cfg }
+func (r *recorder) DeviceProfile() DeviceProfile { return DeviceProfile{} }
+func (r *recorder) HostElement(id int32, flat int64) (float64, error) {
+	return 0, Errorf(-1, "value %d: no host values", id)
+}
+func (r *recorder) PackWeight(id int32, spec PackSpec) (Tensor, error) { return Tensor{}, ErrNotPacked }
+func (r *recorder) Persistent(id int32) (Tensor, error)                { return r.Tensor(id) }
+func (r *recorder) HalfCache(id int32) (Tensor, bool, error)           { return Tensor{}, false, nil }
+func (r *recorder) ChunkedWeight(id int32) bool                        { return false }
+func (r *recorder) ChunkBytes() int64                                  { return 0 }
+func (r *recorder) SliceWeight(id int32, dim int, begin, end int64) (Tensor, error) {
+	return Tensor{}, ErrNotPacked
+}
+func (r *recorder) Scratch(key int, dt serialization.DataType, dims []int64) (Tensor, error) {
+	return Tensor{}, ErrNotPacked
+}
 
 type recorded struct {
 	k      *shaders.Kernel

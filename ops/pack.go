@@ -23,15 +23,6 @@ type PackSpec struct {
 	Dims   []int64
 }
 
-// Packer is implemented by builders that can pack weights (the GPU graph).
-// PackWeight returns a read-only tensor holding weight id (a constant, or a
-// prepack output of one) transformed by spec. It is created once per graph
-// and, with a packed-weight cache, loaded from the cache instead of being
-// packed again.
-type Packer interface {
-	PackWeight(id int32, spec PackSpec) (Tensor, error)
-}
-
 // ErrNotPacked is what PackWeight returns (wrapped) when it cannot pack a
 // weight now: weights are packed while the graph loads, and this one was
 // first asked for when re-recording (a load whose recording stopped early,
@@ -72,16 +63,6 @@ func TransposeSpec(w Tensor, maxPerDim uint32) (PackSpec, error) {
 	dims[len(dims)-2], dims[len(dims)-1] = c, r
 	return PackSpec{Name: "transpose", Kernel: k, Params: p.Bytes(), Groups: [3]uint32{uint32(gx), uint32(gy), uint32(batches)},
 		DType: w.DType, Dims: dims}, nil
-}
-
-// Persister is implemented by builders that can give an op a writable,
-// persistent version of a constant (a KV cache that an op such as
-// sdpa_with_kv_cache receives as a constant and updates in place).
-type Persister interface {
-	// Persistent returns id itself when it is a writable tensor, else a
-	// per-graph writable copy of constant id, initialised with its bytes
-	// once at load and kept across Execute calls.
-	Persistent(id int32) (Tensor, error)
 }
 
 // ConvBlockSpec is the PackSpec that regroups a 4-byte convolution weight

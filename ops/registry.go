@@ -21,14 +21,14 @@ type Op struct {
 	// Run records the op's dispatches.
 	Run Func
 	// Packed lists the arguments (weights) the op reads only through
-	// Packer.PackWeight. A constant whose every use is such an argument (or
+	// Builder.PackWeight. A constant whose every use is such an argument (or
 	// an et_vk.prepack source) then gets no buffer of its own: only its
 	// packed form is on the device. Run must call PackWeight for those
 	// arguments on every path (IdentitySpec when it wants the weight as
 	// exported).
 	Packed []int
 	// HostReads lists the tensor arguments whose VALUES the op reads on the
-	// host while recording (HostReader): the graph re-records whenever
+	// host while recording (Builder.HostElement): the graph re-records whenever
 	// those values change, as it does for new shapes.
 	HostReads []int
 	// Writes lists the arguments, other than the op's output, that it
@@ -141,12 +141,6 @@ func WritesArgs(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	return registry[name].Writes
-}
-
-// HostReader is implemented by builders that can hand an op the host value
-// of a graph input's element (flat row-major index) during recording.
-type HostReader interface {
-	HostElement(id int32, flat int64) (float64, error)
 }
 
 // Lookup returns the implementation registered for name.

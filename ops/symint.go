@@ -164,11 +164,7 @@ func selectAsSymInt(b Builder, args []int32) error {
 	if x.Numel != n {
 		return Errorf(0, "select_as_symint needs a selection of one element; x is %v", x.Dims)
 	}
-	hr, ok := b.(HostReader)
-	if !ok {
-		return Errorf(0, "this builder cannot read tensor values on the host")
-	}
-	v, err := hr.HostElement(args[0], idx)
+	v, err := b.HostElement(args[0], idx)
 	if err != nil {
 		return argErr(0, err)
 	}
