@@ -47,4 +47,3 @@ func TestRegistrationRecords(t *testing.T) {
 		}
 	}
 }
-
