@@ -392,6 +392,7 @@ func (m *Model) RecordStats() RecordStats {
 		s.Rerecords += gs.Rerecords
 		s.Refreshes += gs.Refreshes
 		s.Patched += gs.Patched
+		s.Rerun += gs.Rerun
 	}
 	return s
 }

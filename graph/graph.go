@@ -153,6 +153,7 @@ type WebGPUGraph struct {
 	lastArena          []byte            // the uniform arena as written
 	recordedSym        [][]int64         // per input, the SymInt value or host-read data the params hold
 	refreshes, patched int
+	rerun              int            // nodes refresh re-ran
 	symSet, symEarly   map[int32]bool // SymInts an op set; read before any op set them
 	refreshable        bool           // refresh can bring the recording up to date
 	arena              []byte         // uniforms being recorded

@@ -128,6 +128,7 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		patches = append(patches, rs.patches...)
+		g.rerun++
 	}
 	// One write from the first patched block to the end of the last:
 	// the arena is a few KiB, and each write is a call into the driver.
@@ -179,13 +180,14 @@ type RecordStats struct {
 	Rerecords int
 	// Refreshes counts Executes whose new SymInt (or host-read input)
 	// values only changed uniform params, rewritten in place; Patched
-	// sums the dispatches whose params they rewrote.
-	Refreshes, Patched int
+	// sums the dispatches whose params they rewrote, Rerun the plan
+	// nodes they re-ran (those whose SymInt reads moved).
+	Refreshes, Patched, Rerun int
 }
 
 // RecordStats reports the graph's re-recordings and refreshes so far.
 func (g *WebGPUGraph) RecordStats() RecordStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched}
+	return RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched, Rerun: g.rerun}
 }
