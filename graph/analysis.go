@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -160,12 +161,8 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	if err := ops.CheckSupported(names); err != nil {
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
-	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
-	a.Chunked, a.blocked = chunkedWeights(g, a.Deferred, lim)
-	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
-	if lim.HalfKVCache {
-		a.HalfKV = halfKV(g, a.Deferred)
-	}
+	a := &Analysis{Graph: g, Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	a.deferrals(lim)
 	if err := a.values(blob, named); err != nil {
 		return nil, err
 	}
@@ -225,6 +222,52 @@ func (a *Analysis) lowerInput(cfg ops.Config) lower.Input {
 			Deferred: ti.Deferred, Prepacked: prepacked[id], Chunked: a.Chunked[id]}
 	}
 	return in
+}
+
+// deferrals decides which values get no buffer of their own (Deferred):
+// constants read only through et_vk.prepack or packed
+// (prepack.Deferred), the weights held in chunks (Chunked), those read
+// only through a packing made at load (LoadPacked) and, with
+// lim.HalfKVCache, the half KV caches (HalfKV).
+func (a *Analysis) deferrals(lim Limits) {
+	g := a.Graph
+	a.Deferred = prepack.Deferred(g, ops.PackedArgs)
+	a.Chunked, a.blocked = chunkedWeights(g, a.Deferred, lim)
+	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
+	if lim.HalfKVCache {
+		a.HalfKV = halfKV(g, a.Deferred)
+	}
+}
+
+// MemoryPlan is the memory plan a load of g under lim (its buffer and
+// binding limits, device profile, kernel choices; the zero values: none,
+// the defaults) makes, without a device or the constants' bytes: the
+// values Analyze defers get no buffer, every other tensor its device size
+// (FLOAT16 held as float32) in its dedicated buffer or shared object
+// (package memplan). A tensor whose dims or dtype Analyze would reject is
+// left out. deferred are the values the load defers. For tools that show
+// what a load would allocate (wgdelegate inspect).
+func MemoryPlan(g *serialization.Graph, lim Limits) (p *memplan.Plan, deferred map[int32]bool, err error) {
+	a := &Analysis{Graph: g}
+	a.deferrals(lim)
+	var ts []memplan.Tensor
+	for i := range g.Values {
+		t := g.Values[i].Tensor
+		if g.Values[i].Kind != serialization.KindTensor || t == nil {
+			continue
+		}
+		n, err := serialization.TensorNBytes(t)
+		if err != nil {
+			continue
+		}
+		id := int32(i)
+		n = n / int64(t.DataType.Size()) * int64(DeviceDType(t.DataType).Size())
+		ts = append(ts, memplan.Tensor{ID: id, NBytes: n, MemObjID: t.MemObjID, Constant: t.IsConstant(), Deferred: a.Deferred[id]})
+	}
+	if p, err = memplan.Build(ts); err != nil {
+		return nil, nil, fmt.Errorf("graph: memory plan: %w", err)
+	}
+	return p, a.Deferred, nil
 }
 
 // loadPacked finds the weights Analysis.LoadPacked describes, adds them to
@@ -358,7 +401,7 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 			return invalidf("value %d: tensor of %d bytes is too large", i, ti.NBytes)
 		}
 		if ti.Constant {
-			b, err := resolveConstant(a.Graph, blob, named, id, ti, ti.Numel*int64(t.DataType.Size()))
+			b, err := resolveConstant(blob, named, id, t)
 			if err != nil {
 				return err
 			}
@@ -389,38 +432,32 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 	return nil
 }
 
-// resolveConstant returns constant tensor id's nbytes serialized bytes:
-// inline in the blob's constant region, or named data looked up by key.
-// The slice aliases the caller's (usually memory-mapped) bytes.
-func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named serialization.NamedData, id int32, ti *TensorInfo, nbytes int64) ([]byte, error) {
-	if int(ti.ConstID) >= len(g.Constants) {
-		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.Constants))}
+// resolveConstant returns constant tensor id's (t's) serialized bytes,
+// inline in the blob's constant region or named data looked up by key
+// (serialization.Blob.ResolveConstant), aliasing the caller's (usually
+// memory-mapped) bytes; its error is a *ConstantError naming the value and
+// the key.
+func resolveConstant(blob *serialization.Blob, named serialization.NamedData, id int32, t *serialization.Tensor) ([]byte, error) {
+	b, err := blob.ResolveConstant(t, named)
+	if err == nil {
+		return b, nil
 	}
-	c := g.Constants[ti.ConstID]
-	if c.IsNamed() {
-		if !c.HasKey || c.NamedKey == "" {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: "named constant without a key"}
+	ce := &ConstantError{ValueID: id, ConstantID: t.ConstantID, Msg: err.Error()}
+	if int(t.ConstantID) < len(blob.Graph.Constants) {
+		if c := blob.Graph.Constants[t.ConstantID]; c.IsNamed() {
+			ce.Key = c.NamedKey
 		}
-		if named == nil {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "no named data was provided (pass the .pte or .ptd that holds it)"}
-		}
-		b, ok := named.Get(c.NamedKey)
-		if !ok {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "key not found in named data"}
-		}
-		if int64(len(b)) < nbytes {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), nbytes)}
-		}
-		return b[:nbytes], nil
 	}
-	region := blob.Constants
-	if nbytes == 0 {
-		return nil, nil
+	var fe *serialization.FormatError
+	switch {
+	case errors.Is(err, serialization.ErrMissingKey) && named == nil:
+		ce.Msg = "no named data was provided (pass the .pte or .ptd that holds it)"
+	case errors.Is(err, serialization.ErrMissingKey):
+		ce.Msg = "key not found in named data"
+	case errors.As(err, &fe):
+		ce.Msg = fe.Msg
 	}
-	if c.Offset >= uint64(len(region)) || uint64(nbytes) > uint64(len(region))-c.Offset {
-		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, nbytes, len(region))}
-	}
-	return region[c.Offset : c.Offset+uint64(nbytes)], nil
+	return nil, ce
 }
 
 // checkIO requires inputs to be non-constant tensors or SymInts, and

@@ -385,16 +385,3 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		"warmup", time.Since(pipelined))
 	return g, nil
 }
-
-// DeferredConstants is prepack.Deferred with the ops' packed arguments
-// (ops.PackedArgs), plus the weights read only through a packing made at
-// load (Analysis.LoadPacked: FLOAT16 linear weights held as packed
-// halves): what a load with the default kernel choices gives no buffer,
-// for callers that only import graph and have no device (asked for no
-// device profile, the cpu family; both families read the same weights
-// packed today, TestLoadPackedByFamily).
-func DeferredConstants(g *serialization.Graph) map[int32]bool {
-	d := prepack.Deferred(g, ops.PackedArgs)
-	loadPacked(g, d, ops.DeviceProfile{}, ops.Config{})
-	return d
-}
