@@ -124,17 +124,9 @@ func (p *planner) residual(cur int32, at int, out int32) (int, int32, bool) {
 	default:
 		return 0, 0, false
 	}
-	var other int32
-	switch {
-	case a[0] == cur && a[1] != cur:
-		other = a[1]
-	case a[1] == cur && a[0] != cur:
-		other = a[0]
-	default:
-		return 0, 0, false
-	}
+	other, ok := otherOperand(a, cur)
 	res := a[len(a)-1]
-	if !p.isF32(other) || !p.sameDims(other, out) || res == cur || res == other || !p.isF32(res) {
+	if !ok || !p.isF32(other) || !p.sameDims(other, out) || res == cur || res == other || !p.isF32(res) {
 		return 0, 0, false
 	}
 	return r, other, true

@@ -23,15 +23,7 @@ type epiIDs struct {
 }
 
 func (s epiGraph) build(b *serialization.Builder) {
-	obj := int32(0)
-	v := &epiIDs{}
-	v.act = func(dims ...uint32) int32 {
-		m := int32(-1)
-		if s.greedy {
-			m, obj = obj%2, obj+1
-		}
-		return b.Tensor(f32, dims, m)
-	}
+	v := &epiIDs{act: activations(b, s.greedy, 2)}
 	v.x = b.Tensor(f32, []uint32{2, 16}, -1)
 	v.other = b.Tensor(f32, []uint32{2, 8}, -1)
 	b.Inputs(v.x, v.other)

@@ -1,6 +1,7 @@
 package lower_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -18,18 +19,7 @@ import (
 // token's select sharing buffers, the classifier in the final norm's
 // group.
 func TestLlamaPlan(t *testing.T) {
-	l, err := models.NewLlama(models.Stories260K, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob, named, err := l.B.Decode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := graph.Analyze(blob, named, graph.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := analyzeLlama(t, graph.Limits{})
 	count := map[string]int{}
 	for _, n := range a.Lowered.Nodes {
 		switch n.Kind {
@@ -56,5 +46,45 @@ func TestLlamaPlan(t *testing.T) {
 	}
 	if n := count["rope_tables"] + count["elementwise"]; n != 0 {
 		t.Errorf("%d rope_tables and elementwise nodes, want none", n)
+	}
+}
+
+// analyzeLlama analyses stories260K as the exporter writes it under lim.
+func analyzeLlama(t *testing.T, lim graph.Limits) *graph.Analysis {
+	t.Helper()
+	l, err := models.NewLlama(models.Stories260K, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, named, err := l.B.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := graph.Analyze(blob, named, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestMemoryPlanIsAnalyzes: the device-free graph.MemoryPlan (what
+// inspect shows) is the plan Analyze makes for a load, with the same
+// deferred values, with and without limits that hold weights in chunks.
+func TestMemoryPlanIsAnalyzes(t *testing.T) {
+	for _, lim := range []graph.Limits{{}, {MaxBufferSize: 64 << 10, MaxStorageBufferBindingSize: 64 << 10}} {
+		a := analyzeLlama(t, lim)
+		p, deferred, err := graph.MemoryPlan(a.Graph, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(p.Placements, a.Plan.Placements) || !maps.Equal(p.SharedSizes, a.Plan.SharedSizes) {
+			t.Errorf("limits %+v: MemoryPlan's placements differ from Analyze's", lim)
+		}
+		if !maps.Equal(deferred, a.Deferred) {
+			t.Errorf("limits %+v: deferred %d values, Analyze %d", lim, len(deferred), len(a.Deferred))
+		}
+		if lim.MaxBufferSize > 0 && len(a.Chunked) == 0 {
+			t.Errorf("limits %+v: no weight held in chunks", lim)
+		}
 	}
 }

@@ -42,6 +42,21 @@ func inputOf(b *serialization.Builder, o Options) Input {
 	return in
 }
 
+// activations returns a maker of float32 activation tensors of the given
+// dims: each with a dedicated buffer (mem_obj_id -1), or with greedy in
+// the exporter's shared objects, ids 0 .. objs-1 in turn, as its greedy
+// plan reuses them.
+func activations(b *serialization.Builder, greedy bool, objs int32) func(dims ...uint32) int32 {
+	next := int32(0)
+	return func(dims ...uint32) int32 {
+		m := int32(-1)
+		if greedy {
+			m, next = next%objs, next+1
+		}
+		return b.Tensor(f32, dims, m)
+	}
+}
+
 // planCase is one table case: a graph, the load's options, and the plan
 // it lowers to (Plan.String).
 type planCase struct {

@@ -24,6 +24,30 @@ import (
 // through another name, and only tensors with their own buffers, by id,
 // need checking here.
 
+// The ops the passes match by name.
+const (
+	rmsNormOp = "et_vk.rms_norm.default"
+	linearOp  = "aten.linear.default"
+	q4Op      = "et_vk.linear_q4gsw.default"
+	sigmoidOp = "aten.sigmoid.default"
+	mulOp     = "aten.mul.Tensor"
+	ropeOp    = "et_vk.apply_rotary_emb.default"
+	sdpaOp    = "sdpa_with_kv_cache.default"
+	sliceOp   = "aten.slice_copy.Tensor"
+)
+
+// otherOperand returns the operand of binary args (self, other, ...) that
+// is not cur, when exactly one of the two is cur.
+func otherOperand(args []int32, cur int32) (int32, bool) {
+	switch {
+	case args[0] == cur && args[1] != cur:
+		return args[1], true
+	case args[1] == cur && args[0] != cur:
+		return args[0], true
+	}
+	return 0, false
+}
+
 // out returns chain op i's output (its last argument), or -1.
 func (p *planner) out(i int) int32 {
 	args := p.g.Chain[i].Args

@@ -17,14 +17,6 @@ import (
 // weight format); its fallback is what the later passes make of the
 // norm and the linears.
 
-const (
-	rmsNormOp = "et_vk.rms_norm.default"
-	linearOp  = "aten.linear.default"
-	q4Op      = "et_vk.linear_q4gsw.default"
-	sigmoidOp = "aten.sigmoid.default"
-	mulOp     = "aten.mul.Tensor"
-)
-
 // normLinears is the norm_linears pass.
 func normLinears(p *planner) {
 	if p.in.Options.NoElementwiseFusion {
@@ -145,13 +137,8 @@ func (p *planner) swiGLU(lins []int) []int {
 			continue
 		}
 		ma := p.g.Chain[mi].Args
-		var up int32
-		switch {
-		case ma[0] == silu && ma[1] != silu:
-			up = ma[1]
-		case ma[1] == silu && ma[0] != silu:
-			up = ma[0]
-		default:
+		up, ok := otherOperand(ma, silu)
+		if !ok {
 			continue
 		}
 		for _, ui := range lins {

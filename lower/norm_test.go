@@ -27,14 +27,7 @@ type normGraph struct {
 var chunkedIDs = map[int32]bool{}
 
 func (s normGraph) build(b *serialization.Builder) {
-	obj := int32(0)
-	act := func(dims ...uint32) int32 {
-		m := int32(-1)
-		if s.greedy {
-			m, obj = obj%3, obj+1
-		}
-		return b.Tensor(f32, dims, m)
-	}
+	act := activations(b, s.greedy, 3)
 	h := b.Tensor(f32, []uint32{1, 1, 64}, -1)
 	b.Inputs(h)
 	x := act(1, 1, 64)

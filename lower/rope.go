@@ -22,11 +22,6 @@ import (
 // FusedTableSlice nodes (no copy) and the ropes FusedRopeTables nodes
 // reading the whole tables from row start.
 
-const (
-	ropeOp = "et_vk.apply_rotary_emb.default"
-	sdpaOp = "sdpa_with_kv_cache.default"
-)
-
 // ropeCache is the rope_cache pass.
 func ropeCache(p *planner) {
 	if p.in.Options.NoElementwiseFusion {
@@ -92,8 +87,6 @@ func ropeTablesPass(p *planner) {
 		}
 	}
 }
-
-const sliceOp = "aten.slice_copy.Tensor"
 
 // tableSlice returns the args of the slice_copy that writes id, when it
 // takes rows [start, end) along dim 0 of a 2-D float32 table (step 1),

@@ -29,14 +29,7 @@ type ropeIDs struct {
 }
 
 func (s ropeGraph) build(b *serialization.Builder) {
-	obj := int32(0)
-	act := func(dims ...uint32) int32 {
-		m := int32(-1)
-		if s.greedy {
-			m, obj = obj%2, obj+1
-		}
-		return b.Tensor(f32, dims, m)
-	}
+	act := activations(b, s.greedy, 2)
 	x := b.Tensor(f32, []uint32{1, 1, 4, 8}, -1)
 	pos := b.SymInt(0)
 	b.Inputs(x, pos)

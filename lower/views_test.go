@@ -11,15 +11,9 @@ import (
 func TestViewsPass(t *testing.T) {
 	// x -> relu -> view [2, 6] -> unsqueeze -> neg -> view [12] -> add:
 	// two views of one value and a view of a view.
-	chain := func(mem int32) func(b *serialization.Builder) {
+	chain := func(greedy bool) func(b *serialization.Builder) {
 		return func(b *serialization.Builder) {
-			act := func(dims ...uint32) int32 {
-				m := int32(-1)
-				if mem >= 0 {
-					m, mem = mem%2, mem+1
-				}
-				return b.Tensor(f32, dims, m)
-			}
+			act := activations(b, greedy, 2)
 			x := b.Tensor(f32, []uint32{12}, -1)
 			r := act(12)
 			b.Op("aten.relu.default", x, r)
@@ -57,9 +51,9 @@ func TestViewsPass(t *testing.T) {
 		b.Outputs(snap)
 	}
 	runPlanCases(t, []planCase{
-		{name: "views", build: chain(-1), want: "0 view[1] view[2] 3 view[4] 5"},
-		{name: "views/greedy_plan", build: chain(0), want: "0 view[1] view[2] 3 view[4] 5"},
-		{name: "aliasing_off", opts: Options{NoViewAliasing: true}, build: chain(-1), want: "0 1 2 3 4 5"},
+		{name: "views", build: chain(false), want: "0 view[1] view[2] 3 view[4] 5"},
+		{name: "views/greedy_plan", build: chain(true), want: "0 view[1] view[2] 3 view[4] 5"},
+		{name: "aliasing_off", opts: Options{NoViewAliasing: true}, build: chain(false), want: "0 1 2 3 4 5"},
 		{name: "written_in_place_later", build: func(b *serialization.Builder) { cache(b, false) }, want: "0 1"},
 		{name: "prepacked_root", build: func(b *serialization.Builder) { cache(b, true) }, want: "0 1"},
 		{name: "select", build: func(b *serialization.Builder) {

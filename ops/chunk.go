@@ -172,14 +172,7 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 	if !ok {
 		return true, Errorf(-1, "the weight is held in chunks (too large for one binding), and this call cannot read chunks")
 	}
-	var m, n int64
-	var out int32
-	switch c.format {
-	case formatQuant:
-		m, n, out = c.q.m, c.q.n, c.q.out
-	default:
-		m, n, out = c.f.m, c.f.n, c.f.out
-	}
+	m, n, _, out := c.shape()
 	outT, err := b.Tensor(out)
 	if err != nil {
 		return true, err

@@ -93,7 +93,8 @@ func fusedLinearEpilogue(b Builder, g *Group) (int, error) {
 	if err != nil || c == nil {
 		return 0, err
 	}
-	outT, err := b.Tensor(c.output())
+	_, _, _, out := c.shape()
+	outT, err := b.Tensor(out)
 	if err != nil {
 		return 0, err
 	}

@@ -68,15 +68,15 @@ type linearCall struct {
 	transposed   int32
 }
 
-// rows returns the call's M.
-func (c *linearCall) rows() int64 {
+// shape returns the call's M, N, batch count and output.
+func (c *linearCall) shape() (m, n, batch int64, out int32) {
 	switch c.format {
 	case formatQuant:
-		return c.q.m
+		return c.q.m, c.q.n, 1, c.q.out
 	case formatQ8ta:
-		return c.q8.m
+		return c.q8.m, c.q8.n, 1, c.q8.out
 	}
-	return c.f.m
+	return c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
 }
 
 // withRows returns a copy of c with M = m (for asking the table what a
@@ -273,15 +273,7 @@ func runLinear(b Builder, c *linearCall) error {
 // set and the call's kernel cannot apply it (nothing to compute, a weight
 // held in chunks, the q8ta kernels).
 func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err error) {
-	var m, n, batch int64
-	switch c.format {
-	case formatQuant:
-		m, n, batch = c.q.m, c.q.n, 1
-	case formatQ8ta:
-		m, n, batch = c.q8.m, c.q8.n, 1
-	default:
-		m, n, batch = c.f.m, c.f.n, NumelOf(c.f.bdims)
-	}
+	m, n, batch, out := c.shape()
 	if m == 0 || n == 0 || batch == 0 {
 		return epi == nil, nil
 	}
@@ -297,23 +289,12 @@ func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err
 		return false, Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
 	}
 	if epi == nil {
-		return true, k.record(b, c, matmulEpilogue{}, c.output())
+		return true, k.record(b, c, matmulEpilogue{}, out)
 	}
 	if k.noEpilogue {
 		return false, nil
 	}
 	return true, k.record(b, c, *epi, epi.out)
-}
-
-// output returns the call's output.
-func (c *linearCall) output() int32 {
-	switch c.format {
-	case formatQuant:
-		return c.q.out
-	case formatQ8ta:
-		return c.q8.out
-	}
-	return c.f.out
 }
 
 // weights returns the tensors of the call that may be weights held in
