@@ -370,6 +370,15 @@ func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
 // Config implements ops.Builder: the load's kernel choices.
 func (b *opBuilder) Config() ops.Config { return b.g.kernels }
 
+// OnRefresh implements ops.Builder: update becomes the recording unit's
+// update function (refresh.go).
+func (b *opBuilder) OnRefresh(update func(ops.Builder) error) {
+	g := b.g
+	if b.refresh == nil && b.slot >= 0 && b.slot < len(g.opUpdates) {
+		g.opUpdates[b.slot] = append(g.opUpdates[b.slot], nodeUpdate{index: b.index, fn: update})
+	}
+}
+
 // DeviceProfile implements ops.Builder: the device the load records for.
 func (b *opBuilder) DeviceProfile() ops.DeviceProfile { return b.g.profile }
 

@@ -205,7 +205,9 @@ type refreshRecord struct {
 	lastArena          []byte            // the uniform arena as written
 	recordedSym        [][]int64         // per input, the SymInt value or host-read data the params hold
 	refreshes, patched int
-	rerun              int            // nodes refresh re-ran
+	rerun, updated     int            // nodes refresh re-ran; of them, through their update functions
+	opUnits            []int          // per plan node: the ops, fused ops and views it recorded
+	opUpdates          [][]nodeUpdate // per plan node: the update functions they gave
 	symSet, symEarly   map[int32]bool // SymInts an op set; read before any op set them
 	refreshable        bool           // refresh can bring the recording up to date
 }

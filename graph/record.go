@@ -15,6 +15,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.resetAliases()
 	n := len(g.graph.Chain)
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
+	g.opUnits, g.opUpdates = make([]int, n), make([][]nodeUpdate, n)
 	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
 	for _, node := range g.lowered.Nodes {
 		i := node.Index
@@ -55,6 +56,7 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 			return g.opError(calls[0].Index, err)
 		}
 		if n > 0 {
+			g.unit(slot, rs)
 			calls = calls[n:]
 			continue
 		}
@@ -93,6 +95,7 @@ func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshSt
 	if err := g.alias(op.Args[len(op.Args)-1], in, i, rs != nil); err != nil {
 		return g.opError(i, err)
 	}
+	g.unit(slot, rs)
 	return nil
 }
 
@@ -103,7 +106,17 @@ func (g *WebGPUGraph) recordOp(ctx context.Context, i, slot int, rs *refreshStat
 	if err := safeCall(fn, g.builder(ctx, i, slot, rs), op.Args); err != nil {
 		return g.opError(i, err)
 	}
+	g.unit(slot, rs)
 	return nil
+}
+
+// unit counts one op, fused op or view recorded in top-level node slot
+// (refresh.go: a node whose every unit gave an update function is
+// refreshed through them).
+func (g *WebGPUGraph) unit(slot int, rs *refreshState) {
+	if rs == nil && slot >= 0 && slot < len(g.opUnits) {
+		g.opUnits[slot]++
+	}
 }
 
 // builder is the ops.Builder of chain op i's recording in top-level node

@@ -100,6 +100,17 @@ type Builder interface {
 	// MaxWorkgroupsPerDim is the device's per-dimension workgroup limit.
 	MaxWorkgroupsPerDim() uint32
 
+	// OnRefresh gives what is being recorded an update function: when
+	// only SymInt values (or host-read input values) it read change, the
+	// graph may call update, on a builder holding the new values, instead
+	// of recording it again. update reads those values as recording does,
+	// sets what they decide (a SymInt's value, an output's shape) and
+	// records the same dispatches with their new params, parsing nothing
+	// else; where the values change more (a shape, a kernel, a guard), it
+	// records something else or fails, and the graph records everything
+	// again.
+	OnRefresh(update func(b Builder) error)
+
 	// Config is the load's kernel choices, DeviceProfile the device it
 	// records for (Resolve turns the two into the kernel family).
 	Config() Config

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -81,11 +82,48 @@ func fusedRopeCache(b Builder, g *Group) (int, error) {
 	if kw.n != c.numel2 || c.numel+c.numel2+vw.n >= 1<<32 {
 		return 0, nil
 	}
+	_, direct := ropeTablesAt(b, g.Tables)
+	b.OnRefresh(func(b Builder) error {
+		c, err := ropeAt(b, c, g.Tables, direct)
+		if err != nil {
+			return err
+		}
+		ws, err := cacheWritesAt(b, sargs[5], kw, vw)
+		if err != nil {
+			return err
+		}
+		call, err := attentionAt(b, sargs[5], call)
+		if err != nil {
+			return err
+		}
+		if err := recordRopeCache(b, c, v, vw.n, ws[0], ws[1], kc.ID, vc.ID); err != nil {
+			return err
+		}
+		return recordAttention(b, call)
+	})
 	if err := recordRopeCache(b, c, v, vw.n, kw, vw, kc.ID, vc.ID); err != nil {
 		return 0, err
 	}
 	return 2, recordAttention(b, call)
 }
+
+// ropeAt returns rope call c, recorded reading tables t whole (direct) or
+// their slices, with the tables' start row for the SymInt values now: an
+// update function's call. A guard that decides otherwise now fails it.
+func ropeAt(b Builder, c ropeCall, t *RopeTables, direct bool) (ropeCall, error) {
+	start, ok := ropeTablesAt(b, t)
+	if ok != direct {
+		return c, errGuardMoved
+	}
+	if ok {
+		c.start = start
+	}
+	return c, nil
+}
+
+// errGuardMoved fails an update function whose node's guard decides
+// otherwise for the new values: the graph records the node again.
+var errGuardMoved = errors.New("ops: the guard decides otherwise for the new values")
 
 // recordRopeCache records rope.wgsl with Cache: q rotated into c.out, k
 // rotated into kcache (kw), v's nv elements into vcache (vw).
@@ -155,6 +193,14 @@ func fusedRopeTables(b Builder, g *Group) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	_, direct := ropeTablesAt(b, g.Tables)
+	b.OnRefresh(func(b Builder) error {
+		c, err := ropeAt(b, c, g.Tables, direct)
+		if err != nil {
+			return err
+		}
+		return recordRope(b, c)
+	})
 	return 1, recordRope(b, c)
 }
 
@@ -170,11 +216,25 @@ func fusedTableSlice(b Builder, g *Group) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := ropeTablesAt(b, g.Tables); !ok {
-		return 1, recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])
+	_, skip := ropeTablesAt(b, g.Tables)
+	record := func(b Builder, sl sliceCall) error {
+		if !skip {
+			return recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])
+		}
+		dims := slices.Clone(sl.in.Dims)
+		dims[sl.dim] = max(sl.end-sl.start, 0)
+		_, err := Output(b, 5, args[5], sl.in.DType, dims)
+		return err
 	}
-	dims := slices.Clone(sl.in.Dims)
-	dims[sl.dim] = max(sl.end-sl.start, 0)
-	_, err = Output(b, 5, args[5], sl.in.DType, dims)
-	return 1, err
+	b.OnRefresh(func(b Builder) error {
+		if _, ok := ropeTablesAt(b, g.Tables); ok != skip {
+			return errGuardMoved
+		}
+		sl, err := sl.bounds(b, args)
+		if err != nil {
+			return err
+		}
+		return record(b, sl)
+	})
+	return 1, record(b, sl)
 }

@@ -69,12 +69,7 @@ func sliceParse(b Builder, args []int32) (sliceCall, error) {
 	if err != nil {
 		return sliceCall{}, err
 	}
-	size := in.Dims[dim]
-	start, err := sliceBound(b, args, 2, 0, size)
-	if err != nil {
-		return sliceCall{}, err
-	}
-	end, err := sliceBound(b, args, 3, size, size)
+	sl, err := sliceCall{in: in, dim: dim}.bounds(b, args)
 	if err != nil {
 		return sliceCall{}, err
 	}
@@ -87,7 +82,20 @@ func sliceParse(b Builder, args []int32) (sliceCall, error) {
 	if step < 1 {
 		return sliceCall{}, Errorf(4, "step %d must be positive", step)
 	}
-	return sliceCall{in: in, dim: dim, start: start, end: end, step: step}, nil
+	sl.step = step
+	return sl, nil
+}
+
+// bounds returns sl with its start and end (args 2 and 3) read for the
+// values they hold now, clamped like torch's.
+func (sl sliceCall) bounds(b Builder, args []int32) (sliceCall, error) {
+	size := sl.in.Dims[sl.dim]
+	var err error
+	if sl.start, err = sliceBound(b, args, 2, 0, size); err != nil {
+		return sl, err
+	}
+	sl.end, err = sliceBound(b, args, 3, size, size)
+	return sl, err
 }
 
 // recordSlice sets out to in[..., start:end:step, ...] along dim and
