@@ -199,8 +199,23 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, err
 	}
 	a.ReadBeforeWrite = a.checkWrites()
-	a.Lowered = lower.Lower(a.lowerInput(lim.Kernels))
+	lowered, err := lowerSafely(a.lowerInput(lim.Kernels))
+	if err != nil {
+		return nil, err
+	}
+	a.Lowered = lowered
 	return a, nil
+}
+
+// lowerSafely is lower.Lower, with a panic (a bug a hostile graph found)
+// turned into an error, like an op's.
+func lowerSafely(in lower.Input) (p *lower.Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("graph: %w: lowering panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return lower.Lower(in), nil
 }
 
 // lowerInput is what package lower reads of the analysis.

@@ -186,3 +186,51 @@ func TestPlanEveryOp(t *testing.T) {
 		}, want: "0 1"},
 	})
 }
+
+// FuzzLower lowers mutated decode-step graphs (an op argument pointing at
+// another value, a tensor's dims, dtype or mem_obj_id changed) and checks
+// that nothing panics and every plan keeps its shape: each op in exactly
+// one node, in chain order, each fallback holding its node's members.
+func FuzzLower(f *testing.F) {
+	seeds := []func(b *serialization.Builder){
+		ropeGraph{sliced: true}.build, ropeGraph{greedy: true}.build,
+		normGraph{swiglu: true, linears: 1}.build, normGraph{linears: 3, q4: true}.build,
+		epiGraph{tail: silu}.build, epiGraph{tail: relu, greedy: true}.build,
+		func(b *serialization.Builder) {
+			x := b.Tensor(f32, []uint32{4, 8}, -1)
+			b.Inputs(x)
+			b.Outputs(ewChain(b, x, []int32{0, 1, 0}, un("relu"), scal("mul", 2), un("neg"))[2])
+		},
+	}
+	for i := range seeds {
+		f.Add(uint8(i), uint8(0), uint8(0), int16(0), uint8(0), uint8(0), uint16(1), int8(-1), int8(-1), false)
+	}
+	f.Fuzz(func(t *testing.T, seed, op, arg uint8, newID int16, val, dim uint8, dimVal uint16, dtype, memObj int8, noFusion bool) {
+		b := serialization.NewBuilder()
+		seeds[int(seed)%len(seeds)](b)
+		g := b.Graph()
+		if len(g.Chain) > 0 && newID != 0 {
+			o := &g.Chain[int(op)%len(g.Chain)]
+			if len(o.Args) > 0 {
+				id := int32(newID) % int32(len(g.Values))
+				if id < 0 {
+					id += int32(len(g.Values))
+				}
+				o.Args[int(arg)%len(o.Args)] = id
+			}
+		}
+		if v := &g.Values[int(val)%len(g.Values)]; v.Kind == serialization.KindTensor && v.Tensor != nil {
+			if len(v.Tensor.Dims) > 0 {
+				v.Tensor.Dims[int(dim)%len(v.Tensor.Dims)] = uint32(dimVal % 9)
+			}
+			if dtype >= 0 && dtype <= 7 {
+				v.Tensor.DataType = serialization.DataType(dtype)
+			}
+			if memObj >= -1 {
+				v.Tensor.MemObjID = int32(memObj % 3)
+			}
+		}
+		in := inputOf(b, Options{NoElementwiseFusion: noFusion})
+		checkPlan(t, in, Lower(in))
+	})
+}
