@@ -48,7 +48,8 @@ type Config struct {
 	// NoViewAliasing records a copy for every view-like op (view_copy,
 	// squeeze/unsqueeze, clone, alias_copy, a select_copy from a dim of
 	// size 1) instead of letting its output
-	// share its input's buffer where that is safe (Aliaser); for tests
+	// share its input's buffer where that is safe (package lower's views
+	// pass); for tests
 	// and benchmarks of the copy.
 	NoViewAliasing bool
 	// NoQGEMV runs one-row et_vk.linear_q4gsw and linear_dq8ca_q4gsw

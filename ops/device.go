@@ -38,7 +38,7 @@ func (c DeviceClass) String() string {
 // for: the adapter's class, vendor and name, and the limits and features
 // a kernel's shape depends on. The graph builds it from the GPU seam's
 // adapter info once per device and hands it to every op of a load
-// (Profiler); the load's Config may override the choice it implies
+// (Builder.DeviceProfile); the load's Config may override the choice it implies
 // (Config.Family). It is plain data, so that kernel choice is a table
 // lookup keyed by it (see Family and the linear family's table in
 // linear_family.go), not a chain of conditions on adapter names.

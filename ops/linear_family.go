@@ -16,8 +16,9 @@ import (
 // ONE table, linearKernels: the first entry of the load's kernel family
 // (Resolve: the device profile's class unless Config.Family says
 // otherwise) that fits the call. Each entry says which calls it fits, the
-// weight packing it reads and how it records; runLinear fuses the epilogue
-// once for all of them (fuseEpilogue), and the kernels share one K-chunk
+// weight packing it reads and how it records; recordLinear applies the
+// epilogue package lower fused once for all of them (fuse_epilogue.go),
+// and the kernels share one K-chunk
 // loop (kChunks) and one epilogue and store block (common.tmpl
 // linear_epilogue and linear_store).
 //

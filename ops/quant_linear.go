@@ -37,8 +37,8 @@ import (
 // must be a multiple of 4 (the exporter checks in_channels % 4). The output
 // rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
 //
-// Every one of them fuses the float linear's epilogues (ops/matmul.go,
-// fuseEpilogue): a following activation, SiLU as exported, then a residual
+// Every one of them applies the float linear's epilogues
+// (fuse_epilogue.go): a following activation, SiLU as exported, then a residual
 // add or SwiGLU's mul. A one-row linear_q4gsw whose K and group size are
 // multiples of 32 (and so a linear_dq8ca_q4gsw) runs shaders/qgemv.wgsl
 // (decode), everything else shaders/qlinear.wgsl.

@@ -33,7 +33,8 @@ type Op struct {
 	HostReads []int
 	// Writes lists the arguments, other than the op's output, that it
 	// writes in place (a KV cache update). A value an op writes after it
-	// was produced cannot share a buffer with a view of it (Aliaser).
+	// was produced cannot share a buffer with a view of it (package
+	// lower's views pass).
 	Writes []int
 	// LoadPacks lists the weight arguments the op's kernels may read only
 	// through a packing made at load, before recording; LoadPack says,
