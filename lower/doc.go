@@ -56,7 +56,7 @@
 //     muls included where two of the linears are its gate and up. Guarded
 //     (one row, every linear on its family's one-row kernel).
 //  5. linear_epilogue (epilogue.go): a linear-family op whose kernel
-//     applies an epilogue (ops.EpilogueOps) takes the activation or SiLU
+//     applies an epilogue (ops.TakesEpilogue) takes the activation or SiLU
 //     that follows it, then a residual add (alpha 1) or mul by a tensor of
 //     its shape computed before it, as one FusedLinearEpilogue. Guarded.
 //  6. elementwise (elementwise.go): runs of consecutive float32 unary and

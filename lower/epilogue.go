@@ -8,7 +8,7 @@ import (
 )
 
 // The linear_epilogue pass (ops/fuse_epilogue.go records what it makes):
-// a linear-family op whose kernel applies an epilogue (ops.EpilogueOps),
+// a linear-family op whose kernel applies an epilogue (ops.TakesEpilogue),
 // reading no weight held in chunks, becomes one FusedLinearEpilogue group
 // with what follows its output:
 //
@@ -30,7 +30,7 @@ func linearEpilogue(p *planner) {
 	fusion := !p.in.Options.NoElementwiseFusion
 	for _, i := range p.region {
 		op := p.g.Chain[i]
-		if !p.free[i] || !slices.Contains(ops.EpilogueOps(), op.Name) || p.readsChunks(i) {
+		if !p.free[i] || !ops.TakesEpilogue(op.Name) || p.readsChunks(i) {
 			continue
 		}
 		out := p.out(i)

@@ -18,7 +18,7 @@
 // (fuse_linear.go), the rope with its KV-cache attention and the rope
 // tables read whole (fuse_rope.go). A kernel reads its members' arguments
 // with the same checked accessors as the ops, checks what depends on the
-// live shapes, and records what fits; FusableElementwise, EpilogueOps,
+// live shapes, and records what fits; FusableElementwise, TakesEpilogue,
 // EpilogueActivations and Op.View tell the passes what the kernels take.
 // An op sees the graph only through Builder: no op asks for a capability
 // the builder may lack.

@@ -8,7 +8,7 @@ import (
 )
 
 // Epilogue fusion. Package lower's linear_epilogue pass groups a
-// linear-family op (EpilogueOps) with what follows its output as its sole
+// linear-family op (TakesEpilogue) with what follows its output as its sole
 // reader: an aten.relu, relu6, clamp, hardtanh, sigmoid or gelu, or SiLU
 // as exported (sigmoid(x) and x·sigmoid(x)); then an aten.add.Tensor
 // (alpha 1) or aten.mul.Tensor with another tensor of the output's shape
@@ -62,15 +62,11 @@ func registerLinear(op Op, parse linearParse) {
 	linearParsers[op.Name] = parse
 }
 
-// EpilogueOps lists the linear-family ops whose kernels apply an
-// epilogue (FusedLinearEpilogue's first op), sorted.
-func EpilogueOps() []string {
-	names := make([]string, 0, len(linearParsers))
-	for n := range linearParsers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+// TakesEpilogue reports whether op name is a linear-family op whose
+// kernels apply an epilogue (FusedLinearEpilogue's first op).
+func TakesEpilogue(name string) bool {
+	_, ok := linearParsers[name]
+	return ok
 }
 
 // EpilogueActivations maps the activations a linear-family kernel
