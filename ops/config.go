@@ -17,7 +17,7 @@ type Config struct {
 	Matmul MatmulPath
 	// GEMVCols is the output columns (weight rows) each invocation of
 	// the GEMV kernel computes, at most 16 (rounded up to a power of two);
-	// 0 picks the default measured best (gemvCols in matmul.go). For
+	// 0 picks the default measured best (gemvCols in linear_cpu.go). For
 	// benchmarks and tuning on other devices.
 	GEMVCols int
 	// PackLinear packs constant linear weights into the [K, N] layout of
