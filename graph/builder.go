@@ -123,7 +123,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			return ops.Errorf(-1, "value %d is not a tensor", id)
 		}
 		ts := g.tensors[id]
-		if ts.buf == nil && !ts.shared {
+		if ts.buf == nil && !ts.shared && !ts.placed {
 			if !ts.constant && !ts.deferred && ts.memObj < 0 {
 				// A prepack output whose et_vk.prepack has not run yet.
 				return fmt.Errorf("%w: %w: value %d is read before the et_vk.prepack that writes it", ErrInvalidGraph, ErrReadBeforeWrite, id)
@@ -205,8 +205,8 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		g.prepackSrc[dst] = src
 		return nil
 	}
-	if g.replay {
-		if d.buf == nil {
+	if g.replay || d.placed {
+		if d.buf == nil && !d.placed {
 			return ops.Errorf(1, "prepack output %d was not written when the graph was loaded", dst)
 		}
 		g.prepackSrc[dst] = src
@@ -217,14 +217,9 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		return err
 	}
 	if d.buf == nil {
-		// Created now, with the bytes (allocate left it to us): on
-		// lavapipe a direct, possibly deferred, upload.
-		pl := g.plan.Placements[dst]
-		buf, err := g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", dst))
-		if err != nil {
-			return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
-		}
-		d.buf = buf
+		// Placed with the bytes (allocate left it to us): on lavapipe a
+		// direct, possibly deferred, upload.
+		g.place(placement{id: dst, size: uint64(g.plan.Placements[dst].Size), data: data, label: fmt.Sprintf("value %d", dst)})
 	} else if err := g.dev.Write(d.buf, 0, data); err != nil {
 		return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
 	}

@@ -30,9 +30,14 @@
 //     decided there once. The nodes record their dispatches in order
 //     (record.go: an op through its registered function, a fused op
 //     through its kind's kernel, or its fallback where the live shapes do
-//     not fit it); prepack writes its constant straight into its output's
-//     dedicated buffer. Then the transient
-//     tensors are bound to the shared buffers (memplan.Place) and every
+//     not fit it); prepack places its constant's bytes for its output's
+//     dedicated buffer. Every form of a weight (as exported, prepacked,
+//     packed, sliced into chunks, a persistent or half KV cache) is placed
+//     and gets its buffer in one place, placeWeights (weights.go): what
+//     the analysis decides before the recording, what the ops asked for
+//     right after it; no buffer is made while an op records. Then the
+//     transient tensors are bound to the shared buffers (memplan.Place)
+//     and every
 //     dispatch is checked to bind no buffer twice with one binding
 //     writable. Parameters go to one uniform arena; bind groups are created
 //     once.

@@ -80,6 +80,9 @@ type tensorState struct {
 	shared bool
 	// materialized: a prepacked (persistent) buffer filled at load.
 	materialized bool
+	// placed: a weight form that gets its buffer at the next placeWeights
+	// (weights.go); buf is nil until then.
+	placed bool
 	// live is the current shape (see ops.Tensor); liveNumel its size.
 	live      []int64
 	liveNumel int64
@@ -171,6 +174,7 @@ type weightState struct {
 	hostConst      map[hostKey]float64 // constant elements read at load
 	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats      PackedCacheStats
+	placing        []placement // placed weight forms waiting for their buffers (weights.go)
 }
 
 // recordingState is the current recording (the load's, then each
@@ -327,6 +331,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.makeHalfKV(); err != nil {
 		return nil, err
 	}
+	if err := g.placeWeights(ctx); err != nil {
+		return nil, err
+	}
 	allocated := time.Now()
 	tentative := false
 	if err := g.recordOps(ctx); err != nil {
@@ -339,6 +346,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log.Debug("graph: load-time recording deferred to the first Execute", "err", err)
 		tentative = true
 		g.pend, g.arena = nil, nil
+	}
+	// The weight forms the ops asked for get their buffers (the pack
+	// kernels run) now, between the recording and the bind groups.
+	if err := g.placeWeights(ctx); err != nil {
+		return nil, err
 	}
 	// Transient tensors get their buffers now that the recording has
 	// decided who writes what (a tentative recording binds the inputs and

@@ -30,12 +30,13 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 }
 
 // PackWeight implements ops.Builder. The packed tensor is a new read-only
-// value (an id past the serialized values) with its own buffer. On a cache
-// hit its bytes go from the cache file's mapping straight into that buffer;
-// on a miss the pack kernel runs on the device right away (on lavapipe a
-// GPU transpose is several times faster than Go) and, with a cache, the
-// result is read back into a staging buffer whose mapping the cache writes
-// to disk when the load ends — no Go heap copy either way.
+// value (an id past the serialized values) placed for a buffer of its own
+// (weights.go). On a cache hit its bytes go from the cache file's mapping
+// straight into that buffer; on a miss the pack kernel runs on the device
+// when the buffer is made (on lavapipe a GPU transpose is several times
+// faster than Go) and, with a cache, the result is read back into a
+// staging buffer whose mapping the cache writes to disk when the load
+// ends — no Go heap copy either way.
 func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) {
 	g := b.g
 	if b.refresh != nil {
@@ -97,34 +98,23 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 		// Packing runs at load only; fail before allocating anything.
 		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s) while re-recording: %w", id, spec.Name, ops.ErrNotPacked)
 	}
-	var buf *gpu.Buffer
-	if have {
-		buf, err = g.newBufferData(uint64(nbytes), data, label)
-	} else {
-		buf, err = g.newBuffer(gpu.Storage, uint64(nbytes), label)
-	}
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	g.stats.PackedWeightBytes += int64(buf.Size())
 	ts := &tensorState{dtype: spec.DType, dims: append([]int64(nil), spec.Dims...), numel: numel, nbytes: nbytes,
-		constant: true, constID: -1, memObj: -1, buf: buf}
+		constant: true, constID: -1, memObj: -1}
 	ts.setLive(ts.dims, numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.packed[key] = vid
-	if have {
-		if hit {
-			g.packStats.Hits++
-			g.packStats.Bytes += nbytes
-		}
-		return b.Tensor(vid)
+	p := placement{id: vid, size: uint64(nbytes), data: data, stat: &g.stats.PackedWeightBytes, label: label}
+	switch {
+	case hit:
+		g.packStats.Hits++
+		g.packStats.Bytes += nbytes
+	case !have:
+		g.packStats.Bytes += nbytes
+		g.packStats.Misses++
+		p.pack = &packJob{src: src, id: id, weight: weight, spec: spec, key: key, seed: seed}
 	}
-	g.packStats.Bytes += nbytes
-	g.packStats.Misses++
-	if err := g.runPack(b.ctx, src, id, weight, ts, spec, key, seed); err != nil {
-		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s): %w", id, spec.Name, err)
-	}
+	g.place(p)
 	return b.Tensor(vid)
 }
 
@@ -314,17 +304,13 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	buf, err := g.newBufferData(uint64(ts.nbytes), data, fmt.Sprintf("persistent copy of %d", id))
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	g.stats.PersistentCopyBytes += int64(buf.Size())
 	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,
-		buf: buf, materialized: true}
+		materialized: true}
 	cp.setLive(ts.dims, ts.numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, cp)
 	g.persistent[id] = vid
+	g.place(placement{id: vid, size: uint64(ts.nbytes), data: data, stat: &g.stats.PersistentCopyBytes, label: fmt.Sprintf("persistent copy of %d", id)})
 	return b.Tensor(vid)
 }
 

@@ -254,6 +254,9 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	if err := g.recordOps(ctx); err != nil {
 		return err
 	}
+	if err := g.placeWeights(ctx); err != nil {
+		return err
+	}
 	// finishDispatches reuses or releases the previous bind groups.
 	g.records = g.records[:0]
 	g.dispatchOps, g.dispatchKernels, g.dispatchChunks = g.dispatchOps[:0], g.dispatchKernels[:0], g.dispatchChunks[:0]
