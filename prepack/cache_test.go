@@ -604,6 +604,11 @@ func (c crafted) bytes() []byte {
 		ib = binary.LittleEndian.AppendUint64(ib, e.size)
 		s := seedOf("v1")
 		ib = append(ib, s[:]...)
+		var sum uint32 // the region's, where it lies in the file
+		if e.off <= uint64(len(b)) && e.size <= uint64(len(b))-e.off {
+			sum = regionSum(b[e.off : e.off+e.size])
+		}
+		ib = binary.LittleEndian.AppendUint32(ib, sum)
 		ib = binary.LittleEndian.AppendUint16(ib, uint16(kl))
 		ib = append(ib, e.key...)
 	}
