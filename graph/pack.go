@@ -16,9 +16,12 @@ import (
 
 // PackedCacheStats counts a graph's packed weights: Hits came from the
 // packed-weight cache, Misses were packed on the device at load; Bytes is
-// the size of all packed weights.
+// the size of all packed weights. Corrupt counts the misses whose cache
+// entry was there but failed its checksum (they were packed again, and the
+// cache rewrites them).
 type PackedCacheStats struct {
 	Hits, Misses int
+	Corrupt      int
 	Bytes        int64
 }
 
@@ -27,6 +30,18 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.packStats
+}
+
+// PackedCacheErrors returns the problems the packed-weight cache file has
+// met (prepack.Cache.Errors): it could not be read or written, or it or
+// some of its entries were corrupt. The cache is shared by every graph of
+// the process that names the same file, so these are the file's, not this
+// graph's alone. Nil without a cache.
+func (g *WebGPUGraph) PackedCacheErrors() []*prepack.CacheError {
+	if g.packCache == nil {
+		return nil
+	}
+	return g.packCache.Errors()
 }
 
 var _ ops.Packer = (*opBuilder)(nil)
@@ -91,8 +106,13 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 			return ops.Tensor{}, err
 		}
 	} else if g.packCache != nil {
-		if d, ok := g.packCache.Get(key, seed); ok && int64(len(d)) == nbytes {
+		// The cache verified the bytes' checksum; a corrupt entry is a
+		// miss, packed again below, and its Put replaces it.
+		switch d, o := g.packCache.Lookup(key, seed); {
+		case o == prepack.Hit && int64(len(d)) == nbytes:
 			data, have, hit = d, true, true
+		case o == prepack.Corrupt:
+			g.packStats.Corrupt++
 		}
 	}
 	if !have && g.replay {
