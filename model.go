@@ -345,14 +345,14 @@ func (m *Model) PackedCacheStats() PackedCacheStats {
 // PackedCacheStats counts a model's packed weights.
 type PackedCacheStats = graph.PackedCacheStats
 
-// PackedCacheErrors returns what went wrong with the WithPackedCache file,
-// none of which failed the load: it could not be read (Op
-// PackedCacheOpen), it or some entries were corrupt (errors.Is
-// ErrPackedCacheCorrupt; PackedCacheOpen or PackedCacheVerify), it could
-// not be written (PackedCacheSave: the weights packed at load are not
-// kept). One error per Op, the first; they are also logged. The cache file
-// is read once per process, so its problems are reported to every model
-// that uses it afterwards. Nil when there were none, or no cache.
+// PackedCacheErrors returns what went wrong with the WithPackedCache file
+// during the load, none of which failed it: the file could not be read
+// (Op PackedCacheOpen), it or some entries were corrupt (errors.Is
+// ErrPackedCacheCorrupt; PackedCacheOpen, or PackedCacheVerify once per
+// entry), it could not be written (PackedCacheSave: the weights packed at
+// load were not kept). Each is also logged. The file is read once per
+// process, so the problems of reading it go to the first model loaded
+// with it. Nil when there were none, or without a cache.
 func (m *Model) PackedCacheErrors() []*PackedCacheError {
 	var errs []*PackedCacheError
 	for _, g := range m.graphs {

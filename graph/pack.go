@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -32,16 +33,16 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 	return g.packStats
 }
 
-// PackedCacheErrors returns the problems the packed-weight cache file has
-// met (prepack.Cache.Errors): it could not be read or written, or it or
-// some of its entries were corrupt. The cache is shared by every graph of
-// the process that names the same file, so these are the file's, not this
-// graph's alone. Nil without a cache.
+// PackedCacheErrors returns the problems the packed-weight cache met
+// during the load (prepack.Cache.ErrorsSince): the file could not be read
+// or written, or it or some of its entries were corrupt. The first load of
+// the process that uses a cache file also gets the problems of opening
+// it; problems of other loads sharing the file at the same time may show
+// up too. Nil when there were none, or without a cache.
 func (g *WebGPUGraph) PackedCacheErrors() []*prepack.CacheError {
-	if g.packCache == nil {
-		return nil
-	}
-	return g.packCache.Errors()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.packErrs)
 }
 
 var _ ops.Packer = (*opBuilder)(nil)
@@ -308,12 +309,15 @@ func (g *WebGPUGraph) finishPacking() {
 	g.packStaging = nil
 }
 
-// openPackedCache returns the process-wide cache for path, or nil.
+// openPackedCache returns the process-wide cache for path, or nil, and
+// marks where the load's problems with it begin.
 func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 	if path == "" {
 		return nil
 	}
-	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	c := prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	g.packMark = c.Mark()
+	return c
 }
 
 var _ ops.Persister = (*opBuilder)(nil)

@@ -145,7 +145,8 @@ type Cache struct {
 
 	warnMu sync.Mutex
 	warned map[CacheOp]bool
-	errs   []*CacheError // the first problem of each op, in order
+	errs   []*CacheError // every problem, in order (at most maxErrors)
+	marked bool          // Mark has been called
 
 	hits, misses, stale, corrupt atomic.Int64
 }
@@ -319,9 +320,12 @@ func Shared(path string, opts CacheOptions) *Cache {
 	return c
 }
 
-// warn logs a problem of the given kind the first time it happens, and
-// records it for Errors. Later ones of the same kind are logged at debug
-// level when they name an entry (key != ""), else not at all.
+// maxErrors caps the problems a Cache records for Errors (a file of many
+// corrupt entries records one per entry).
+const maxErrors = 1024
+
+// warn records a problem for Errors and logs it: as a warning the first
+// time a problem of its op happens, at debug level after that.
 func (c *Cache) warn(op CacheOp, key, msg string, err error) {
 	c.note(op, key, msg, err, true)
 }
@@ -332,7 +336,7 @@ func (c *Cache) note(op CacheOp, key, msg string, err error, report bool) {
 	c.warnMu.Lock()
 	seen := c.warned[op]
 	c.warned[op] = true
-	if !seen && report {
+	if report && len(c.errs) < maxErrors {
 		c.errs = append(c.errs, &CacheError{Path: c.path, Op: op, Key: key, Err: err})
 	}
 	c.warnMu.Unlock()
@@ -341,22 +345,42 @@ func (c *Cache) note(op CacheOp, key, msg string, err error, report bool) {
 		args = append(args, "key", key)
 	}
 	args = append(args, "err", err)
-	switch {
-	case !seen:
+	if !seen {
 		c.log.Warn("prepack: cache "+msg, args...)
-	case key != "":
+	} else {
 		c.log.Debug("prepack: cache "+msg, args...)
 	}
 }
 
-// Errors returns the problems the cache has met since it was opened: the
-// first of each CacheOp, in the order they happened (a Shared cache's, for
-// the whole process). None of them made a Get return wrong bytes; each is
-// also logged.
-func (c *Cache) Errors() []*CacheError {
+// Errors returns the problems the cache has met since it was opened, in
+// the order they happened (a Shared cache's, for the whole process): the
+// file's, if it could not be read or was not trusted; each entry that
+// failed its checksum or could not be read, once; each failed Save; each
+// dropped Put. None of them made a Get return wrong bytes; each is also
+// logged.
+func (c *Cache) Errors() []*CacheError { return c.ErrorsSince(0) }
+
+// Mark returns a position in the cache's problems for ErrorsSince: the
+// number recorded so far. The first Mark of a Cache returns 0, so that its
+// first user (of a Shared cache, the first load of the process) is also
+// told about the problems of opening the file.
+func (c *Cache) Mark() int {
 	c.warnMu.Lock()
 	defer c.warnMu.Unlock()
-	return slices.Clone(c.errs)
+	if !c.marked {
+		c.marked = true
+		return 0
+	}
+	return len(c.errs)
+}
+
+// ErrorsSince returns the problems recorded after Mark returned mark: what
+// went wrong during one load, say (and during any other use of the cache
+// at the same time).
+func (c *Cache) ErrorsSince(mark int) []*CacheError {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	return slices.Clone(c.errs[min(max(mark, 0), len(c.errs)):])
 }
 
 // load reads the index of the file at c.path, if there is one.
@@ -583,9 +607,8 @@ func (c *Cache) Save() error {
 
 	src, idx, err := c.write(pending, all)
 	if err != nil {
-		err = fmt.Errorf("prepack: saving cache %s: %w", c.path, err)
 		c.warn(CacheSave, "", "not saved", err)
-		return err
+		return fmt.Errorf("prepack: saving cache %s: %w", c.path, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -44,7 +44,7 @@ type logRec struct {
 	msgs []string
 }
 
-func (l *logRec) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRec) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelWarn }
 func (l *logRec) Handle(_ context.Context, r slog.Record) error {
 	var sb strings.Builder
 	sb.WriteString(r.Message)

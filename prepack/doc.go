@@ -102,10 +102,12 @@
 // OpenCache never fails: an unreadable, corrupt or foreign file, or a
 // directory that cannot be written, is logged once and the Cache carries on
 // with what it has (in the worst case an in-memory cache that Save cannot
-// persist; Save then returns the error). Errors lists what went wrong, as
-// *CacheError values (one per CacheOp), for callers that tell their user
-// (the wgdelegate command prints one line per problem); a file of another
-// format version is replaced without being counted as one. Where mmap is not available (or
+// persist; Save then returns the error). Each kind of problem is logged as
+// a warning once, later ones at debug level. Errors lists what went wrong,
+// as *CacheError values, for callers that tell their user (the wgdelegate
+// command prints one line per kind of problem); Mark and ErrorsSince give
+// the problems of one load of a Shared cache. A file of another format
+// version is replaced without being counted as a problem. Where mmap is not available (or
 // CacheOptions.NoMmap is set) the file is read with ordinary reads, each
 // entry on its first hit.
 //

@@ -354,8 +354,9 @@ func TestRewriteDropsCorrupt(t *testing.T) {
 	}
 }
 
-// TestCacheErrors: Errors reports one *CacheError per op, in order, and
-// each matches errors.Is / errors.As; a file of another version is none.
+// TestCacheErrors: Errors reports every problem (here each of two failed
+// Saves) in order, and each matches errors.Is / errors.As; a file of
+// another version is none.
 func TestCacheErrors(t *testing.T) {
 	dir := t.TempDir()
 	notDir := filepath.Join(dir, "file")
@@ -368,8 +369,8 @@ func TestCacheErrors(t *testing.T) {
 		data []byte // written to path first, when not nil
 		want []CacheOp
 	}{
-		{"under a regular file", filepath.Join(notDir, "c.wgdpack"), nil, []CacheOp{CacheSave}},
-		{"a directory", dir, nil, []CacheOp{CacheOpen, CacheSave}},
+		{"under a regular file", filepath.Join(notDir, "c.wgdpack"), nil, []CacheOp{CacheSave, CacheSave}},
+		{"a directory", dir, nil, []CacheOp{CacheOpen, CacheSave, CacheSave}},
 		{"corrupt", filepath.Join(dir, "corrupt.wgdpack"), bytes.Repeat([]byte{7}, 300), []CacheOp{CacheOpen}},
 		{"other version", filepath.Join(dir, "v.wgdpack"), crafted{regions: 256, entries: []rawEntry{{"a", -1, 0, 3}}, version: 1}.bytes(), nil},
 	} {
@@ -423,5 +424,35 @@ func TestIndexEntryLayout(t *testing.T) {
 	// CRC-32C, not IEEE: the check value of "123456789".
 	if s := regionSum([]byte("123456789")); s != 0xe3069283 {
 		t.Errorf("regionSum = %08x, want CRC-32C's e3069283", s)
+	}
+}
+
+// TestErrorsSince: the first Mark is 0, so the first user of a cache gets
+// the problems of opening it; a later Mark leaves out what came before.
+func TestErrorsSince(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.wgdpack")
+	if err := os.WriteFile(path, []byte("not a cache file, but long enough to have a footer: ........................................"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, opts := newLog()
+	c := OpenCache(path, opts)
+	defer c.Close()
+	first := c.Mark()
+	if e := c.ErrorsSince(first); first != 0 || len(e) != 1 || e[0].Op != CacheOpen {
+		t.Fatalf("first Mark %d, errors %v; want 0 and the open problem", first, e)
+	}
+	second := c.Mark()
+	if second != 1 || len(c.ErrorsSince(second)) != 0 {
+		t.Errorf("second Mark %d, errors since %v", second, c.ErrorsSince(second))
+	}
+	c.Put("", seedOf("v1"), nil) // a dropped Put
+	if e := c.ErrorsSince(second); len(e) != 1 || e[0].Op != CachePut {
+		t.Errorf("errors since the second mark %v, want the dropped Put", e)
+	}
+	if e := c.ErrorsSince(99); len(e) != 0 {
+		t.Errorf("errors since a mark past the end: %v", e)
+	}
+	if n := len(c.Errors()); n != 2 {
+		t.Errorf("%d errors in all, want 2", n)
 	}
 }
