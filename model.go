@@ -374,7 +374,10 @@ type PackedCacheError = prepack.CacheError
 // used: the weights are packed again and the file rewritten.
 var ErrPackedCacheCorrupt = prepack.ErrCorrupt
 
-// The operations a PackedCacheError reports (prepack.CacheOp).
+// PackedCacheOp is what a PackedCacheError was doing.
+type PackedCacheOp = prepack.CacheOp
+
+// The operations a PackedCacheError reports.
 const (
 	PackedCacheOpen   = prepack.CacheOpen   // reading the file: the cache started empty
 	PackedCacheRead   = prepack.CacheRead   // reading one entry: packed again
