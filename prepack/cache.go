@@ -582,7 +582,8 @@ func (c *Cache) Close() error {
 
 // Save writes the entries Put since the last Save to the file (see the
 // package doc for how). With nothing new it does nothing at all: the file
-// is not opened, its mtime does not change. An error is also logged once.
+// is not opened, its mtime does not change. An error is also logged (as a
+// warning the first time) and reported by Errors.
 func (c *Cache) Save() error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()

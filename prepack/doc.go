@@ -36,9 +36,12 @@
 // packs the weight again and Puts it, which replaces the entry although
 // the seed is the same, and the next Save writes it (the bad region stays
 // behind, dead). CRC-32C runs on the CPU's CRC32 instruction (hash/crc32
-// on amd64 and arm64): over 10 GB/s on one core, against a load that
-// uploads the same bytes to the device. Measured on lavapipe on a busy
-// 2-core host: see the README's "packed-weight cache" section.
+// on amd64 and arm64); on a busy 2-core host it hashed 6–8 GB/s of bytes
+// in cache, 1.5–2.2 GB/s of a 64 MiB buffer, which is what a copy of the
+// bytes costs there too: one more pass over the bytes a load takes from
+// the cache (BenchmarkCacheGet; the cost per load is in the README's
+// "packed-weight cache" section). Hashing each chunk just before the
+// upload copies it would save little (10 of 43 ms for 64 MiB there).
 //
 // One file holds one cache. All integers are little-endian:
 //
