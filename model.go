@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -326,14 +327,16 @@ func (m *Model) OutputInfo(i int) (DataType, []int64, error) {
 func (m *Model) NumDelegates() int { return len(m.graphs) }
 
 // PackedCacheStats sums the packed-weight counters of the model's graphs:
-// weights taken from the cache (Hits), packed at load (Misses), and the
-// bytes of all packed weights.
+// weights taken from the cache (Hits), packed at load (Misses; Corrupt of
+// them had a cache entry that failed its checksum), and the bytes of all
+// packed weights.
 func (m *Model) PackedCacheStats() PackedCacheStats {
 	var s PackedCacheStats
 	for _, g := range m.graphs {
 		p := g.PackedCacheStats()
 		s.Hits += p.Hits
 		s.Misses += p.Misses
+		s.Corrupt += p.Corrupt
 		s.Bytes += p.Bytes
 	}
 	return s
@@ -341,6 +344,47 @@ func (m *Model) PackedCacheStats() PackedCacheStats {
 
 // PackedCacheStats counts a model's packed weights.
 type PackedCacheStats = graph.PackedCacheStats
+
+// PackedCacheErrors returns what went wrong with the WithPackedCache file
+// during the load, none of which failed it: the file could not be read
+// (Op PackedCacheOpen), it or some entries were corrupt (errors.Is
+// ErrPackedCacheCorrupt; PackedCacheOpen, or PackedCacheVerify once per
+// entry), it could not be written (PackedCacheSave: the weights packed at
+// load were not kept). Each is also logged. The file is read once per
+// process, so the problems of reading it go to the first model loaded
+// with it. Nil when there were none, or without a cache.
+func (m *Model) PackedCacheErrors() []*PackedCacheError {
+	var errs []*PackedCacheError
+	for _, g := range m.graphs {
+		for _, e := range g.PackedCacheErrors() {
+			if !slices.Contains(errs, e) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// PackedCacheError is a problem the packed-weight cache worked around; see
+// Model.PackedCacheErrors.
+type PackedCacheError = prepack.CacheError
+
+// ErrPackedCacheCorrupt: the packed-weight cache file, or an entry of it,
+// failed its checks (a PackedCacheError wraps it). Nothing corrupt is
+// used: the weights are packed again and the file rewritten.
+var ErrPackedCacheCorrupt = prepack.ErrCorrupt
+
+// PackedCacheOp is what a PackedCacheError was doing.
+type PackedCacheOp = prepack.CacheOp
+
+// The operations a PackedCacheError reports.
+const (
+	PackedCacheOpen   = prepack.CacheOpen   // reading the file: the cache started empty
+	PackedCacheRead   = prepack.CacheRead   // reading one entry: packed again
+	PackedCacheVerify = prepack.CacheVerify // an entry failed its checksum: packed again
+	PackedCacheSave   = prepack.CacheSave   // writing the file: new packings not kept
+	PackedCachePut    = prepack.CachePut    // an entry dropped: not kept
+)
 
 // PackedCache returns the WithPackedCache directory ("" when unset).
 func (m *Model) PackedCache() string { return m.cache }

@@ -86,7 +86,11 @@ func WithDevice(d *Device) Option {
 // the packed bytes from the file's memory mapping straight to the GPU.
 // Entries are keyed by the weight's content and tagged with the packing
 // kernel's content ID, so a changed kernel repacks instead of using stale
-// data. Delete the directory to clear it. "" (the default) disables the
+// data. Each entry's bytes are checked against their CRC-32C before they
+// are used; a corrupt entry (or file) is packed again and rewritten, and a
+// cache that cannot be read or written is done without: the load never
+// fails for the cache's sake, and Model.PackedCacheErrors says what went
+// wrong. Delete the directory to clear it. "" (the default) disables the
 // cache.
 func WithPackedCache(dir string) Option {
 	return func(c *config) { c.packedCache = dir }

@@ -201,6 +201,8 @@ type WebGPUGraph struct {
 	hostConst      map[hostKey]float64 // constant elements read at load
 	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats      PackedCacheStats
+	packMark       int                   // packCache.Mark() when the load began
+	packErrs       []*prepack.CacheError // the cache's problems during the load
 
 	heads []*Head // open Heads, closed with the graph
 
@@ -233,6 +235,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.stopPrefetch()
 		g.releaseWarmScratch()
 		g.finishPacking()
+		if g.packCache != nil {
+			g.packErrs = g.packCache.ErrorsSince(g.packMark)
+		}
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
 		g.an, g.plan, g.pend, g.arena = nil, nil, nil, nil
