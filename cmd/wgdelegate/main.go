@@ -23,6 +23,8 @@ const usage = `Usage:
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
+  wgdelegate import llama2c [flags] CHECKPOINT -o DIR
+                                     write a llama2.c checkpoint as a .pte and .ptd
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -38,6 +40,7 @@ Examples:
   wgdelegate profile --trace trace.json model.pte
   wgdelegate bench --json model.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Once upon a time" llama.pte
+  wgdelegate import llama2c --tokenizer tokenizer.bin stories15M.bin -o stories15M
 
 Every error exits with status 1 and one line on stderr; Ctrl-C exits with
 status 130 (generate first prints its statistics so far).
@@ -222,6 +225,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, generateUsage)
 			return 0
 		}
+	case "import":
+		err = importCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, importUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -285,6 +294,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, benchUsage)
 	case args[0] == "generate":
 		io.WriteString(stdout, generateUsage)
+	case args[0] == "import":
+		io.WriteString(stdout, importUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":
