@@ -17,7 +17,7 @@ func main() {
 }
 
 const usage = `Usage:
-  wgdelegate run [flags] MODEL       run a model on .npy inputs
+  wgdelegate run [flags] MODEL       run a model on .npy inputs (or generated ones)
   wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
   wgdelegate graph [-o FILE] MODEL   draw a model's op graph (DOT; SVG, PNG, PDF with Graphviz)
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
@@ -58,7 +58,11 @@ MODEL; "--" ends the flags.
 Flags:
   --data FILE        a .ptd file holding named constants (repeatable)
   --input FILE       a .npy file for the next model input, in input order
-                     (repeatable; the count must match the model's inputs)
+                     (repeatable; the count must match the model's inputs).
+                     Without any, inputs are generated as bench does: small
+                     random values of each input's dtype and shape (integers
+                     1..3, floats in [-1, 1), the same every run), and
+                     stderr says so
   --output-dir DIR   where the outputs go (created if missing; required)
   --cpu-threads N    compute threads of a CPU adapter (llvmpipe/lavapipe):
                      "inline" runs every dispatch on the driver's own thread,
@@ -92,6 +96,8 @@ any other stderr only with --verbose.
 Examples:
   # a model whose weights are inside the .pte
   wgdelegate run --input x.npy --output-dir out model.pte
+  # generated inputs of the model's shapes: a first try without NumPy
+  wgdelegate run --data weights.ptd --output-dir out model.pte
   # weights in a separate .ptd, two inputs, details on what happened
   wgdelegate run -v --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
   # a raw delegate blob, e.g. extracted from a .pte
