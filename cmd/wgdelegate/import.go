@@ -224,10 +224,14 @@ func importLlama2C(ctx context.Context, o importOptions, stdout, stderr io.Write
 	mf.Close()
 
 	st.step("writing " + o.outDir)
-	files := []importFile{{importPTE, imp.PTE}, {importPTD, imp.PTD}}
+	// The program goes last: should a rename fail half way, an old
+	// model.pte meets the new weights and fails to load (their keys
+	// differ) instead of running.
+	files := []importFile{{importPTD, imp.PTD}}
 	if tokBytes != nil {
 		files = append(files, importFile{importTokenizer, tokBytes})
 	}
+	files = append(files, importFile{importPTE, imp.PTE})
 	removeTok := false
 	if tokBytes == nil && o.force {
 		if _, err := os.Lstat(out(importTokenizer)); err == nil {
@@ -252,9 +256,10 @@ func importLlama2C(ctx context.Context, o importOptions, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "%s: llama2.c checkpoint, %s parameters: dim %d, hidden %d, %d layers, %d heads (%d key/value), vocabulary %d, seq_len %d, %s\n",
 		filepath.Base(o.checkpoint), paramCount(imp.Params), cfg.Dim, cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Vocab, imp.SeqLen, cls)
-	var wrote []string
-	for _, f := range files {
-		wrote = append(wrote, fmt.Sprintf("%s (%s)", out(f.name), byteSize(int64(len(f.data)))))
+	wrote := []string{fmt.Sprintf("%s (%s)", out(importPTE), byteSize(int64(len(imp.PTE)))),
+		fmt.Sprintf("%s (%s)", out(importPTD), byteSize(int64(len(imp.PTD))))}
+	if tokBytes != nil {
+		wrote = append(wrote, fmt.Sprintf("%s (%s)", out(importTokenizer), byteSize(int64(len(tokBytes)))))
 	}
 	fmt.Fprintf(stdout, "wrote %s in %.1fs: %s, %d-position KV cache, up to %d tokens per Execute\n",
 		strings.Join(wrote, ", "), time.Since(start).Seconds(), mode, c.MaxSeq, c.MaxTokens)
@@ -277,8 +282,8 @@ type importFile struct {
 
 // writeImport writes files into dir (created if missing): each to a
 // temporary file first, and only when all of them are written are they
-// renamed into place, so that a failure or Ctrl-C leaves no half-written
-// model behind.
+// renamed into place, in order, so that a failure or Ctrl-C leaves no
+// half-written file behind.
 func writeImport(ctx context.Context, dir string, files []importFile) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("import: output directory: %w", err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -290,5 +292,50 @@ func TestImportErrors(t *testing.T) {
 		if !strings.Contains(out, "Usage:") || !hasExamples(out) {
 			t.Fatalf("%v: %q", args, out)
 		}
+	}
+}
+
+// TestWriteImport: files are written to temporaries and renamed into
+// place only when all are written; Ctrl-C (a cancelled context) or a
+// failed rename leaves neither the new files nor temporaries behind.
+func TestWriteImport(t *testing.T) {
+	files := []importFile{{"model.pte", []byte("pte")}, {"model.ptd", []byte("ptd")}}
+	list := func(dir string) []string {
+		t.Helper()
+		es, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := writeImport(t.Context(), dir, files); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(dir); !slices.Equal(got, []string{"model.ptd", "model.pte"}) {
+		t.Fatalf("wrote %v", got)
+	}
+
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	dir = filepath.Join(t.TempDir(), "out")
+	if err := writeImport(cancelled, dir, files); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if got := list(dir); len(got) != 0 {
+		t.Fatalf("a cancelled write left %v", got)
+	}
+
+	dir = t.TempDir()
+	write(t, filepath.Join(dir), "keep", nil)
+	if err := os.MkdirAll(filepath.Join(dir, "model.pte", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeImport(t.Context(), dir, files); err == nil {
+		t.Fatal("renaming over a directory: no error")
+	}
+	if got := list(dir); !slices.Equal(got, []string{"keep", "model.pte"}) {
+		t.Fatalf("a failed write left %v", got)
 	}
 }
