@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
@@ -207,6 +209,17 @@ func TestREADMECLISession(t *testing.T) {
 	}
 	steps := sessionSteps(readmeSection(t, "## Command line"))
 	t.Chdir(dir)
+	// Each command of the session is a process of its own, with a fresh
+	// device: no pipelines cached by the tests before (-v counts them).
+	shared := openDevice
+	t.Cleanup(func() { openDevice = shared })
+	openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgdelegate.Device, func(), error) {
+		dev, err := wgdelegate.OpenDevice(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return dev, func() { dev.Close() }, nil
+	}
 	ran := 0
 	for _, st := range steps {
 		words, err := shellWords(st.cmd)
