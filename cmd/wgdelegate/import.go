@@ -263,9 +263,9 @@ func importLlama2C(ctx context.Context, o importOptions, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "wrote %s in %.1fs: %s, %d-position KV cache, up to %d tokens per Execute\n",
 		strings.Join(wrote, ", "), time.Since(start).Seconds(), mode, c.MaxSeq, c.MaxTokens)
-	next := fmt.Sprintf("wgdelegate generate %s --data %s", out(importPTE), out(importPTD))
+	next := fmt.Sprintf("wgdelegate generate %s --data %s", shellQuote(out(importPTE)), shellQuote(out(importPTD)))
 	if tokBytes != nil {
-		next += fmt.Sprintf(" --tokenizer %s --prompt \"Once upon a time\"", out(importTokenizer))
+		next += fmt.Sprintf(" --tokenizer %s --prompt \"Once upon a time\"", shellQuote(out(importTokenizer)))
 	}
 	fmt.Fprintf(stdout, "run it: %s\n", next)
 	for _, n := range notes {
@@ -322,6 +322,19 @@ func writeImport(ctx context.Context, dir string, files []importFile) (err error
 		}
 	}
 	return nil
+}
+
+// shellQuote returns s as one shell word: as it is when it holds only
+// letters, digits and _ . / - +, else in single quotes.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		plain = plain && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_./-+", c))
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // paramCount writes n as millions ("15.2M") or thousands ("260.1K").

@@ -339,3 +339,16 @@ func TestWriteImport(t *testing.T) {
 		t.Fatalf("a failed write left %v", got)
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"stories15M/model.pte": "stories15M/model.pte",
+		"my models/m.pte":      "'my models/m.pte'",
+		"it's":                 `'it'\''s'`,
+		"":                     "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
