@@ -17,12 +17,14 @@ func main() {
 }
 
 const usage = `Usage:
-  wgdelegate run [flags] MODEL       run a model on .npy inputs
+  wgdelegate run [flags] MODEL       run a model on .npy inputs (or generated ones)
   wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
   wgdelegate graph [-o FILE] MODEL   draw a model's op graph (DOT; SVG, PNG, PDF with Graphviz)
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
+  wgdelegate import llama2c [flags] CHECKPOINT -o DIR
+                                     write a llama2.c checkpoint as a .pte and .ptd
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -38,6 +40,7 @@ Examples:
   wgdelegate profile --trace trace.json model.pte
   wgdelegate bench --json model.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Once upon a time" llama.pte
+  wgdelegate import llama2c --tokenizer tokenizer.bin stories15M.bin -o stories15M
 
 Every error exits with status 1 and one line on stderr; Ctrl-C exits with
 status 130 (generate first prints its statistics so far).
@@ -55,7 +58,11 @@ MODEL; "--" ends the flags.
 Flags:
   --data FILE        a .ptd file holding named constants (repeatable)
   --input FILE       a .npy file for the next model input, in input order
-                     (repeatable; the count must match the model's inputs)
+                     (repeatable; the count must match the model's inputs).
+                     Without any, inputs are generated as bench does: small
+                     random values of each input's dtype and shape (integers
+                     1..3, floats in [-1, 1), the same every run), and
+                     stderr says so
   --output-dir DIR   where the outputs go (created if missing; required)
   --cpu-threads N    compute threads of a CPU adapter (llvmpipe/lavapipe):
                      "inline" runs every dispatch on the driver's own thread,
@@ -89,6 +96,8 @@ any other stderr only with --verbose.
 Examples:
   # a model whose weights are inside the .pte
   wgdelegate run --input x.npy --output-dir out model.pte
+  # generated inputs of the model's shapes: a first try without NumPy
+  wgdelegate run --data weights.ptd --output-dir out model.pte
   # weights in a separate .ptd, two inputs, details on what happened
   wgdelegate run -v --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
   # a raw delegate blob, e.g. extracted from a .pte
@@ -222,6 +231,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, generateUsage)
 			return 0
 		}
+	case "import":
+		err = importCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, importUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -285,6 +300,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, benchUsage)
 	case args[0] == "generate":
 		io.WriteString(stdout, generateUsage)
+	case args[0] == "import":
+		io.WriteString(stdout, importUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":

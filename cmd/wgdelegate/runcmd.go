@@ -119,13 +119,22 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	if o.verbose {
 		fmt.Fprintf(stdout, "loaded %s in %v: %d delegate(s), %d inputs, %d outputs\n", o.model, time.Since(start).Round(time.Millisecond), m.NumDelegates(), m.NumInputs(), m.NumOutputs())
 	}
-	if err := checkInputs(m, inputs, o.inputs); err != nil {
+	generated := ""
+	if len(o.inputs) == 0 && m.NumInputs() > 0 {
+		// As bench and profile do: small random values of each input's
+		// dtype and shape, the same every run.
+		inputs = generateInputs(m)
+		generated = describeInputs(inputs)
+	} else if err := checkInputs(m, inputs, o.inputs); err != nil {
 		return err
 	}
 
 	start = time.Now()
 	outs, err := m.Execute(ctx, inputs...)
 	if err != nil {
+		if generated != "" {
+			return fmt.Errorf("%w (no --input: on generated inputs %s)", err, generated)
+		}
 		return err
 	}
 	if o.verbose {
@@ -150,7 +159,21 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	if o.verbose {
 		printMemoryStats(stdout, m.MemoryStats())
 	}
+	if generated != "" && !o.quiet {
+		// Said at the end, on success only: a failure is one stderr line.
+		fmt.Fprintf(stderr, "wgdelegate: no --input: used generated inputs (seed 1): %s\n", generated)
+	}
 	return nil
+}
+
+// describeInputs lists inputs' dtypes and shapes: "input 0 float32 [2 4],
+// input 1 int64 [1]".
+func describeInputs(inputs []wgdelegate.Tensor) string {
+	parts := make([]string, len(inputs))
+	for i, t := range inputs {
+		parts[i] = fmt.Sprintf("input %d %v %v", i, t.DType, t.Shape)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // openDevice opens the device a run uses and returns the function that
