@@ -10,4 +10,7 @@ require (
 	google.golang.org/protobuf v1.34.2
 )
 
-require gonum.org/v1/gonum v0.17.0 // indirect
+require (
+	github.com/ardanlabs/jinja v1.8.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+)
