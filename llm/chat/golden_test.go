@@ -119,16 +119,20 @@ func loadGolden(t *testing.T) goldenFixture {
 // lenient lists the cases where Python's jinja2 fails but the template
 // engine renders, each for a documented reason (see the package doc):
 // the engine iterates None as an empty list (Hermes 3's tool_use template
-// without tools) and concatenates a dict to a string (DeepSeek V3.1 with
-// tool-call arguments given as an object, which it wants as a JSON string).
+// without tools) and concatenates a dict to a string (DeepSeek's templates
+// with tool-call arguments or a tool result given as an object, which
+// they want as JSON text).
 var lenient = map[[2]string]string{
-	{"hermes-3-tool-use", "bad_roles"}: "iterates tools=None",
-	{"hermes-3-tool-use", "basic"}:     "iterates tools=None",
-	{"hermes-3-tool-use", "no_system"}: "iterates tools=None",
-	{"hermes-3-tool-use", "single"}:    "iterates tools=None",
-	{"hermes-3-tool-use", "thinking"}:  "iterates tools=None",
-	{"hermes-3-tool-use", "unicode"}:   "iterates tools=None",
-	{"deepseek-v3.1", "tool_call"}:     "str + dict",
+	{"hermes-3-tool-use", "bad_roles"}:                 "iterates tools=None",
+	{"hermes-3-tool-use", "basic"}:                     "iterates tools=None",
+	{"hermes-3-tool-use", "no_system"}:                 "iterates tools=None",
+	{"hermes-3-tool-use", "single"}:                    "iterates tools=None",
+	{"hermes-3-tool-use", "thinking"}:                  "iterates tools=None",
+	{"hermes-3-tool-use", "unicode"}:                   "iterates tools=None",
+	{"hermes-3-tool-use", "whitespace"}:                "iterates tools=None",
+	{"deepseek-v3.1", "tool_call"}:                     "str + dict",
+	{"deepseek-v3.1", "tool_result_object"}:            "str + dict",
+	{"deepseek-r1-distill-qwen", "tool_result_object"}: "str + dict",
 }
 
 // TestGolden renders every case of testdata/expected.json (written by
@@ -183,6 +187,97 @@ func TestGolden(t *testing.T) {
 			}
 		default:
 			t.Fatalf("case %d %s: no outcome", i, id)
+		}
+	}
+}
+
+type snippet struct {
+	Name     string                     `json:"name"`
+	Template string                     `json:"template"`
+	Vars     map[string]json.RawMessage `json:"vars"`
+}
+
+type snippetResult struct {
+	Name   string  `json:"name"`
+	Output *string `json:"output"`
+	Raised *string `json:"raised"`
+	Error  *string `json:"error"`
+}
+
+// divergent lists the snippets the template engine renders differently
+// from Python's jinja2, and how (see the package doc). Each must still
+// differ: when one starts to agree, take it off the list and the doc.
+var divergent = map[string]string{
+	"tilde_none":        "~ prints None as empty",
+	"tilde_float":       "~ prints 1.0 as 1",
+	"lstrip_unicode":    ".lstrip() and .rstrip() strip ASCII whitespace alone",
+	"format_filter":     "no format filter",
+	"power":             "2 ** 3 is 8.0",
+	"floordiv_negative": "-7 // 2 is -3 (truncated, not floored)",
+	"raw":               "a {% raw %} block loses the spaces between its tags",
+	"split_maxsplit":    "split ignores maxsplit",
+}
+
+// lenientSnippets are the snippets Python's jinja2 refuses and the engine
+// renders.
+var lenientSnippets = map[string]string{
+	"undefined_chain": "an attribute of an undefined value is undefined",
+	"iterate_none":    "iterates None as an empty list",
+	"add_str_none":    "str + None",
+}
+
+// TestSnippets renders each construct of testdata/snippets.json and
+// compares with Python's jinja2 (expected.json).
+func TestSnippets(t *testing.T) {
+	var sn []snippet
+	readJSON(t, filepath.Join("testdata", "snippets.json"), &sn)
+	var exp struct {
+		Snippets []snippetResult `json:"snippets"`
+	}
+	readJSON(t, filepath.Join("testdata", "expected.json"), &exp)
+	if len(sn) != len(exp.Snippets) || len(sn) < 40 {
+		t.Fatalf("%d snippets, %d results: run render_expected.py", len(sn), len(exp.Snippets))
+	}
+	for i, s := range sn {
+		want := exp.Snippets[i]
+		if want.Name != s.Name {
+			t.Fatalf("snippet %d is %s, result %s: run render_expected.py", i, s.Name, want.Name)
+		}
+		vars := map[string]any{}
+		for k, v := range s.Vars {
+			vars[k] = v
+		}
+		var got string
+		tpl, err := chat.New(s.Name, s.Template, chat.Tokens{})
+		if err == nil {
+			got, err = tpl.Render(chat.Conversation{}, chat.Options{Vars: vars, Now: goldenNow})
+		}
+		if why, ok := divergent[s.Name]; ok {
+			if err == nil && want.Output != nil && got == *want.Output {
+				t.Errorf("%s: now renders as Python (%q), listed as divergent (%s)", s.Name, got, why)
+			}
+			continue
+		}
+		switch {
+		case want.Output != nil:
+			if err != nil || got != *want.Output {
+				t.Errorf("%s: got %q, %v; want %q", s.Name, got, err, *want.Output)
+			}
+		case want.Raised != nil:
+			var r *chat.RaisedError
+			if !errors.As(err, &r) || r.Message != *want.Raised {
+				t.Errorf("%s: got %q, %v; want raise_exception(%q)", s.Name, got, err, *want.Raised)
+			}
+		default:
+			if why, ok := lenientSnippets[s.Name]; ok {
+				if err != nil {
+					t.Errorf("%s: lenient (%s) but fails now: %v", s.Name, why, err)
+				}
+				continue
+			}
+			if !errors.Is(err, chat.ErrTemplate) {
+				t.Errorf("%s: got %q, %v; want an error as Python's %s", s.Name, got, err, *want.Error)
+			}
 		}
 	}
 }

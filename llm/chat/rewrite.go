@@ -5,14 +5,11 @@ import (
 )
 
 // filterPrefix is put before the name of each filter this package
-// replaces (tojson): the library looks its own filters up before the
+// replaces (filters: tojson as transformers defines it, trim and string
+// as Python computes them): the library looks its own filters up before the
 // template's variables, so a replacement goes in as a variable under a
 // name the library does not define.
 const filterPrefix = "wgd_"
-
-// replacedFilters are the filters rewriteFilters renames to their
-// replacements: tojson, as transformers defines it.
-var replacedFilters = []string{"tojson"}
 
 // rewriteFilters renames, inside the template's {{ }} and {% %} tags, each
 // application of a replaced filter ("| tojson", "|tojson(indent=4)") and a
@@ -56,8 +53,12 @@ func rewriteFilters(src string) string {
 				continue
 			}
 			b.WriteString(src[j : j+2])
-			b.WriteString(renameInTag(body, src[j+1] == '%'))
-			b.WriteString(src[j+2+len(body) : end])
+			body = renameInTag(body, src[j+1] == '%')
+			if src[j+1] == '{' {
+				body = printAsPython(body)
+			}
+			b.WriteString(body)
+			b.WriteString(src[end-len(closer) : end])
 			i = end
 		default:
 			b.WriteByte('{')
@@ -88,6 +89,25 @@ func tagBody(src string, start int, closer string) (string, int) {
 		}
 	}
 	return src[start:], len(src)
+}
+
+// printAsPython wraps the expression of a {{ }} tag's body in the
+// replacement string filter, "{{- x }}" becoming "{{- (x)|wgd_string }}":
+// Jinja prints a value as Python's str() writes it (None, 1.0, True,
+// {'k': 'v'}), the library as Go formats it ("", 1, ...). The whitespace
+// control marks stay where they are; an empty body is left alone.
+func printAsPython(body string) string {
+	lead, trail := "", ""
+	if body != "" && (body[0] == '-' || body[0] == '+') {
+		lead, body = body[:1], body[1:]
+	}
+	if n := len(body); n > 0 && (body[n-1] == '-' || body[n-1] == '+') {
+		trail, body = body[n-1:], body[:n-1]
+	}
+	if strings.TrimSpace(body) == "" {
+		return lead + body + trail
+	}
+	return lead + " (" + body + ")|" + filterPrefix + "string " + trail
 }
 
 func trimTag(body string) string {
@@ -159,11 +179,8 @@ func renameInTag(body string, stmt bool) string {
 				n++
 			}
 			name := body[k:n]
-			for _, f := range replacedFilters {
-				if name == f {
-					name = filterPrefix + f
-					break
-				}
+			if _, ok := filters[name]; ok {
+				name = filterPrefix + name
 			}
 			b.WriteString(name)
 			k = n - 1

@@ -176,7 +176,16 @@ func compile(src string) (c *jinja.Template, err error) {
 			c, err = nil, fmt.Errorf("the template's parser failed: %v", r)
 		}
 	}()
-	return jinja.Compile(rewriteFilters(src))
+	return jinja.Compile(rewriteFilters(jinjaNewlines(src)))
+}
+
+// jinjaNewlines does to a template's source what Jinja's lexer does
+// first: \r\n and \r become \n, and one newline at the end is dropped
+// (keep_trailing_newline is off in transformers' environment).
+func jinjaNewlines(src string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
+	return strings.TrimSuffix(src, "\n")
 }
 
 // label names template n of t in errors.
@@ -312,8 +321,18 @@ func (t *Template) data(c Conversation, o Options) (map[string]jinja.Value, erro
 		}
 		return jinja.NewString(s), nil
 	})
-	v[filterPrefix+"tojson"] = jinja.NewCallable("tojson", tojson)
+	for name, f := range filters {
+		v[filterPrefix+name] = jinja.NewCallable(name, f)
+	}
 	return v, nil
+}
+
+// filters are the replacements of the library's filters of these names
+// (rewriteFilters).
+var filters = map[string]func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error){
+	"tojson": tojson,
+	"trim":   trim,
+	"string": stringFilter,
 }
 
 // raiseException is the template's raise_exception(message).

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes expected.json: every (template, conversation) case of this
-directory rendered by Python's jinja2 set up as Hugging Face transformers'
+directory, and every snippet of snippets.json (a small template exercising
+one construct, rendered with its variables alone), rendered by Python's jinja2 set up as Hugging Face transformers'
 apply_chat_template sets it up. Not run by the tests; run it by hand with
 Debian's python3-jinja2 (apt-get install -y python3-jinja2):
 
@@ -122,12 +123,23 @@ def main():
         except Exception as e:  # any other failure of the template
             case["error"] = f"{type(e).__name__}: {e}"
         out.append(case)
+    snippets = []
+    for sn in json.loads((HERE / "snippets.json").read_text(encoding="utf-8")):
+        case = {"name": sn["name"]}
+        try:
+            case["output"] = env.from_string(sn["template"]).render(**sn["vars"])
+        except Raised as e:
+            case["raised"] = str(e)
+        except Exception as e:
+            case["error"] = f"{type(e).__name__}: {e}"
+        snippets.append(case)
     doc = {
         "generator": "render_expected.py",
         "jinja2": jinja2.__version__,
         "python": sys.version.split()[0],
         "now": FIXED_NOW.isoformat(),
         "cases": out,
+        "snippets": snippets,
     }
     with open(HERE / "expected.json", "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=1)
