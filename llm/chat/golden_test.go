@@ -216,6 +216,7 @@ var divergent = map[string]string{
 	"floordiv_negative": "-7 // 2 is -3 (truncated, not floored)",
 	"raw":               "a {% raw %} block loses the spaces between its tags",
 	"split_maxsplit":    "split ignores maxsplit",
+	"plus_markers":      "no {%+ and +%} (lstrip_blocks and trim_blocks turned off by one tag)",
 }
 
 // lenientSnippets are the snippets Python's jinja2 refuses and the engine

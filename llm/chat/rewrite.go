@@ -45,6 +45,11 @@ func rewriteFilters(src string) string {
 				closer = "%}"
 			}
 			body, end := tagBody(src, j+2, closer)
+			if end > len(src) {
+				// Unclosed: left for the parser to refuse.
+				b.WriteString(src[j:])
+				return b.String()
+			}
 			if src[j+1] == '%' && isRawTag(body) {
 				// Copy {% raw %} ... {% endraw %} unchanged.
 				k := rawEnd(src, end)
@@ -52,13 +57,34 @@ func rewriteFilters(src string) string {
 				i = k
 				continue
 			}
+			stmt := src[j+1] == '%'
+			if stmt && trimTag(body) == "endmacro" {
+				// Leave the macro's depth count just before it ends,
+				// with the same whitespace control as the endmacro.
+				b.WriteString("{%")
+				if body != "" && (body[0] == '-' || body[0] == '+') {
+					b.WriteByte(body[0])
+				}
+				b.WriteString(" set " + filterPrefix + "depth = " + filterPrefix + "leave() %}")
+			}
 			b.WriteString(src[j : j+2])
-			body = renameInTag(body, src[j+1] == '%')
+			body = renameInTag(body, stmt)
 			if src[j+1] == '{' {
 				body = printAsPython(body)
 			}
 			b.WriteString(body)
 			b.WriteString(src[end-len(closer) : end])
+			if stmt && strings.HasPrefix(trimTag(body), "macro ") {
+				// Count the macro's depth as it starts: the tag adds no
+				// text, and with the macro tag's whitespace control
+				// trim_blocks treats what follows it as it would have
+				// after the macro tag.
+				b.WriteString("{% set " + filterPrefix + "depth = " + filterPrefix + "enter() ")
+				if n := len(body); n > 0 && (body[n-1] == '-' || body[n-1] == '+') {
+					b.WriteByte(body[n-1])
+				}
+				b.WriteString("%}")
+			}
 			i = end
 		default:
 			b.WriteByte('{')
@@ -69,8 +95,8 @@ func rewriteFilters(src string) string {
 }
 
 // tagBody returns the text of a tag from start up to its closer (which is
-// looked for outside string literals) and the index after the closer; an
-// unclosed tag runs to the end of src.
+// looked for outside string literals) and the index after the closer; for
+// an unclosed tag, the rest of src and len(src)+1.
 func tagBody(src string, start int, closer string) (string, int) {
 	var quote byte
 	for k := start; k < len(src); k++ {
@@ -88,7 +114,7 @@ func tagBody(src string, start int, closer string) (string, int) {
 			return src[start:k], k + len(closer)
 		}
 	}
-	return src[start:], len(src)
+	return src[start:], len(src) + 1
 }
 
 // printAsPython wraps the expression of a {{ }} tag's body in the
@@ -126,6 +152,9 @@ func rawEnd(src string, from int) int {
 		}
 		j += k
 		body, end := tagBody(src, j+2, "%}")
+		if end > len(src) {
+			break
+		}
 		if trimTag(body) == "endraw" {
 			return end
 		}

@@ -307,6 +307,18 @@ func (t *Template) data(c Conversation, o Options) (map[string]jinja.Value, erro
 	v["add_generation_prompt"] = jinja.NewBool(o.AddGenerationPrompt)
 	now := o.Now
 	v["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
+	v["range"] = jinja.NewCallable("range", sandboxRange)
+	depth := 0
+	v[filterPrefix+"enter"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		if depth++; depth > maxMacroDepth {
+			return jinja.Undefined(), fmt.Errorf("macro calls nested more than %d deep", maxMacroDepth)
+		}
+		return jinja.NewString(""), nil
+	})
+	v[filterPrefix+"leave"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		depth--
+		return jinja.NewString(""), nil
+	})
 	v["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
 			return jinja.Undefined(), errors.New("strftime_now takes one format string")
@@ -333,6 +345,54 @@ var filters = map[string]func([]jinja.Value, map[string]jinja.Value) (jinja.Valu
 	"tojson": tojson,
 	"trim":   trim,
 	"string": stringFilter,
+}
+
+// maxMacroDepth is how deeply macro calls may nest: Python stops a
+// runaway recursion with RecursionError, Go would overflow its stack.
+const maxMacroDepth = 200
+
+// maxRange is the most items range() makes, as in Jinja's sandbox
+// (MAX_RANGE).
+const maxRange = 100000
+
+// sandboxRange is Python's range(stop), range(start, stop[, step]) over
+// integers, refusing more than maxRange items as Jinja's sandbox does.
+func sandboxRange(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(kwargs) > 0 || len(args) < 1 || len(args) > 3 {
+		return jinja.Undefined(), errors.New("range takes 1 to 3 integers")
+	}
+	n := make([]int64, len(args))
+	for i, a := range args {
+		if !a.IsInt() {
+			return jinja.Undefined(), fmt.Errorf("range: %s is not an integer", a)
+		}
+		n[i] = a.AsInt()
+	}
+	start, stop, step := int64(0), n[0], int64(1)
+	if len(n) > 1 {
+		start, stop = n[0], n[1]
+	}
+	if len(n) > 2 {
+		step = n[2]
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range: step must not be zero")
+	}
+	var count uint64
+	switch {
+	case step > 0 && stop > start:
+		count = (uint64(stop-start) + uint64(step) - 1) / uint64(step)
+	case step < 0 && start > stop:
+		count = (uint64(start-stop) + uint64(-step) - 1) / uint64(-step)
+	}
+	if count > maxRange {
+		return jinja.Undefined(), fmt.Errorf("range: %d items, the sandbox allows %d", count, maxRange)
+	}
+	items := make([]jinja.Value, count)
+	for i := range items {
+		items[i] = jinja.NewInt(start + int64(i)*step)
+	}
+	return jinja.NewList(items), nil
 }
 
 // raiseException is the template's raise_exception(message).
