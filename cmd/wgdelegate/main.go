@@ -23,6 +23,7 @@ const usage = `Usage:
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
+  wgdelegate template [flags]        render a conversation with a model's chat template
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -222,6 +223,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, generateUsage)
 			return 0
 		}
+	case "template":
+		err = templateCommand(rest, os.Stdin, stdout)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, templateUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -285,6 +292,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, benchUsage)
 	case args[0] == "generate":
 		io.WriteString(stdout, generateUsage)
+	case args[0] == "template":
+		io.WriteString(stdout, templateUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":
