@@ -214,3 +214,37 @@ func TestStops(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentRender: one Template renders from many goroutines at once
+// (as a server's requests do) with the results of one at a time; run
+// with -race.
+func TestConcurrentRender(t *testing.T) {
+	f := loadGolden(t)
+	tpl := f.templates["hermes-3-tool-use"]
+	conv := f.convs["tool_call"]
+	want, err := tpl.Render(conv, chat.Options{AddGenerationPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for g := range 16 {
+		go func() {
+			for range 20 {
+				got, err := tpl.Render(conv, chat.Options{AddGenerationPrompt: true, Vars: map[string]any{"g": g}})
+				if err == nil && got != want {
+					err = errors.New("a different prompt")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
