@@ -202,6 +202,15 @@ func TestStops(t *testing.T) {
 			t.Errorf("builtin %s: Stops = %q, want %q", name, got, want)
 		}
 	}
+	// The probe finds an end-of-turn token of no family listed here,
+	// after spaces: Command R's.
+	cr, err := chat.New("t", `{% for m in messages %}<|START_OF_TURN_TOKEN|><|{{ m.role|upper }}_TOKEN|>{{ m.content }} <|END_OF_TURN_TOKEN|>{% endfor %}`, chat.Tokens{EOS: "<E>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cr.Stops(); !reflect.DeepEqual(got, []string{"<|END_OF_TURN_TOKEN|>", "<E>"}) {
+		t.Errorf("Command R style: Stops = %q", got)
+	}
 	// A template that writes nothing after a reply stops at EOS alone,
 	// and one that refuses every probe too.
 	for _, src := range []string{"{% for m in messages %}{{ m.content }}\n{% endfor %}", "{{ raise_exception('no') }}"} {
