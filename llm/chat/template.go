@@ -71,10 +71,12 @@ type Options struct {
 	// assistant's reply (add_generation_prompt).
 	AddGenerationPrompt bool
 	// Vars are more template variables (enable_thinking, date_string,
-	// tools_in_user_message, ...), which win over the special tokens of
-	// the same name, as apply_chat_template's keyword arguments do. A
-	// value is JSON (json.RawMessage), or nil, a bool, a number, a
-	// string, []string, []any or map[string]any (its keys sorted).
+	// tools_in_user_message, ...), which win over the special tokens and
+	// functions of the same name, as apply_chat_template's keyword
+	// arguments do; messages, tools, documents and add_generation_prompt
+	// are not theirs to set. A value is JSON (json.RawMessage), or nil, a
+	// bool, a number, a string, []string, []any or map[string]any (its
+	// keys sorted).
 	Vars map[string]any
 	// Now is the time strftime_now formats; the zero Time is the time of
 	// the render.
@@ -276,12 +278,38 @@ func render(tpl *jinja.Template, data map[string]jinja.Value) (out string, err e
 }
 
 // data builds the template's variables as apply_chat_template does: the
-// special tokens, then the extra variables over them, then messages,
-// tools, documents and add_generation_prompt, and the functions and
-// filters of transformers' environment.
+// special tokens, the functions of transformers' environment
+// (raise_exception, strftime_now, and the sandbox's range), the extra
+// variables over them (as render's keyword arguments shadow globals),
+// then messages, tools, documents and add_generation_prompt, which a
+// variable may not set (Python refuses a repeated keyword argument), and
+// this package's filters and macro depth count.
 func (t *Template) data(c Conversation, o Options) (map[string]jinja.Value, error) {
 	v := t.tokens.vars()
+	now := o.Now
+	v["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
+	v["range"] = jinja.NewCallable("range", sandboxRange)
+	v["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Undefined(), errors.New("strftime_now takes one format string")
+		}
+		tm := now
+		if tm.IsZero() {
+			tm = time.Now()
+		}
+		s, err := strftime(tm, args[0].AsString())
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewString(s), nil
+	})
 	for k, x := range o.Vars {
+		switch {
+		case k == "messages" || k == "tools" || k == "documents" || k == "add_generation_prompt":
+			return nil, fmt.Errorf("chat: variable %s: set by the conversation and options, not by Vars", k)
+		case strings.HasPrefix(k, filterPrefix):
+			return nil, fmt.Errorf("chat: variable %s: the %s prefix is this package's", k, filterPrefix)
+		}
 		val, err := goValue(x, 0)
 		if err != nil {
 			return nil, fmt.Errorf("chat: variable %s: %w", k, err)
@@ -305,9 +333,6 @@ func (t *Template) data(c Conversation, o Options) (map[string]jinja.Value, erro
 		return nil, err
 	}
 	v["add_generation_prompt"] = jinja.NewBool(o.AddGenerationPrompt)
-	now := o.Now
-	v["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
-	v["range"] = jinja.NewCallable("range", sandboxRange)
 	depth := 0
 	v[filterPrefix+"enter"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 		if depth++; depth > maxMacroDepth {
@@ -318,20 +343,6 @@ func (t *Template) data(c Conversation, o Options) (map[string]jinja.Value, erro
 	v[filterPrefix+"leave"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 		depth--
 		return jinja.NewString(""), nil
-	})
-	v["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) != 1 || !args[0].IsString() {
-			return jinja.Undefined(), errors.New("strftime_now takes one format string")
-		}
-		tm := now
-		if tm.IsZero() {
-			tm = time.Now()
-		}
-		s, err := strftime(tm, args[0].AsString())
-		if err != nil {
-			return jinja.Undefined(), err
-		}
-		return jinja.NewString(s), nil
 	})
 	for name, f := range filters {
 		v[filterPrefix+name] = jinja.NewCallable(name, f)

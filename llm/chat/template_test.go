@@ -91,6 +91,9 @@ func TestRenderErrors(t *testing.T) {
 		{"deep", chat.Conversation{Messages: msg(strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200))}, nil, nil},
 		{"bad variable", chat.Conversation{}, map[string]any{"x": struct{}{}}, nil},
 		{"bad variable JSON", chat.Conversation{}, map[string]any{"x": json.RawMessage(`{`)}, nil},
+		{"variable messages", chat.Conversation{}, map[string]any{"messages": "x"}, nil},
+		{"variable add_generation_prompt", chat.Conversation{}, map[string]any{"add_generation_prompt": true}, nil},
+		{"variable of the package's", chat.Conversation{}, map[string]any{"wgd_tojson": 1}, nil},
 	} {
 		_, err := tpl.Render(tc.c, chat.Options{Vars: tc.vars})
 		if err == nil || tc.is != nil && !errors.Is(err, tc.is) {
@@ -133,6 +136,14 @@ func TestVariables(t *testing.T) {
 	want := `False <E> <pad> ["<a>", "<b>"] True None [{"title": "T", "text": "é"}] {"b": [1, 2.0], "a": null} 1.5 ["p"] {"y": true, "z": 1} 02 Jan 2025`
 	if err != nil || got != want {
 		t.Errorf("got  %q, %v\nwant %q", got, err, want)
+	}
+	// A variable shadows a global, as render's keyword arguments do.
+	shadow, err := chat.New("t", `{{ strftime_now }}`, chat.Tokens{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := shadow.Render(chat.Conversation{}, chat.Options{Vars: map[string]any{"strftime_now": "fixed"}}); err != nil || got != "fixed" {
+		t.Errorf("shadowed strftime_now: %q, %v", got, err)
 	}
 }
 
