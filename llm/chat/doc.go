@@ -47,7 +47,11 @@
 // objects keep their key order, 1 is an int and 1.0 a float.
 //
 // A Template is safe for concurrent use: a server compiles a model's
-// template once and renders every request with it.
+// template once and renders every request with it. An OpenAI request
+// carries a tool call's arguments as JSON text, where transformers'
+// templates expect an object (Llama 3.1's writes arguments|tojson): a
+// server parses them into the message's JSON before rendering, as vLLM
+// does.
 //
 // # Stop tokens
 //
