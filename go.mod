@@ -3,6 +3,7 @@ module github.com/wgdelegate/wgdelegate
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/google/flatbuffers v2.0.8+incompatible

@@ -134,7 +134,9 @@
 // piece's length. StopTokens gives the ids a
 // generation should stop at: EOS, and the end-of-turn tokens of instruct
 // models (<|eot_id|>, <|im_end|>). Llama3ChatPrompt formats a
-// conversation for a Llama 3 instruct model.
+// conversation for a Llama 3 instruct model; package chat (llm/chat)
+// renders a model's own chat template, as Hugging Face transformers does,
+// and built-in Llama 3, Llama 2, ChatML and Mistral formats.
 //
 // Malformed tokenizer files are errors wrapping ErrTokenizer.
 package llm

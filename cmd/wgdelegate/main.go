@@ -25,6 +25,7 @@ const usage = `Usage:
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
   wgdelegate import llama2c [flags] CHECKPOINT -o DIR
                                      write a llama2.c checkpoint as a .pte and .ptd
+  wgdelegate template [flags]        render a conversation with a model's chat template
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -237,6 +238,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, importUsage)
 			return 0
 		}
+	case "template":
+		err = templateCommand(rest, os.Stdin, stdout)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, templateUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -302,6 +309,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, generateUsage)
 	case args[0] == "import":
 		io.WriteString(stdout, importUsage)
+	case args[0] == "template":
+		io.WriteString(stdout, templateUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":
