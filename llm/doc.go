@@ -96,7 +96,12 @@
 //
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for
-// concurrent use.
+// concurrent use. The sequence lives in the model's KV cache, which a
+// second sequence would overwrite, so a Runner owns its model's cache from
+// New (or Open, Load) to Close (wgdelegate.Model.ClaimState): New on a
+// model another Runner holds fails with an error wrapping ErrCacheOwned,
+// and works again once that runner is closed. For two sequences, load the
+// model twice.
 //
 // # Tokenizers
 //

@@ -14,11 +14,17 @@ import (
 
 // Runner generates tokens with a Llama-style decoder: it holds the model,
 // its calling convention and the position the KV cache is filled up to.
-// A Runner is one sequence: it is not safe for concurrent use.
+// A Runner is one sequence: it is not safe for concurrent use. It owns
+// the model's KV cache (wgdelegate.Model.ClaimState) from New to Close,
+// so a second Runner on the same model fails with ErrCacheOwned until
+// the first is closed.
 type Runner struct {
-	m    *wgdelegate.Model
-	own  bool
-	conv Convention
+	m     *wgdelegate.Model
+	own   bool
+	claim *wgdelegate.StateClaim
+	// closed: Close was called; Forward and Generate refuse to run.
+	closed bool
+	conv   Convention
 	pos  int64
 	// pending is the last generated token, not yet fed to the model; the
 	// next Generate feeds it before its prompt. -1 when none.
@@ -83,12 +89,21 @@ func Load(ctx context.Context, program []byte, opts ...wgdelegate.Option) (*Runn
 // required, since the model's I/O does not say it). The caller keeps
 // ownership of m: Close does not close it. The KV cache is assumed empty
 // (a freshly loaded model).
+//
+// The model's KV cache holds one sequence, so the runner claims it
+// (wgdelegate.Model.ClaimState) until Close: New on a model another
+// Runner holds fails with an error wrapping ErrCacheOwned (a
+// *wgdelegate.StateClaimedError).
 func New(m *wgdelegate.Model, info ProgramInfo) (*Runner, error) {
 	c, err := Detect(m, info.MaxSeqLen, info.TokenType)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{m: m, conv: c, pending: -1}, nil
+	claim, err := m.ClaimState("an llm.Runner")
+	if err != nil {
+		return nil, fmt.Errorf("llm: a second runner on one model (close the first): %w", err)
+	}
+	return &Runner{m: m, claim: claim, conv: c, pending: -1}, nil
 }
 
 // Convention returns the calling convention the runner detected.
@@ -108,17 +123,28 @@ func (r *Runner) Reset() {
 }
 
 // Close closes the model if the runner opened it (Open, Load), and the
-// runner's device head either way.
+// runner's device head either way, and releases the model's KV cache, so
+// that another Runner may be made on it. Forward and Generate on a closed
+// runner fail with an error wrapping wgdelegate.ErrClosed. Close is
+// idempotent.
 func (r *Runner) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
 	if r.head != nil {
 		r.head.Close()
 		r.head = nil
 	}
+	r.claim.Release()
 	if r.own {
 		return r.m.Close()
 	}
 	return nil
 }
+
+// errClosed is the error of Forward and Generate on a closed runner.
+var errClosed = fmt.Errorf("llm: the runner is closed: %w", wgdelegate.ErrClosed)
 
 // Forward feeds tokens at the current position, in one Execute or in
 // chunks of up to Convention().MaxTokens, advances the position past them
@@ -129,6 +155,9 @@ func (r *Runner) Close() error {
 // ErrPositionPastEnd), an id outside the vocabulary a *TokenError; neither
 // runs anything.
 func (r *Runner) Forward(ctx context.Context, tokens []int32) ([]float32, error) {
+	if r.closed {
+		return nil, errClosed
+	}
 	if r.pending >= 0 {
 		tokens = append([]int32{r.pending}, tokens...)
 	}
@@ -350,6 +379,9 @@ func rate(n int, d time.Duration) float64 {
 // the sequence is in an unknown state: Reset before the next one.
 func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Result, error) {
 	res := Result{Stop: -1}
+	if r.closed {
+		return res, errClosed
+	}
 	start := time.Now()
 	s, err := newSampler(opts)
 	if err != nil {
