@@ -25,7 +25,7 @@ type Runner struct {
 	// closed: Close was called; Forward and Generate refuse to run.
 	closed bool
 	conv   Convention
-	pos  int64
+	pos    int64
 	// pending is the last generated token, not yet fed to the model; the
 	// next Generate feeds it before its prompt. -1 when none.
 	pending int32
