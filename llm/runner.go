@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -287,7 +288,10 @@ type GenerateOptions struct {
 	// RepeatLastN is how many of the latest tokens the three penalties
 	// look at: those of this call's prompt (with the last token a
 	// previous call generated), then those it generates. 0 means
-	// DefaultRepeatLastN (64, llama.cpp's default), -1 all of them.
+	// DefaultRepeatLastN (64, llama.cpp's default), RepeatLastNAll (-1)
+	// all of them, and RepeatLastNOff (-2) none: the penalties are off.
+	// (llama.cpp's --repeat-last-n 0, off, is RepeatLastNOff here; the
+	// CLI's --repeat-last-n takes these same values.)
 	//
 	// The penalties change the logits greedy decoding picks from too.
 	// The sampler's chain, in order: penalties, greedy (at temperature
@@ -319,6 +323,54 @@ type GenerateOptions struct {
 	// OnToken, when set, receives each generated token as soon as it is
 	// sampled; an error it returns ends the generation and is returned.
 	OnToken func(token int32) error
+}
+
+// Validate checks the options that do not depend on the model: the
+// sampler's ranges, DeviceTopK, MaxNewTokens, PrefillChunk and that no
+// stop token is negative. A bad option is an error wrapping ErrOption.
+// Generate validates its options before running anything; call Validate
+// to check them before a model is loaded. Stop tokens past the model's
+// vocabulary are Generate's to reject.
+func (o GenerateOptions) Validate() error {
+	if o.Temperature < 0 || math.IsNaN(o.Temperature) || math.IsInf(o.Temperature, 0) {
+		return fmt.Errorf("%w: temperature %v, want 0 (greedy) or more", ErrOption, o.Temperature)
+	}
+	if o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP) {
+		return fmt.Errorf("%w: top-p %v, want 0..1", ErrOption, o.TopP)
+	}
+	if o.TopK < 0 {
+		return fmt.Errorf("%w: top-k %d, want 0 (off) or more", ErrOption, o.TopK)
+	}
+	if o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP) {
+		return fmt.Errorf("%w: min-p %v, want 0..1", ErrOption, o.MinP)
+	}
+	if o.RepeatPenalty < 0 || math.IsNaN(o.RepeatPenalty) || math.IsInf(o.RepeatPenalty, 0) {
+		return fmt.Errorf("%w: repeat penalty %v, want 0 or 1 (off) or another positive number", ErrOption, o.RepeatPenalty)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"frequency", o.FrequencyPenalty}, {"presence", o.PresencePenalty}} {
+		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%w: %s penalty %v, want a finite number", ErrOption, p.name, p.v)
+		}
+	}
+	if o.RepeatLastN < RepeatLastNOff {
+		return fmt.Errorf("%w: repeat-last-n %d, want a token count, 0 (the default, %d), %d (every token) or %d (off)",
+			ErrOption, o.RepeatLastN, DefaultRepeatLastN, RepeatLastNAll, RepeatLastNOff)
+	}
+	if o.DeviceTopK < -1 || o.DeviceTopK > wgdelegate.MaxTopK {
+		return fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, o.DeviceTopK, wgdelegate.MaxTopK)
+	}
+	if o.MaxNewTokens < 0 || o.PrefillChunk < 0 {
+		return fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, o.MaxNewTokens, o.PrefillChunk)
+	}
+	for _, t := range o.StopTokens {
+		if t < 0 {
+			return fmt.Errorf("%w: stop token %d is negative", ErrOption, t)
+		}
+	}
+	return nil
 }
 
 // Result is what Generate produced.
@@ -394,11 +446,10 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	if len(feed) == 0 {
 		return res, fmt.Errorf("%w: an empty prompt with nothing generated before", ErrOption)
 	}
-	if opts.DeviceTopK < -1 || opts.DeviceTopK > wgdelegate.MaxTopK {
-		return res, fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, opts.DeviceTopK, wgdelegate.MaxTopK)
-	}
-	if opts.MaxNewTokens < 0 || opts.PrefillChunk < 0 {
-		return res, fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, opts.MaxNewTokens, opts.PrefillChunk)
+	for _, t := range opts.StopTokens {
+		if int64(t) >= r.conv.Vocab {
+			return res, fmt.Errorf("%w: stop token %d is outside the model's vocabulary of %d tokens", ErrOption, t, r.conv.Vocab)
+		}
 	}
 	if err := r.fits(int64(len(feed))); err != nil {
 		return res, err
