@@ -14,7 +14,9 @@
 //	if err != nil { ... }
 //	defer m.Close()
 //	outs, err := m.Execute(ctx, wgdelegate.FromFloat32([]int64{1, 4}, x))
+//	if err != nil { ... } // a *InputError for a wrong dtype or shape, ...
 //	y, err := outs[0].Float32s()
+//	if err != nil { ... }
 //
 // Options choose the device (WithDevice; by default a process-wide device
 // shared by all models), extra .ptd files (WithDataFiles, WithData), a

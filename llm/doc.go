@@ -8,6 +8,7 @@
 //	if err != nil { ... }
 //	defer r.Close()
 //	res, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: 64})
+//	if err != nil { ... }
 //	fmt.Println(res.Tokens, res.Stats.DecodeTokensPerSecond())
 //
 // # Calling conventions
