@@ -2,12 +2,17 @@ package wgdelegate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -81,17 +86,31 @@ type verifiedKey struct {
 	n   int
 }
 
+// verifyJob is one named tensor to hash: its bytes as the load reads
+// them, its key decoded, and the first constant that reads it.
+type verifyJob struct {
+	key        string
+	want       []byte
+	data       []byte
+	valueID    int32
+	constantID int32
+	sum        [sha256.Size]byte
+}
+
 func newVerifier(named serialization.NamedData, log *slog.Logger) *verifier {
 	return &verifier{named: named, log: log, seen: map[verifiedKey]bool{}}
 }
 
-// blob checks every named constant of delegate's blob. A constant whose
-// bytes cannot be resolved is left to the graph build, which reports it.
-// ctx is checked between tensors.
+// blob checks every named constant of delegate's blob, hashing distinct
+// tensors on up to GOMAXPROCS goroutines; a mismatch is reported for the
+// first such tensor in value order. A constant whose bytes cannot be
+// resolved is left to the graph build, which reports it. ctx is checked
+// between tensors.
 func (v *verifier) blob(ctx context.Context, delegate int, b *serialization.Blob) error {
 	start := time.Now()
 	defer func() { v.stats.Elapsed += time.Since(start) }()
 	g := b.Graph
+	var jobs []*verifyJob
 	for i := range g.Values {
 		val := &g.Values[i]
 		if val.Kind != serialization.KindTensor || val.Tensor == nil || !val.Tensor.IsConstant() {
@@ -100,9 +119,6 @@ func (v *verifier) blob(ctx context.Context, delegate int, b *serialization.Blob
 		cid := val.Tensor.ConstantID
 		if int(cid) >= len(g.Constants) || !g.Constants[cid].IsNamed() {
 			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
 		}
 		key := g.Constants[cid].NamedKey
 		data, err := b.ResolveConstant(val.Tensor, v.named)
@@ -123,20 +139,49 @@ func (v *verifier) blob(ctx context.Context, delegate int, b *serialization.Blob
 			v.log.Debug("wgdelegate: named data key is not a SHA-256: not verified", "key", key, "delegate", delegate, "constant", cid, "bytes", len(data))
 			continue
 		}
-		sum := sha256.Sum256(data)
-		if !bytes.Equal(sum[:], want) {
+		jobs = append(jobs, &verifyJob{key: key, want: want, data: data, valueID: int32(i), constantID: cid})
+	}
+	if err := hashAll(ctx, jobs); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if !bytes.Equal(j.sum[:], j.want) {
 			// The key may cover an entry longer than the tensor reads
 			// (the load uses its first bytes): then its bytes are good.
-			full, _ := v.named.Get(key)
-			if len(full) <= len(data) || !matches(full, want) {
-				return &DataMismatchError{Key: key, Sum: hex.EncodeToString(sum[:]), Bytes: int64(len(data)),
-					Delegate: delegate, ValueID: int32(i), ConstantID: cid}
+			full, _ := v.named.Get(j.key)
+			if len(full) <= len(j.data) || !matches(full, j.want) {
+				return &DataMismatchError{Key: j.key, Sum: hex.EncodeToString(j.sum[:]), Bytes: int64(len(j.data)),
+					Delegate: delegate, ValueID: j.valueID, ConstantID: j.constantID}
 			}
 		}
 		v.stats.Tensors++
-		v.stats.Bytes += int64(len(data))
+		v.stats.Bytes += int64(len(j.data))
 	}
 	return nil
+}
+
+// hashAll sets every job's sum, on up to GOMAXPROCS goroutines, largest
+// tensors first so that the workers finish together.
+func hashAll(ctx context.Context, jobs []*verifyJob) error {
+	order := slices.Clone(jobs)
+	slices.SortStableFunc(order, func(a, b *verifyJob) int { return cmp.Compare(len(b.data), len(a.data)) })
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := next.Add(1) - 1
+				if k >= int64(len(order)) || ctx.Err() != nil {
+					return
+				}
+				order[k].sum = sha256.Sum256(order[k].data)
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // sha256Key decodes a key that is a SHA-256 in hex (64 digits, either
