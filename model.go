@@ -2,6 +2,7 @@ package wgdelegate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -153,7 +154,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 			return nil, err
 		}
 	}
-	if err := m.dev.register(m); err != nil {
+	if err := m.dev.usable(); err != nil {
 		if m.release != nil {
 			m.release()
 		}
@@ -162,6 +163,10 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	defer func() {
 		if err != nil {
 			m.Close()
+			if derr := m.dev.usable(); derr != nil && !errors.Is(err, ErrClosed) {
+				// The device was closed during the load: that is why.
+				err = fmt.Errorf("%w (the load failed with: %v)", derr, err)
+			}
 		}
 	}()
 	var cacheFile string
@@ -189,6 +194,11 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 		m.steps = append(m.steps, step{g: g, delegate: cl.delegate, in: cl.in, out: cl.out})
 	}
 	if err := m.route(calls); err != nil {
+		return nil, err
+	}
+	// Registered only now, so that a Device.Close during the build fails
+	// the load instead of closing a model still being built.
+	if err := m.dev.register(m); err != nil {
 		return nil, err
 	}
 	report(Progress{Phase: PhaseDone, Delegate: nGraphs, Delegates: nGraphs, BytesDone: total, BytesTotal: total})

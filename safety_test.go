@@ -402,3 +402,24 @@ func TestVerifyDataBitFlips(t *testing.T) {
 		t.Error("the flips did not reach both the data and the structure")
 	}
 }
+
+// TestDeviceCloseDuringLoad: a Device closed while a model is being built
+// on it (here from the load's progress callback) fails the load with an
+// error matching ErrClosed, and leaves no model behind to close.
+func TestDeviceCloseDuringLoad(t *testing.T) {
+	ctx := context.Background()
+	d, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	closeAtBuild := wgdelegate.WithProgress(func(p wgdelegate.Progress) {
+		if p.Phase == wgdelegate.PhaseBuild {
+			d.Close()
+		}
+	})
+	m, err := wgdelegate.Load(ctx, mustBlob(t, cloneModel()), wgdelegate.WithDevice(d), closeAtBuild)
+	if !errors.Is(err, wgdelegate.ErrClosed) || m != nil {
+		t.Fatalf("load on a device closed during the build: %v, %v; want ErrClosed", m, err)
+	}
+}

@@ -167,13 +167,26 @@ func (d *Device) Close() error {
 	return d.d.Close()
 }
 
-// register records m as loaded on d, so that Close closes it; a closed
-// device is ErrClosed.
+// errDeviceClosed is a load's error on a closed Device.
+var errDeviceClosed = fmt.Errorf("wgdelegate: the device is closed: %w", ErrClosed)
+
+// usable is ErrClosed once d is closed.
+func (d *Device) usable() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errDeviceClosed
+	}
+	return nil
+}
+
+// register records m, just loaded on d, so that Close closes it; a
+// closed device is ErrClosed.
 func (d *Device) register(m *Model) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return fmt.Errorf("wgdelegate: the device is closed: %w", ErrClosed)
+		return errDeviceClosed
 	}
 	if d.models == nil {
 		d.models = map[*Model]struct{}{}
