@@ -8,6 +8,7 @@
 //	if err != nil { ... }
 //	defer r.Close()
 //	res, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: 64})
+//	if err != nil { ... }
 //	fmt.Println(res.Tokens, res.Stats.DecodeTokensPerSecond())
 //
 // # Calling conventions
@@ -96,7 +97,12 @@
 //
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for
-// concurrent use.
+// concurrent use. The sequence lives in the model's KV cache, which a
+// second sequence would overwrite, so a Runner owns its model's cache from
+// New (or Open, Load) to Close (wgdelegate.Model.ClaimState): New on a
+// model another Runner holds fails with an error wrapping ErrCacheOwned,
+// and works again once that runner is closed. For two sequences, load the
+// model twice.
 //
 // # Tokenizers
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -14,12 +15,18 @@ import (
 
 // Runner generates tokens with a Llama-style decoder: it holds the model,
 // its calling convention and the position the KV cache is filled up to.
-// A Runner is one sequence: it is not safe for concurrent use.
+// A Runner is one sequence: it is not safe for concurrent use. It owns
+// the model's KV cache (wgdelegate.Model.ClaimState) from New to Close,
+// so a second Runner on the same model fails with ErrCacheOwned until
+// the first is closed.
 type Runner struct {
-	m    *wgdelegate.Model
-	own  bool
-	conv Convention
-	pos  int64
+	m     *wgdelegate.Model
+	own   bool
+	claim *wgdelegate.StateClaim
+	// closed: Close was called; Forward and Generate refuse to run.
+	closed bool
+	conv   Convention
+	pos    int64
 	// pending is the last generated token, not yet fed to the model; the
 	// next Generate feeds it before its prompt. -1 when none.
 	pending int32
@@ -83,12 +90,21 @@ func Load(ctx context.Context, program []byte, opts ...wgdelegate.Option) (*Runn
 // required, since the model's I/O does not say it). The caller keeps
 // ownership of m: Close does not close it. The KV cache is assumed empty
 // (a freshly loaded model).
+//
+// The model's KV cache holds one sequence, so the runner claims it
+// (wgdelegate.Model.ClaimState) until Close: New on a model another
+// Runner holds fails with an error wrapping ErrCacheOwned (a
+// *wgdelegate.StateClaimedError).
 func New(m *wgdelegate.Model, info ProgramInfo) (*Runner, error) {
 	c, err := Detect(m, info.MaxSeqLen, info.TokenType)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{m: m, conv: c, pending: -1}, nil
+	claim, err := m.ClaimState("an llm.Runner")
+	if err != nil {
+		return nil, fmt.Errorf("llm: a second runner on one model (close the first): %w", err)
+	}
+	return &Runner{m: m, claim: claim, conv: c, pending: -1}, nil
 }
 
 // Convention returns the calling convention the runner detected.
@@ -108,17 +124,28 @@ func (r *Runner) Reset() {
 }
 
 // Close closes the model if the runner opened it (Open, Load), and the
-// runner's device head either way.
+// runner's device head either way, and releases the model's KV cache, so
+// that another Runner may be made on it. Forward and Generate on a closed
+// runner fail with an error wrapping wgdelegate.ErrClosed. Close is
+// idempotent.
 func (r *Runner) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
 	if r.head != nil {
 		r.head.Close()
 		r.head = nil
 	}
+	r.claim.Release()
 	if r.own {
 		return r.m.Close()
 	}
 	return nil
 }
+
+// errClosed is the error of Forward and Generate on a closed runner.
+var errClosed = fmt.Errorf("llm: the runner is closed: %w", wgdelegate.ErrClosed)
 
 // Forward feeds tokens at the current position, in one Execute or in
 // chunks of up to Convention().MaxTokens, advances the position past them
@@ -129,6 +156,9 @@ func (r *Runner) Close() error {
 // ErrPositionPastEnd), an id outside the vocabulary a *TokenError; neither
 // runs anything.
 func (r *Runner) Forward(ctx context.Context, tokens []int32) ([]float32, error) {
+	if r.closed {
+		return nil, errClosed
+	}
 	if r.pending >= 0 {
 		tokens = append([]int32{r.pending}, tokens...)
 	}
@@ -258,7 +288,10 @@ type GenerateOptions struct {
 	// RepeatLastN is how many of the latest tokens the three penalties
 	// look at: those of this call's prompt (with the last token a
 	// previous call generated), then those it generates. 0 means
-	// DefaultRepeatLastN (64, llama.cpp's default), -1 all of them.
+	// DefaultRepeatLastN (64, llama.cpp's default), RepeatLastNAll (-1)
+	// all of them, and RepeatLastNOff (-2) none: the penalties are off.
+	// (llama.cpp's --repeat-last-n 0, off, is RepeatLastNOff here; the
+	// CLI's --repeat-last-n takes these same values.)
 	//
 	// The penalties change the logits greedy decoding picks from too.
 	// The sampler's chain, in order: penalties, greedy (at temperature
@@ -290,6 +323,54 @@ type GenerateOptions struct {
 	// OnToken, when set, receives each generated token as soon as it is
 	// sampled; an error it returns ends the generation and is returned.
 	OnToken func(token int32) error
+}
+
+// Validate checks the options that do not depend on the model: the
+// sampler's ranges, DeviceTopK, MaxNewTokens, PrefillChunk and that no
+// stop token is negative. A bad option is an error wrapping ErrOption.
+// Generate validates its options before running anything; call Validate
+// to check them before a model is loaded. Stop tokens past the model's
+// vocabulary are Generate's to reject.
+func (o GenerateOptions) Validate() error {
+	if o.Temperature < 0 || math.IsNaN(o.Temperature) || math.IsInf(o.Temperature, 0) {
+		return fmt.Errorf("%w: temperature %v, want 0 (greedy) or more", ErrOption, o.Temperature)
+	}
+	if o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP) {
+		return fmt.Errorf("%w: top-p %v, want 0..1", ErrOption, o.TopP)
+	}
+	if o.TopK < 0 {
+		return fmt.Errorf("%w: top-k %d, want 0 (off) or more", ErrOption, o.TopK)
+	}
+	if o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP) {
+		return fmt.Errorf("%w: min-p %v, want 0..1", ErrOption, o.MinP)
+	}
+	if o.RepeatPenalty < 0 || math.IsNaN(o.RepeatPenalty) || math.IsInf(o.RepeatPenalty, 0) {
+		return fmt.Errorf("%w: repeat penalty %v, want 0 or 1 (off) or another positive number", ErrOption, o.RepeatPenalty)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"frequency", o.FrequencyPenalty}, {"presence", o.PresencePenalty}} {
+		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%w: %s penalty %v, want a finite number", ErrOption, p.name, p.v)
+		}
+	}
+	if o.RepeatLastN < RepeatLastNOff {
+		return fmt.Errorf("%w: repeat-last-n %d, want a token count, 0 (the default, %d), %d (every token) or %d (off)",
+			ErrOption, o.RepeatLastN, DefaultRepeatLastN, RepeatLastNAll, RepeatLastNOff)
+	}
+	if o.DeviceTopK < -1 || o.DeviceTopK > wgdelegate.MaxTopK {
+		return fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, o.DeviceTopK, wgdelegate.MaxTopK)
+	}
+	if o.MaxNewTokens < 0 || o.PrefillChunk < 0 {
+		return fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, o.MaxNewTokens, o.PrefillChunk)
+	}
+	for _, t := range o.StopTokens {
+		if t < 0 {
+			return fmt.Errorf("%w: stop token %d is negative", ErrOption, t)
+		}
+	}
+	return nil
 }
 
 // Result is what Generate produced.
@@ -350,6 +431,9 @@ func rate(n int, d time.Duration) float64 {
 // the sequence is in an unknown state: Reset before the next one.
 func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Result, error) {
 	res := Result{Stop: -1}
+	if r.closed {
+		return res, errClosed
+	}
 	start := time.Now()
 	s, err := newSampler(opts)
 	if err != nil {
@@ -362,11 +446,10 @@ func (r *Runner) Generate(ctx context.Context, prompt []int32, opts GenerateOpti
 	if len(feed) == 0 {
 		return res, fmt.Errorf("%w: an empty prompt with nothing generated before", ErrOption)
 	}
-	if opts.DeviceTopK < -1 || opts.DeviceTopK > wgdelegate.MaxTopK {
-		return res, fmt.Errorf("%w: device top-k %d, want -1, 0 or up to %d", ErrOption, opts.DeviceTopK, wgdelegate.MaxTopK)
-	}
-	if opts.MaxNewTokens < 0 || opts.PrefillChunk < 0 {
-		return res, fmt.Errorf("%w: MaxNewTokens %d and PrefillChunk %d must not be negative", ErrOption, opts.MaxNewTokens, opts.PrefillChunk)
+	for _, t := range opts.StopTokens {
+		if int64(t) >= r.conv.Vocab {
+			return res, fmt.Errorf("%w: stop token %d is outside the model's vocabulary of %d tokens", ErrOption, t, r.conv.Vocab)
+		}
 	}
 	if err := r.fits(int64(len(feed))); err != nil {
 		return res, err

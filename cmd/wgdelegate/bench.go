@@ -74,6 +74,9 @@ Flags:
                        'wgdelegate help run')
   --data FILE          a .ptd file holding named constants (repeatable)
   --input FILE         a .npy file for the next model input (repeatable)
+  --verify             check every weight against its SHA-256 key while
+                       loading (see 'wgdelegate help run'); the hashing
+                       counts in load_ms
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
@@ -96,6 +99,7 @@ type benchOptions struct {
 	f16KV       bool
 	noFusion    bool
 	verbose     bool
+	verify      bool                    // WithVerifyData (--verify)
 	cpuThreads  int                     // DeviceOptions.CPUThreads (--cpu-threads)
 	kernels     wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
@@ -112,6 +116,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("bench", args, specs)
@@ -220,11 +225,13 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}
+	opts = append(opts, verifyOption(o.verify)...)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), &lm, opts...)
 	if err != nil {
 		return err
 	}
 	defer l.close()
+	verifyNote(stderr, l.m, o.verify, o.verbose)
 	m := l.m
 	warnPackedCache(stderr, m)
 	res := benchResult{
@@ -387,6 +394,7 @@ func benchLLM(ctx context.Context, path string, m *wgdelegate.Model) (*llmBench,
 	if err != nil {
 		return nil, nil
 	}
+	defer r.Close()
 	c := r.Convention()
 	p := int(min(c.MaxTokens, max(c.MaxSeqLen/2, 1)))
 	steps := int(min(32, c.MaxSeqLen-int64(p)))

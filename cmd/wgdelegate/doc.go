@@ -19,12 +19,14 @@
 // graph as Graphviz DOT, or SVG, PNG or PDF (by the -o name) when dot is
 // installed. import llama2c writes a llama2.c checkpoint as the .pte,
 // .ptd and tokenizer.bin of an ExecuTorch Llama export, which generate
-// runs.
+// runs. run, bench, profile and generate take --verify, which checks
+// every weight against its SHA-256 key before anything runs.
 //
 // Every failure exits with status 1 and exactly one line on stderr,
 // "wgdelegate: <message>" (with --verbose, debug logs and the progress
 // lines of a load slower than a second may come before it; without it,
 // progress shows only on a terminal, as a bar erased on failure); Ctrl-C
 // exits with status 130 (generate prints its statistics so far first); no
-// arguments, -h and --help print usage and exit 0.
+// arguments, -h, --help and help --help print usage and exit 0. Flag
+// errors name the flag as it was typed.
 package main

@@ -75,8 +75,10 @@ Flags:
   --presence-penalty F subtract F from the logit of every token that
                        occurs among the last --repeat-last-n (default 0)
   --repeat-last-n N    how many of the latest tokens (prompt, then output)
-                       the three penalties look at: -1 all, 0 turns the
-                       penalties off (default 64)
+                       the three penalties look at (default 64, as 0 is):
+                       -1 or all for every token, -2 or off turns the
+                       penalties off (llama.cpp's 0; the values are
+                       llm.GenerateOptions.RepeatLastN's)
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
@@ -93,6 +95,8 @@ Flags:
                        'wgdelegate help run')
   --f16-kv-cache       hold the KV caches as halves (enable_f16_kv_cache):
                        half the cache memory, values rounded to half
+  --verify             check every weight against its SHA-256 key while
+                       loading (see 'wgdelegate help run')
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
@@ -129,6 +133,7 @@ type generateOptions struct {
 	cpuThreads       int
 	kernels          wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 	f16KV            bool
+	verify           bool
 	// progressDelay is how long the load runs before its progress shows
 	// (progressDelay; a test makes every load "slow" with 0).
 	progressDelay time.Duration
@@ -166,9 +171,17 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"frequency-penalty"}, value: true, set: floatFlag(&o.gen.FrequencyPenalty)},
 		{names: []string{"presence-penalty"}, value: true, set: floatFlag(&o.gen.PresencePenalty)},
 		{names: []string{"repeat-last-n"}, value: true, set: func(v string) error {
+			switch v {
+			case "all":
+				o.gen.RepeatLastN = llm.RepeatLastNAll
+				return nil
+			case "off":
+				o.gen.RepeatLastN = llm.RepeatLastNOff
+				return nil
+			}
 			n, err := strconv.Atoi(v)
-			if err != nil || n < -1 {
-				return fmt.Errorf("%q is not -1 (every token), 0 (off) or a token count", v)
+			if err != nil || n < llm.RepeatLastNOff {
+				return fmt.Errorf("%q is not a token count, 0 (the default, %d), -1 or all (every token), or -2 or off", v, llm.DefaultRepeatLastN)
 			}
 			o.gen.RepeatLastN = n
 			return nil
@@ -186,16 +199,17 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("generate", args, specs)
 	if err != nil {
 		return o, err
 	}
-	if o.gen.RepeatLastN == 0 {
-		// llama.cpp's --repeat-last-n 0: no penalties (GenerateOptions'
-		// 0 means the default window instead).
-		o.gen.RepeatPenalty, o.gen.FrequencyPenalty, o.gen.PresencePenalty = 0, 0, 0
+	// The sampling options are checked here, before any file is read or
+	// the model loaded.
+	if err := o.gen.Validate(); err != nil {
+		return o, fmt.Errorf("generate: %w", err)
 	}
 	if o.prompt != nil && o.ids != nil {
 		return o, errors.New("generate: give --prompt or --ids, not both")
@@ -248,6 +262,21 @@ func loadTokenizer(path string) (llm.Tokenizer, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
+}
+
+// tokenizerFormat names tok's file format, for messages.
+func tokenizerFormat(tok llm.Tokenizer) llm.TokenizerFormat {
+	switch tok.(type) {
+	case *llm.Llama2CTokenizer:
+		return llm.FormatLlama2C
+	case *llm.SentencePiece:
+		return llm.FormatSentencePiece
+	case *llm.Tiktoken:
+		return llm.FormatTiktoken
+	case *llm.HFTokenizer:
+		return llm.FormatHFTokenizer
+	}
+	return llm.FormatUnknownTokenizer
 }
 
 // chatPrompt returns the text to encode for --prompt, whether BOS goes
@@ -330,8 +359,8 @@ func chatTemplate(o generateOptions, tok llm.Tokenizer) (*chat.Template, error) 
 			return chat.Builtin(name)
 		}
 	}
-	return nil, fmt.Errorf("generate: --chat: no chat template beside %s (%s, or a chat_template in %s or %s), and its tokens fit no built-in format: give --chat-template FILE or one of %s",
-		o.tokenizer, chat.TemplateFile, chat.TokenizerConfigFile, chat.TokenizerFile, strings.Join(chat.BuiltinNames(), ", "))
+	return nil, fmt.Errorf("generate: --chat: no chat template beside %s (%s, or a chat_template in %s or %s), and the tokens of its tokenizer (a %v) fit no built-in format: give --chat-template FILE or one of %s",
+		o.tokenizer, chat.TemplateFile, chat.TokenizerConfigFile, chat.TokenizerFile, tokenizerFormat(tok), strings.Join(chat.BuiltinNames(), ", "))
 }
 
 // stopTokens returns the ids a generation stops at: --stop's, else the
@@ -441,14 +470,15 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	po.delay = o.progressDelay
 	pr := newProgress(po, filepath.Base(o.model))
 	start := time.Now()
-	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
+	m, err := wgdelegate.Open(ctx, o.model, append([]wgdelegate.Option{wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update),
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, HalfKVCache: o.f16KV}))
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, HalfKVCache: o.f16KV})}, verifyOption(o.verify)...)...)
 	pr.finish(err == nil)
 	if err != nil {
 		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
+	verifyNote(stderr, m, o.verify, o.verbose)
 	load := time.Since(start)
 	r, err := llm.New(m, info)
 	if err != nil {

@@ -79,6 +79,10 @@ Flags:
                      such as lavapipe, gpu for a GPU), cpu (shaped for
                      llvmpipe) or gpu (shaped for GPUs: many lanes along K,
                      workgroup memory; correct but slow on lavapipe)
+  --verify           check every weight against its SHA-256 key while
+                     loading: a corrupt .pte or .ptd fails instead of
+                     computing something else (hashing costs about 0.5 ms
+                     per MB)
   -q, --quiet        print nothing on success
   -v, --verbose      also print the adapter (and whether its float32
                      arithmetic flushes subnormals), timings and memory
@@ -282,16 +286,18 @@ func exitCode(err error) int {
 }
 
 // fail writes err as the single stderr line and returns its exit status
-// (exitCode).
+// (exitCode). A message that already starts with "wgdelegate: " (an error
+// of the library's own) does not get it twice.
 func fail(stderr io.Writer, err error) int {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg = strings.TrimPrefix(msg, "wgdelegate: ")
 	fmt.Fprintf(stderr, "wgdelegate: %s\n", msg)
 	return exitCode(err)
 }
 
 func helpCommand(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 0:
+	case len(args) == 0, len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
 		io.WriteString(stdout, usage)
 	case len(args) > 1:
 		return fail(stderr, errors.New("help takes at most one command"))

@@ -61,6 +61,8 @@ Flags:
                    help run')
   --data FILE      a .ptd file holding named constants (repeatable)
   --input FILE     a .npy file for the next model input (repeatable)
+  --verify         check every weight against its SHA-256 key while
+                   loading (see 'wgdelegate help run')
   -v, --verbose    debug logs on stderr
   -h, --help       print this help
 
@@ -82,6 +84,7 @@ type profileOptions struct {
 	f16KV      bool
 	noFusion   bool
 	verbose    bool
+	verify     bool                    // WithVerifyData (--verify)
 	cpuThreads int                     // DeviceOptions.CPUThreads (--cpu-threads)
 	kernels    wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
@@ -114,6 +117,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("profile", args, specs)
@@ -370,11 +374,12 @@ func sourceDescription(s string) string {
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), nil,
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
+		append(verifyOption(o.verify), wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))...)
 	if err != nil {
 		return err
 	}
 	defer l.close()
+	verifyNote(stderr, l.m, o.verify, o.verbose)
 	// Warm-up: the first Execute pays one-time driver work.
 	if _, err := l.m.Execute(ctx, l.inputs...); err != nil {
 		return err
