@@ -5,10 +5,12 @@
 //
 //	tpl, _, err := chat.Find("Qwen2.5-0.5B-Instruct") // tokenizer_config.json, chat_template.jinja
 //	if err != nil { ... }
-//	prompt, err := tpl.Render(chat.Conversation{Messages: []chat.Message{
+//	conv := chat.Conversation{Messages: []chat.Message{
 //		{Role: "system", Content: "Be brief."},
 //		{Role: "user", Content: "Hello!"},
-//	}}, chat.Options{AddGenerationPrompt: true})
+//	}}
+//	prompt, err := tpl.Render(conv, chat.Options{AddGenerationPrompt: true})
+//	if err != nil { ... } // a *RaisedError: the template refused the conversation
 //	// encode prompt with the model's tokenizer; stop at tpl.Stops()
 //
 // # Templates
