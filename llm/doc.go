@@ -109,10 +109,14 @@
 // of its own, which share the model's weights on the device:
 //
 //	p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 16})
-//	s, err := p.New()                  // ErrSessionsFull past the bounds
+//	if err != nil { ... } // ErrCacheOwned: a Runner or another Pool holds m
+//	s, err := p.New()
+//	if err != nil { ... } // ErrSessionsFull past the bounds
 //	res, err := s.Generate(ctx, conversation, opts)
+//	if err != nil { ... }
 //	// next turn: the whole conversation again; only its new tokens are prefilled
 //	res, err = s.Generate(ctx, append(conversation, more...), opts)
+//	if err != nil { ... }
 //
 // Design. The model's cache buffers hold the state of one session, the
 // resident one. When another session's turn comes, the pool saves the
@@ -125,13 +129,19 @@
 // runs alone copies nothing. The other design, a clone of the cache
 // tensors per session with bind groups of its own (every dispatch that
 // binds a cache recorded once per session), would make a switch free
-// where this one copies 2·layers·pos·H·D elements each way; the copies
-// cost what bandwidth allows (Stories 110M at 256 positions, float32:
-// 2·12·256·768·4 = 18.9 MB out and in, about 40 µs at a GPU's 1 TB/s,
-// a few ms on lavapipe), against a decode step that reads the weights
-// (440 MB), so the clone pays off only for long contexts and small
-// weights switched every step. Both designs hold one cache per session;
-// this one also keeps one in the model (Model.StateBytes more).
+// where this one copies 2·layers·pos·H·D elements each way. The copies
+// cost what bandwidth allows: Stories 110M at 256 positions, float32,
+// copies 2·12·256·768·4 = 18.9 MB out and in, about 40 µs at a GPU's
+// 1 TB/s against a decode step that reads 440 MB of weights. On lavapipe
+// (BenchmarkSessionSwitch, Stories 260K's shape, 2 shared vCPUs) a switch
+// copied 0.2 MB (64 positions) to 0.7 MB (256), and two sessions
+// switching at every step decoded at 2.0-2.1 ms a token against
+// 1.55-1.6 ms for two runners on two loads of the model (which is what
+// the clone would cost, less its bind groups), the difference being the
+// copies and the pipelining a switch gives up. The clone pays off for
+// long contexts and small weights switched every step, and would need
+// per-session recordings in graph. Both designs hold one cache per
+// session; this one also keeps one in the model (Model.StateBytes more).
 //
 // Prefix reuse. A session remembers the tokens its cache holds. Generate
 // takes the whole sequence each time (a chat's conversation so far);

@@ -172,3 +172,67 @@ func median(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkSessionsMemory reports the device memory of one model with
+// 1 and 8 sessions, each holding a conversation of 64 tokens (so that
+// every session has its state saved once), on stories15M's shape (288
+// features, 6 layers, 32000 tokens, a 256-position cache): the weights
+// once, plus the model's own caches, plus one saved state per session.
+func BenchmarkSessionsMemory(b *testing.B) {
+	ctx := context.Background()
+	cfg := models.LlamaConfig{Dim: 288, Hidden: 768, Layers: 6, Heads: 6, KVHeads: 6, Vocab: 32000,
+		MaxSeq: 256, MaxTokens: 32, Eps: 1e-5, RopeTheta: 10000, Seed: 1}
+	l, err := models.NewLlama(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := models.Encode(l.B, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := llm.InspectProgram(f.PTE)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := wgdelegate.Load(ctx, f.PTE)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for range b.N {
+		for _, n := range []int{1, 8} {
+			p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var sessions []*llm.Session
+			for i := range n {
+				s, err := p.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				prompt := make([]int32, 64)
+				for j := range prompt {
+					prompt[j] = int32((i*131 + j*17) % int(cfg.Vocab))
+				}
+				if _, err := s.Generate(ctx, prompt, llm.GenerateOptions{MaxNewTokens: 1}); err != nil {
+					b.Fatal(err)
+				}
+				sessions = append(sessions, s)
+			}
+			if n > 1 { // the last one leaves too: every state saved
+				if _, err := sessions[0].Generate(ctx, append(sessions[0].Tokens(), 5), llm.GenerateOptions{MaxNewTokens: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st := p.Stats()
+			model := m.MemoryStats().TotalBytes()
+			b.ReportMetric(float64(model), "model-bytes")
+			b.ReportMetric(float64(st.StateBytes), "state-bytes/session")
+			b.ReportMetric(float64(model+st.StoreBytes), "total-bytes-"+strconv.Itoa(n)+"-sessions")
+			b.ReportMetric(float64(st.Stores), "stores-"+strconv.Itoa(n)+"-sessions")
+			p.Close()
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -4,12 +4,16 @@
 // package behind an http.Server.
 //
 //	srv := server.New(server.Options{APIKey: key})
-//	go http.Serve(ln, srv)                  // /health is 503 while loading
+//	hs := &http.Server{Handler: srv}
+//	go hs.Serve(ln)                         // /health is 503 while loading
 //	pool, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 8})
-//	err = srv.SetModel(server.Model{ID: "stories", Pool: pool, Tokenizer: tok, Template: tpl})
+//	if err != nil { ... }
+//	if err := srv.SetModel(server.Model{ID: "stories", Pool: pool, Tokenizer: tok, Template: tpl}); err != nil { ... }
 //	...
 //	srv.Drain()                             // on SIGTERM: new requests 503, /health 503
-//	httpServer.Shutdown(ctx)                // wait for those in flight; Abort at a deadline
+//	if hs.Shutdown(deadline) != nil {       // wait for those in flight,
+//		srv.Abort()                         // then cancel what still runs
+//	}
 //	srv.Close()
 //
 // # Endpoints

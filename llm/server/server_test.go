@@ -82,6 +82,8 @@ func TestChat(t *testing.T) {
 	if u := got2.Usage; u.PromptTokens != int64(len(prompt2)) || u.PromptTokensDetails.CachedTokens != int64(cached) || u.CompletionTokens != int64(len(res2.Tokens)) {
 		t.Errorf("second turn usage %+v, want %d prompt tokens of which %d cached, %d completion", u, len(prompt2), cached, len(res2.Tokens))
 	}
+	t.Logf("second turn: %d prompt tokens, %d reused from the session's cache, %d prefilled (first turn: %d prompt tokens, %d generated)",
+		len(prompt2), got2.Usage.PromptTokensDetails.CachedTokens, int64(len(prompt2))-got2.Usage.PromptTokensDetails.CachedTokens, len(prompt), stopAfter)
 	wantFinish := "length"
 	if res2.Stop >= 0 {
 		wantFinish = "stop"
