@@ -114,7 +114,7 @@ func maxTokens(p *samplingParams) (int, error) {
 // checkContext answers a prompt (and token budget) past the model's
 // context with the 400 OpenAI gives.
 func checkContext(m *served, prompt []int32, budget int) error {
-	ctxLen := m.Pool.Convention().MaxSeqLen
+	ctxLen := m.conv.MaxSeqLen
 	n := int64(len(prompt))
 	if n == 0 {
 		return badRequest("", "the prompt is empty")
@@ -279,7 +279,7 @@ func parseCompletion(m *served, cr *completionRequest) (request, error) {
 	case json.Unmarshal(cr.Prompt, &texts) == nil && len(texts) == 1:
 		rq.prompt, err = encode(m, texts[0], m.Tokenizer.BOS() >= 0)
 	case json.Unmarshal(cr.Prompt, &ids) == nil && len(ids) > 0:
-		vocab := m.Pool.Convention().Vocab
+		vocab := m.conv.Vocab
 		for _, id := range ids {
 			if id < 0 || id >= vocab {
 				return rq, badRequest("prompt", "token id %d is outside the model's vocabulary of %d", id, vocab)

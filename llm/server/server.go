@@ -98,6 +98,7 @@ type served struct {
 	chatStops     []int32  // StopTokens and the template's stop tokens
 	chatStopTexts []string // template stops that are no single token
 	bosText       string   // the template's bos_token, when it is the tokenizer's BOS
+	conv          llm.Convention
 	sessions      *sessions
 }
 
@@ -140,10 +141,15 @@ func (s *Server) SetModel(m Model) error {
 	if m.Created.IsZero() {
 		m.Created = time.Now()
 	}
-	sv := &served{Model: m, chatStops: slices.Clone(m.StopTokens)}
+	sv := &served{Model: m, chatStops: slices.Clone(m.StopTokens), conv: m.Pool.Convention()}
+	for _, id := range m.StopTokens {
+		if id < 0 || int64(id) >= sv.conv.Vocab {
+			return fmt.Errorf("server: stop token %d is outside the model's vocabulary of %d", id, sv.conv.Vocab)
+		}
+	}
 	if m.Template != nil {
 		for _, st := range m.Template.Stops() {
-			if id, ok := tokenID(m.Tokenizer, st); ok {
+			if id, ok := tokenID(m.Tokenizer, st); ok && int64(id) < sv.conv.Vocab {
 				if !slices.Contains(sv.chatStops, id) {
 					sv.chatStops = append(sv.chatStops, id)
 				}

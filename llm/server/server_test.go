@@ -384,6 +384,23 @@ func TestHealthAndDrain(t *testing.T) {
 	if code := rec("GET", "/metrics", ""); code != http.StatusOK {
 		t.Errorf("/metrics while loading: %d", code)
 	}
+	for _, bad := range []server.Model{
+		{ID: modelID, Tokenizer: f.tok},
+		{ID: modelID, Pool: sv.pool},
+		{Pool: sv.pool, Tokenizer: f.tok},
+		{ID: modelID, Pool: sv.pool, Tokenizer: f.tok, StopTokens: []int32{-1}},
+		{ID: modelID, Pool: sv.pool, Tokenizer: f.tok, StopTokens: []int32{int32(testCfg.Vocab)}},
+	} {
+		if err := fresh.SetModel(bad); err == nil {
+			t.Errorf("SetModel(%+v) succeeded", bad)
+		}
+	}
+	if code := rec("GET", "/health", ""); code != http.StatusServiceUnavailable {
+		t.Errorf("/health after refused models: %d", code)
+	}
+	if err := sv.srv.SetModel(server.Model{ID: "again", Pool: sv.pool, Tokenizer: f.tok}); err == nil {
+		t.Errorf("a second SetModel succeeded")
+	}
 
 	if _, err := sv.client.Completions.New(context.Background(), openai.CompletionNewParams{Model: modelID,
 		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("a")}, MaxTokens: openai.Int(2)}); err != nil {
