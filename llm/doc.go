@@ -135,10 +135,11 @@
 // 1 TB/s against a decode step that reads 440 MB of weights. On lavapipe
 // (BenchmarkSessionSwitch, Stories 260K's shape, 2 shared vCPUs) a switch
 // copied 0.2 MB (64 positions) to 0.7 MB (256), and two sessions
-// switching at every step decoded at 2.0-2.1 ms a token against
-// 1.55-1.6 ms for two runners on two loads of the model (which is what
-// the clone would cost, less its bind groups), the difference being the
-// copies and the pipelining a switch gives up. The clone pays off for
+// switching at every step took 10-40% more time a token (1.8-3.0 ms)
+// than two runners on two loads of the model (1.4-2.4 ms; what the clone
+// would cost, less its bind groups), over 6 runs with the host's load
+// varying: the copies and the pipelining a switch gives up. The clone
+// pays off for
 // long contexts and small weights switched every step, and would need
 // per-session recordings in graph. Both designs hold one cache per
 // session; this one also keeps one in the model (Model.StateBytes more).

@@ -82,10 +82,13 @@ type Server struct {
 	// draining: new requests are refused (503) and /health says so.
 	draining atomic.Bool
 	// base is cancelled by Abort: it ends every generation in flight.
-	base      context.Context
-	abort     context.CancelFunc
-	inflight  sync.WaitGroup
-	nInflight atomic.Int64
+	base  context.Context
+	abort context.CancelFunc
+	// inflight counts the requests being answered; idle is signalled
+	// when it drops to 0.
+	mu       sync.Mutex
+	inflight int
+	idle     *sync.Cond
 
 	// tokenHook, when set (by tests), runs after each generated token, on
 	// the generating goroutine, with the request's context.
@@ -118,6 +121,7 @@ func New(o Options) *Server {
 		s.log = slog.Default()
 	}
 	s.base, s.abort = context.WithCancel(context.Background())
+	s.idle = sync.NewCond(&s.mu)
 	s.metrics = newMetrics(s)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.api("chat", s.chatCompletions))
 	s.mux.HandleFunc("POST /v1/completions", s.api("completions", s.completions))
@@ -181,7 +185,26 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) Abort() { s.abort() }
 
 // InFlight is how many requests are being answered.
-func (s *Server) InFlight() int { return int(s.nInflight.Load()) }
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// enter and leave count a request being answered.
+func (s *Server) enter() {
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+}
+
+func (s *Server) leave() {
+	s.mu.Lock()
+	if s.inflight--; s.inflight == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
 
 // Close drains the server, aborts what still runs, waits for the
 // requests' handlers to finish with the model and closes the sessions the
@@ -190,7 +213,11 @@ func (s *Server) InFlight() int { return int(s.nInflight.Load()) }
 func (s *Server) Close() error {
 	s.Drain()
 	s.Abort()
-	s.inflight.Wait()
+	s.mu.Lock()
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
 	if sv := s.model.Load(); sv != nil {
 		sv.sessions.close()
 	}
@@ -257,8 +284,7 @@ func (s *Server) api(endpoint string, h apiHandler) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w := &statusWriter{ResponseWriter: rw}
-		s.inflight.Add(1)
-		s.nInflight.Add(1)
+		s.enter()
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("server: handler panic", "endpoint", endpoint, "panic", p, "stack", string(debug.Stack()))
@@ -271,8 +297,7 @@ func (s *Server) api(endpoint string, h apiHandler) http.HandlerFunc {
 			}
 			s.metrics.request(endpoint, w.status)
 			s.log.Debug("server: request", "method", r.Method, "path", r.URL.Path, "status", w.status, "elapsed", time.Since(start))
-			s.nInflight.Add(-1)
-			s.inflight.Done()
+			s.leave()
 		}()
 		if err := s.admit(r); err != nil {
 			writeError(w, err)
