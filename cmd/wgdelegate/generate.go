@@ -330,11 +330,18 @@ func specialID(tok llm.Tokenizer, s string) (id int32, ok, named bool) {
 // tokens fit. A Jinja file without tokens of its own gets those of the
 // tokenizer_config.json beside the tokenizer.
 func chatTemplate(o generateOptions, tok llm.Tokenizer) (*chat.Template, error) {
-	dir := filepath.Dir(o.tokenizer)
-	if o.chatTemplate != "" {
-		tpl, err := loadChatTemplate(o.chatTemplate)
+	return findChatTemplate(o.tokenizer, o.chatTemplate, tok, "generate: --chat-template", "generate: --chat")
+}
+
+// findChatTemplate is chatTemplate for a tokenizer file and a
+// --chat-template value (""), its errors prefixed with flagMsg (for the
+// flag's template) or findMsg (for the one looked for).
+func findChatTemplate(tokenizer, flag string, tok llm.Tokenizer, flagMsg, findMsg string) (*chat.Template, error) {
+	dir := filepath.Dir(tokenizer)
+	if flag != "" {
+		tpl, err := loadChatTemplate(flag)
 		if err != nil {
-			return nil, fmt.Errorf("generate: --chat-template: %w", err)
+			return nil, fmt.Errorf("%s: %w", flagMsg, err)
 		}
 		if tpl.Tokens().BOS == "" && tpl.Tokens().EOS == "" {
 			c, err := chat.LoadConfig(filepath.Join(dir, chat.TokenizerConfigFile))
@@ -342,7 +349,7 @@ func chatTemplate(o generateOptions, tok llm.Tokenizer) (*chat.Template, error) 
 			case err == nil:
 				tpl = tpl.WithTokens(c.Tokens)
 			case !errors.Is(err, fs.ErrNotExist):
-				return nil, fmt.Errorf("generate: --chat: %w", err)
+				return nil, fmt.Errorf("%s: %w", findMsg, err)
 			}
 		}
 		return tpl, nil
@@ -352,15 +359,15 @@ func chatTemplate(o generateOptions, tok llm.Tokenizer) (*chat.Template, error) 
 		return tpl, nil
 	}
 	if !errors.Is(err, chat.ErrNoTemplate) {
-		return nil, fmt.Errorf("generate: --chat: %w", err)
+		return nil, fmt.Errorf("%s: %w", findMsg, err)
 	}
 	if sp, ok := tok.(specialTokens); ok {
 		if name := chat.GuessBuiltin(func(s string) bool { _, ok := sp.SpecialTokenID(s); return ok }); name != "" {
 			return chat.Builtin(name)
 		}
 	}
-	return nil, fmt.Errorf("generate: --chat: no chat template beside %s (%s, or a chat_template in %s or %s), and the tokens of its tokenizer (a %v) fit no built-in format: give --chat-template FILE or one of %s",
-		o.tokenizer, chat.TemplateFile, chat.TokenizerConfigFile, chat.TokenizerFile, tokenizerFormat(tok), strings.Join(chat.BuiltinNames(), ", "))
+	return nil, fmt.Errorf("%s: no chat template beside %s (%s, or a chat_template in %s or %s), and the tokens of its tokenizer (a %v) fit no built-in format: give --chat-template FILE or one of %s: %w",
+		findMsg, tokenizer, chat.TemplateFile, chat.TokenizerConfigFile, chat.TokenizerFile, tokenizerFormat(tok), strings.Join(chat.BuiltinNames(), ", "), chat.ErrNoTemplate)
 }
 
 // stopTokens returns the ids a generation stops at: --stop's, else the

@@ -26,6 +26,7 @@ const usage = `Usage:
   wgdelegate import llama2c [flags] CHECKPOINT -o DIR
                                      write a llama2.c checkpoint as a .pte and .ptd
   wgdelegate template [flags]        render a conversation with a model's chat template
+  wgdelegate serve [flags] MODEL     serve a decoder over HTTP with OpenAI's API
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -248,6 +249,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, templateUsage)
 			return 0
 		}
+	case "serve":
+		err = serveCommand(rest, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, serveUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -317,6 +324,8 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, importUsage)
 	case args[0] == "template":
 		io.WriteString(stdout, templateUsage)
+	case args[0] == "serve":
+		io.WriteString(stdout, serveUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":
