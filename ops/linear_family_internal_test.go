@@ -62,7 +62,9 @@ func kernelFile(t *testing.T, r *recorder) string {
 
 // TestLinearKernelTable checks the kernel each family's table entry gives
 // representative calls: the lavapipe kernels under FamilyCPU, the GPU ones
-// under FamilyGPU, the tiled quantized kernel where the GPU GEMV cannot
+// under FamilyGPU (the 4-bit ones on gemv_gpu.wgsl: this builder packs no
+// weights, so the weight-word GEMV, which reads its scales packed per
+// row, gives way), the tiled quantized kernel where the GPU GEMV cannot
 // read the weight or M is large, and the Matmul overrides in both.
 func TestLinearKernelTable(t *testing.T) {
 	cpu, gpu := Config{Family: FamilyCPU}, Config{Family: FamilyGPU}
@@ -87,8 +89,9 @@ func TestLinearKernelTable(t *testing.T) {
 		{"q4 M16 g64", func(cfg Config) *recorder { return recordQ4(t, 16, 128, 8, 64, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 		{"q4 M17", func(cfg Config) *recorder { return recordQ4(t, 17, 64, 8, 32, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
 		{"q4 g16", func(cfg Config) *recorder { return recordQ4(t, 1, 64, 8, 16, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
-		{"int8 M1 K%16", func(cfg Config) *recorder { return recordInt8(t, 1, 64, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
-		{"int8 M3 K%4", func(cfg Config) *recorder { return recordInt8(t, 3, 20, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
+		{"int8 M1 K%16", func(cfg Config) *recorder { return recordInt8(t, 1, 64, 8, cfg) }, "qlinear.wgsl", "gemv_quant.wgsl"},
+		{"int8 M3 K%4", func(cfg Config) *recorder { return recordInt8(t, 3, 20, 8, cfg) }, "qlinear.wgsl", "gemv_quant.wgsl"},
+		{"int8 M9", func(cfg Config) *recorder { return recordInt8(t, 9, 20, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 	} {
 		if got := kernelFile(t, c.rec(cpu)); got != c.cpu {
 			t.Errorf("%s, cpu: %s, want %s", c.name, got, c.cpu)

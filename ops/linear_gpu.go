@@ -68,7 +68,9 @@ func gpuGEMVRows(cfg Config, m int64) bool {
 }
 
 // gpuQGEMVFormat returns the gemv_gpu.wgsl weight format of quantized call
-// c, or "" when that kernel cannot read it: "q4" for linear_q4gsw and
+// c (since issue 33 the gpu family's GEMV for 9 to 16 rows, and for up to
+// 8 under Config.SkipKernels "gpu/q4gemv,gpu/qcgemv"; linear_gpu_quant.go),
+// or "" when that kernel cannot read it: "q4" for linear_q4gsw and
 // linear_dq8ca_q4gsw codes (low nibble first, grouped scales) with K and
 // the group size multiples of 32 (a 32-nibble unit lies in one group),
 // "int8v" or "int8" for _weight_int8pack_mm (K % 16 == 0: vec4<u32>

@@ -37,6 +37,32 @@ func benchConfig(b *testing.B, cfg ops.Config) ops.Config {
 	return cfg
 }
 
+// benchFamily is the kernel family the kernel benchmarks load on dev:
+// -bench-kernels, or with "auto" the device's (cpu on a CPU adapter).
+func benchFamily(b *testing.B, dev *gpu.Device) ops.Family {
+	f := benchConfig(b, ops.Config{}).Family
+	if f == ops.FamilyAuto {
+		f = ops.FamilyGPU
+		if dev.Info().AdapterType == "cpu" {
+			f = ops.FamilyCPU
+		}
+	}
+	return f
+}
+
+// oldKernels returns the variant that runs what the gpu family ran before
+// the kernels that skip (ops.Config.SkipKernels) names, cfg otherwise
+// unchanged, or false when the benchmarks load another family (where the
+// two would be the same kernels).
+func oldKernels(b *testing.B, dev *gpu.Device, v benchVariant, skip string) (benchVariant, bool) {
+	if benchFamily(b, dev) != ops.FamilyGPU {
+		return benchVariant{}, false
+	}
+	v.cfg.SkipKernels = skip
+	v.graphs = nil
+	return v, true
+}
+
 // weightCopies returns how many copies of a weight of wbytes a bandwidth
 // benchmark rotates through: enough that any all but one of them exceed
 // -bench-stream-mb (64 MB on a GPU), so that a weight has left the GPU's

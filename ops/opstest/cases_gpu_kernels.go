@@ -1,0 +1,32 @@
+package opstest
+
+// Cases for issue 33's GPU kernels (ops/linear_gpu_quant.go), run by both
+// families like every linear case, at the shapes their indexing is
+// sensitive to.
+//
+// The weight-word GEMV (gemv_quant.wgsl: one 32-bit word a lane, 32 lanes
+// a row, 2 words in flight, 8 warps of 4, 2 or 1 rows, up to 8 input
+// rows): K of one word (lanes 1..31 idle) and not a multiple of the 64
+// words of an unrolled sweep, group sizes that are multiples of 8 but not
+// of 32 (a lane's group index is no multiple of its sweep), N not a
+// multiple of a workgroup's 32 (16, 8) rows, M = 2, 4, 5 and 8 (input
+// rows 2, 4, 8, 8: 2, 1, 1, 1 rows a warp), the per-channel 4-bit and
+// int8 forms, 8da4w, and K chunks (16384 trips of 32 lanes a dispatch).
+func init() {
+	Cases = append(Cases,
+		q4gswCase([]int64{1, 8}, 33, 8, true, false),
+		q4gswCase([]int64{2, 520}, 65, 40, true, false),
+		q4gswCase([]int64{4, 2056}, 17, 8, false, false),
+		q4gswCase([]int64{8, 136}, 40, 136, true, false),
+		q4gswCase([]int64{5, 4, 264}, 70, 24, false, true),
+		dq8caCase([]int64{2, 520}, 9, 40, true, 11),
+		dq8caCase([]int64{8, 2048}, 33, 64, false, 11),
+		perChannelCase([]int64{5, 1032}, 37, false, false),
+		perChannelCase([]int64{8, 64}, 70, false, true),
+		perChannelCase([]int64{8, 260}, 33, true, false),
+		perChannelCase([]int64{2, 4}, 5, true, false),
+		// Two K chunks: 524296 words of 4-bit codes, 524292 of int8.
+		q4gswCase([]int64{1, 4194368}, 2, 64, true, false),
+		perChannelCase([]int64{1, 2097168}, 3, true, false),
+	)
+}

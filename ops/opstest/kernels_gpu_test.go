@@ -1,0 +1,245 @@
+package opstest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// newGPUKernels are the linear-family table entries of issue 33's GPU
+// kernels; skipping them (ops.Config.SkipKernels) selects the kernels they
+// replaced, which stay in the table so that one GPU run measures both.
+const newGPUKernels = "gpu/q4gemv,gpu/qcgemv"
+
+// linearKernelFiles returns the shader files of g's dispatches recorded
+// for ops whose name contains op.
+func linearKernelFiles(g *graph.WebGPUGraph, op string) []string {
+	var files []string
+	for _, d := range g.Dispatches() {
+		if strings.Contains(d.OpName, op) {
+			files = append(files, d.Kernel[:strings.Index(d.Kernel, ".wgsl")+5])
+		}
+	}
+	return files
+}
+
+// TestGPUKernelChoice checks which kernel the gpu family picks for the
+// linear family's calls at each M, and that ops.Config.SkipKernels of the
+// new entries picks the previous kernel again: 4-bit linear_q4gsw and the
+// per-channel linear_qcs4w and _weight_int8pack_mm run the weight-word
+// GEMV (gemv_quant.wgsl) up to 8 rows; from 9 to 16 rows the 4-bit and
+// int8 GEMV of 16-byte units (gemv_gpu.wgsl) and linear_qcs4w the tiled
+// "q" form (matmul_gpu.wgsl); past 16 rows the tiled one. A group size
+// not a multiple of 8 (a word spanning two groups) keeps the one before.
+func TestGPUKernelChoice(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	type choice struct {
+		c         Case
+		op        string
+		want, old string // kernel files by default and with newGPUKernels skipped
+	}
+	var cs []choice
+	for _, m := range []int64{1, 2, 3, 4, 5, 8, 9, 16, 17} {
+		want, old := "gemv_quant.wgsl", "gemv_gpu.wgsl"
+		switch {
+		case m > 16:
+			want, old = "matmul_gpu.wgsl", "matmul_gpu.wgsl"
+		case m > 8:
+			want = old
+		}
+		cs = append(cs,
+			choice{q4gswCase([]int64{m, 64}, 9, 32, true, false), "q4gsw", want, old},
+			choice{dq8caCase([]int64{m, 64}, 9, 32, false, 11), "dq8ca", want, old},
+			choice{perChannelCase([]int64{m, 32}, 9, true, false), "int8pack", want, old})
+		qcWant := "matmul_gpu.wgsl"
+		if m <= 8 {
+			qcWant = "gemv_quant.wgsl"
+		}
+		cs = append(cs, choice{perChannelCase([]int64{m, 64}, 9, false, false), "qcs4w", qcWant, "matmul_gpu.wgsl"})
+	}
+	cs = append(cs,
+		// A group of 48 (6 words) on the weight-word GEMV; of 12 (a word
+		// spans two groups), K = 36 (not whole words), linear_qcs4w with
+		// K = 36: the kernels before.
+		choice{q4gswCase([]int64{1, 96}, 9, 48, true, false), "q4gsw", "gemv_quant.wgsl", "matmul_gpu.wgsl"},
+		choice{q4gswCase([]int64{2, 36}, 8, 12, false, false), "q4gsw", "matmul_gpu.wgsl", "matmul_gpu.wgsl"},
+		choice{perChannelCase([]int64{3, 36}, 7, false, false), "qcs4w", "matmul_gpu.wgsl", "matmul_gpu.wgsl"},
+	)
+	for _, c := range cs {
+		t.Run(c.c.Name, func(t *testing.T) {
+			for _, v := range []struct {
+				skip, want string
+			}{{"", c.want}, {newGPUKernels, c.old}} {
+				g := buildMatmulCase(t, dev, c.c, ops.Config{Family: ops.FamilyGPU, SkipKernels: v.skip})
+				files := linearKernelFiles(g, c.op)
+				g.Close()
+				if len(files) == 0 || files[0] != v.want {
+					t.Errorf("SkipKernels %q: kernels %v, want %s first", v.skip, files, v.want)
+				}
+			}
+		})
+	}
+}
+
+// TestConformanceSkippedKernels runs the linear family's cases under the
+// gpu family with the new kernels skipped (ops.Config.SkipKernels
+// newGPUKernels): the kernels they replaced stay selectable for the GPU
+// run that compares them, so they must stay correct. (TestConformance runs
+// the same cases on the new ones.)
+func TestConformanceSkippedKernels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the gpu family's cases a second time")
+	}
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	Run(t, GPU{Dev: dev, Kernels: ops.Config{Family: ops.FamilyGPU, SkipKernels: newGPUKernels}}, FamilyCases(Cases))
+}
+
+// TestSkipKernelsUnknown: a SkipKernels name that is no table entry fails
+// the load with ops.ErrConfig, naming it.
+func TestSkipKernelsUnknown(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	b := serialization.NewBuilder()
+	q4gswCase([]int64{1, 64}, 9, 32, true, false).Build(b, rand.New(rand.NewPCG(1, 2)))
+	g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{SkipKernels: "gpu/q4gemv, gpu/nosuch"}})
+	if err == nil {
+		g.Close()
+		t.Fatal("loaded")
+	}
+	if !errors.Is(err, ops.ErrConfig) || !strings.Contains(err.Error(), `"gpu/nosuch"`) {
+		t.Fatalf("err %v, want ops.ErrConfig naming gpu/nosuch", err)
+	}
+	for _, name := range strings.Split(newGPUKernels, ",") {
+		found := false
+		for _, n := range ops.LinearKernelNames() {
+			found = found || n == name
+		}
+		if !found {
+			t.Errorf("%s is not a table entry", name)
+		}
+	}
+}
+
+// TestGPUQuantFoldedGrid: the weight-word GEMV over more column blocks
+// than one grid dimension allows, where ops.Grid folds the dispatch into
+// 2-D and the kernel must find its block from both: a 5-row
+// linear_q4gsw (input rows 8, so 1 row a warp, 8 a workgroup) of
+// N = 65535·8 + 12 columns (65537 blocks; its scales packed per row), and
+// a one-row _weight_int8pack_mm (4 rows a warp, 32 a workgroup) of
+// N = 65535·32 + 40. K is one word (group 8), activations and codes are
+// integers and the scales 1 or 2: every output is an exact integer, so a
+// skipped or misplaced block shows.
+func TestGPUQuantFoldedGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("65537 workgroups of 256 invocations")
+	}
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, c := range []struct {
+		op      string
+		m, n, k int
+	}{
+		{"q4gsw", 5, 65535*8 + 12, 8},
+		{"int8pack", 1, 65535*32 + 40, 4},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			f := serialization.Float32
+			q4 := c.op == "q4gsw"
+			rowBytes := c.k
+			if q4 {
+				rowBytes = c.k / 2
+			}
+			codes := make([]byte, c.n*rowBytes)
+			for i := range codes {
+				codes[i] = byte(r.IntN(256))
+			}
+			scales := make([]float64, c.n)
+			for i := range scales {
+				scales[i] = float64(1 + i%2)
+			}
+			xs := make([]float64, c.m*c.k)
+			for i := range xs {
+				xs[i] = float64(r.IntN(17) - 8)
+			}
+			b := serialization.NewBuilder()
+			x := b.Tensor(f, []uint32{uint32(c.m), uint32(c.k)}, -1)
+			out := b.Tensor(f, []uint32{uint32(c.m), uint32(c.n)}, -1)
+			if q4 {
+				w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(c.n), uint32(rowBytes)}, codes)
+				s, _ := b.NamedConst(f, []uint32{1, uint32(c.n)}, f32Bytes(scales))
+				b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(int64(c.k)), b.Null(), out)
+			} else {
+				w, _ := b.NamedConst(serialization.Int8, []uint32{uint32(c.n), uint32(rowBytes)}, codes)
+				s, _ := b.NamedConst(f, []uint32{uint32(c.n)}, f32Bytes(scales))
+				b.Op("aten._weight_int8pack_mm.default", x, w, s, out)
+			}
+			b.Inputs(x)
+			b.Outputs(out)
+			g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{Family: ops.FamilyGPU}, SkipWarmup: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if files := linearKernelFiles(g, c.op); len(files) != 1 || files[0] != "gemv_quant.wgsl" {
+				t.Fatalf("kernels %v, want gemv_quant.wgsl", files)
+			}
+			if gr := g.Dispatches()[0].Groups; gr[1] < 2 {
+				t.Fatalf("grid %v is not folded", gr)
+			}
+			outs, err := g.Execute(context.Background(), []graph.Tensor{{DType: f, Shape: []int64{int64(c.m), int64(c.k)}, Data: f32Bytes(xs)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := outs[0].Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for i := 0; i < c.m; i++ {
+				for j := 0; j < c.n; j++ {
+					want := 0.0
+					for p := 0; p < c.k; p++ {
+						var v int
+						if q4 {
+							v = int(codes[j*rowBytes+p/2]>>(4*(p%2))&15) - 8
+						} else {
+							v = int(int8(codes[j*rowBytes+p]))
+						}
+						want += xs[i*c.k+p] * float64(v)
+					}
+					want *= scales[j]
+					if float64(got[i*c.n+j]) != want {
+						if bad++; bad <= 5 {
+							t.Errorf("out[%d][%d] = %v, want %v", i, j, got[i*c.n+j], want)
+						}
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d outputs wrong", bad, c.m*c.n)
+			}
+		})
+	}
+}
