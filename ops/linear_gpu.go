@@ -40,7 +40,9 @@ const (
 	gpuGEMVMaxTrips = 16384 // K-loop trips a lane, under llvmpipe's 65535
 )
 
-// Tiled shape: 16×16 invocations, each gpuTiledTM×gpuTiledTN outputs of a
+// Tiled shape (since issue 33 for M ≤ 64 a batch, FLOAT16 weights and the
+// quantized "q" form; float32 calls of more rows take the 128×128 kernel
+// of linear_gpu_tiled.go): 16×16 invocations, each gpuTiledTM×gpuTiledTN outputs of a
 // 64×64 tile, K in steps of gpuTiledBK through workgroup memory (the
 // classic shared-memory SGEMM, as in CUTLASS's SIMT kernels and the
 // WebGPU matmul of ONNX Runtime and TF.js: 64×64 tiles, 4×4 per thread,

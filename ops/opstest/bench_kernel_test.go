@@ -63,6 +63,19 @@ func oldKernels(b *testing.B, dev *gpu.Device, v benchVariant, skip string) (ben
 	return v, true
 }
 
+// reportOld reports the old-kernel variant's rate (old-<unit>, work in
+// giga-units over its kernel time), its old-kernel-ms, and x-old, its
+// kernel time over the new kernel's (above 1: the new kernel is faster).
+func reportOld(b *testing.B, work float64, unit string, tNew, tOld benchTimes) {
+	reportRate(b, work, tOld.kernel, "old-"+unit)
+	if !math.IsNaN(tOld.kernel) {
+		b.ReportMetric(tOld.kernel*1e3, "old-kernel-ms")
+		if !math.IsNaN(tNew.kernel) {
+			b.ReportMetric(tOld.kernel/tNew.kernel, "x-old")
+		}
+	}
+}
+
 // weightCopies returns how many copies of a weight of wbytes a bandwidth
 // benchmark rotates through: enough that any all but one of them exceed
 // -bench-stream-mb (64 MB on a GPU), so that a weight has left the GPU's

@@ -30,3 +30,33 @@ func init() {
 		perChannelCase([]int64{1, 2097168}, 3, true, false),
 	)
 }
+
+// The 128×128 tiled matmul (matmul_tiled128.wgsl: 8×8 an invocation, K
+// tiles of 8, M > 64): M, N and K not multiples of 128, 8 or 4 (scalar
+// loads) and multiples of 4 (vec4 loads), 3 row and column tiles, batches
+// (bmm, matmul's broadcast batches, a 3-D linear input), addmm's alpha,
+// beta and broadcast bias, the epilogues (activation, SiLU and residual
+// add/mul), NaN and ±Inf through it, and K chunks (2048 tiles of 8 a
+// dispatch: 16400 is 2050).
+func init() {
+	Cases = append(Cases,
+		mmCase(257, 37, 131, weightNamed),
+		mmCase(130, 16, 260, weightInput),
+		mmCase(65, 1, 1, weightNamed),
+		linearCase([]int64{200, 100}, 300, true, weightNamed),
+		linearCase([]int64{2, 70, 36}, 129, false, weightPrepack),
+		linearCase([]int64{66, 7}, 5, true, weightInput),
+		bmmCase(2, 129, 20, 130, weightInput),
+		matmulCase([]int64{2, 1, 70, 12}, []int64{3, 12, 9}, weightNamed),
+		addmmCase([]int64{131}, 129, 24, 131, 0.5, 2, false),
+		addmmCase([]int64{129, 1}, 129, 13, 7, 1, 1, false),
+		edgeMatmulCase("mm", 130, 37, 70),
+		edgeMatmulCase("linear", 70, 36, 9),
+		residualCase(130, 36, 9, "silu", "mul", false, false),
+		residualCase(129, 64, 132, "none", "add", false, false),
+		residualCase(70, 33, 9, "gelu", "add_swapped", false, false),
+		epilogueCase("linear", 130, 36, 9, weightNamed, "relu", epiFused, true),
+		epilogueCase("mm", 70, 12, 130, weightNamed, "clamp", epiFused, true),
+		mmCase(65, 16400, 9, weightNamed),
+	)
+}

@@ -16,7 +16,7 @@ import (
 // newGPUKernels are the linear-family table entries of issue 33's GPU
 // kernels; skipping them (ops.Config.SkipKernels) selects the kernels they
 // replaced, which stay in the table so that one GPU run measures both.
-const newGPUKernels = "gpu/q4gemv,gpu/qcgemv"
+const newGPUKernels = "gpu/q4gemv,gpu/qcgemv,gpu/tiled128"
 
 // linearKernelFiles returns the shader files of g's dispatches recorded
 // for ops whose name contains op.
@@ -32,7 +32,8 @@ func linearKernelFiles(g *graph.WebGPUGraph, op string) []string {
 
 // TestGPUKernelChoice checks which kernel the gpu family picks for the
 // linear family's calls at each M, and that ops.Config.SkipKernels of the
-// new entries picks the previous kernel again: 4-bit linear_q4gsw and the
+// new entries picks the previous kernel again: float32 calls of more than
+// 64 rows run the 128×128 tiled matmul (matmul_tiled128.wgsl); 4-bit linear_q4gsw and the
 // per-channel linear_qcs4w and _weight_int8pack_mm run the weight-word
 // GEMV (gemv_quant.wgsl) up to 8 rows; from 9 to 16 rows the 4-bit and
 // int8 GEMV of 16-byte units (gemv_gpu.wgsl) and linear_qcs4w the tiled
@@ -67,6 +68,21 @@ func TestGPUKernelChoice(t *testing.T) {
 			qcWant = "gemv_quant.wgsl"
 		}
 		cs = append(cs, choice{perChannelCase([]int64{m, 64}, 9, false, false), "qcs4w", qcWant, "matmul_gpu.wgsl"})
+	}
+	// float32: the GEMV to 16 rows, the 64×64 tiled matmul to 64, the
+	// 128×128 one from 65 (64×64 again with it skipped).
+	for _, m := range []int64{1, 16, 17, 64, 65, 300} {
+		want, old := "gemv_gpu.wgsl", "gemv_gpu.wgsl"
+		switch {
+		case m > 64:
+			want, old = "matmul_tiled128.wgsl", "matmul_gpu.wgsl"
+		case m > 16:
+			want, old = "matmul_gpu.wgsl", "matmul_gpu.wgsl"
+		}
+		cs = append(cs, choice{linearCase([]int64{m, 36}, 9, true, weightNamed), "linear", want, old})
+		if m > 16 {
+			cs = append(cs, choice{mmCase(m, 20, 7, weightInput), "mm", want, old})
+		}
 	}
 	cs = append(cs,
 		// A group of 48 (6 words) on the weight-word GEMV; of 12 (a word
