@@ -39,6 +39,7 @@
 //	cpu/gemv          float32 linear, one row, or ≤ 16 rows with N % 4 != 0 (gemv.wgsl)
 //	cpu/tiled-packed  float32 linear, weight packed [K, N] (Config.PackLinear; matmul.wgsl)
 //	cpu/tiled         every float32 call (matmul.wgsl)
+//	gpu/skinny        float32 linear, 8 < M ≤ 16, K % 4 == 0 (gemv_skinny.wgsl)
 //	gpu/gemv          float32 linear, M ≤ 16 (gemv_gpu.wgsl)
 //	gpu/tiled128      float32, M > 64 a batch: 128×128 tiles, 8×8 an invocation (matmul_tiled128.wgsl)
 //	gpu/tiled         every float32 call (matmul_gpu.wgsl)
@@ -53,8 +54,8 @@
 // Config.Matmul, NoQGEMV and NoHalfWeights override the choice in both
 // families (PackLinear only concerns the cpu family's tiled kernel);
 // Config.SkipKernels passes over entries by name, so that a kernel that
-// replaced another (gpu/q4gemv, gpu/qcgemv, gpu/tiled128) can be measured
-// against it in one run. Each
+// replaced another (gpu/q4gemv, gpu/qcgemv, gpu/tiled128, gpu/skinny) can
+// be measured against it in one run. Each
 // kernel's comment gives the measurements that chose its shape and the
 // adapter they were taken on; the GPU kernels' shapes come from published
 // designs and their H100 measurements are owed (linear_gpu.go). Every

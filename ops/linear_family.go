@@ -173,6 +173,9 @@ var linearKernels = []linearKernel{
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 			return recordTiled(b, c.f, epi, dst)
 		}},
+	{name: gpuSkinnyName, family: FamilyGPU,
+		fits:   gpuSkinnyFits,
+		record: recordGPUSkinny},
 	{name: "gpu/gemv", family: FamilyGPU,
 		fits:   func(c *linearCall, cfg Config) bool { return c.gemvRow() && gpuGEMVRows(cfg, c.f.m) },
 		record: recordGPUGEMVFloat},

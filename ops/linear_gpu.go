@@ -19,7 +19,11 @@ import (
 // them (BenchmarkGEMV, BenchmarkLinearShapes, BenchmarkLinearQ4gsw and
 // BenchmarkMatmul with -kernels gpu, bench/llm) are owed.
 
-// GEMV shape: gpuGEMVCols output columns per workgroup, gpuGEMVLanes lanes
+// GEMV shape (since issue 33 for float32 and half weights up to 8 rows,
+// K % 4 != 0 and half weights to 16; float32 linears of 9 to 16 rows take
+// the skinny kernel of linear_gpu_skinny.go, 4-bit and int8 weights up to
+// 8 rows the weight-word GEMV of linear_gpu_quant.go): gpuGEMVCols output
+// columns per workgroup, gpuGEMVLanes lanes
 // along K for each (a 256-invocation workgroup), each lane loading one
 // 16-byte unit (a vec4 of floats, eight halves, 32 nibbles, 16 int8) per
 // step, gpuGEMVUnroll units in flight. Chosen from: llama.cpp Vulkan

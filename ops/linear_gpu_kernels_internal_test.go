@@ -70,3 +70,60 @@ func TestGPUTiled128Choice(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUSkinnyChunksAndGrid: the skinny linear's K chunks cover every
+// vec4 unit once, none longer than its lanes' trip cap, and its grid
+// covers every column block of 16, folded into 2-D past the
+// per-dimension limit; it takes 9 to 16 rows with K % 4 == 0 only, and
+// not under the Matmul overrides.
+func TestGPUSkinnyChunksAndGrid(t *testing.T) {
+	gpu := Config{Family: FamilyGPU}
+	for _, c := range []struct {
+		m, k, n, maxPerDim uint32
+	}{
+		{9, 64, 33, 65535},
+		{16, 4 * gpuGEMVMaxTrips * 32 * 2, 5, 65535}, // two chunks and a bit
+		{12, 60, 1000, 8},                            // 63 column blocks, folded
+	} {
+		if c.k == 4*gpuGEMVMaxTrips*32*2 {
+			c.k += 4
+		}
+		r := recordLinear(t, c.m, c.k, c.n, c.maxPerDim, gpu)
+		units := c.k / 4
+		next := uint32(0)
+		for i, d := range r.dispatches {
+			if !strings.HasPrefix(d.k.Name, "gemv_skinny.wgsl") {
+				t.Fatalf("%v: dispatch %d runs %.30s", c, i, d.k.Name)
+			}
+			begin, end := u32At(d.params, 3), u32At(d.params, 4)
+			if begin != next || int64(end-begin) > gpuGEMVMaxTrips*32 {
+				t.Errorf("%v: chunk %d [%d, %d) after %d", c, i, begin, end, next)
+			}
+			next = end
+			g := d.groups
+			if g[0] > c.maxPerDim || g[1] > c.maxPerDim || int64(g[0])*int64(g[1])*gpuSkinnyWarps*gpuSkinnyCols < int64(c.n) || g[2] != 1 {
+				t.Errorf("%v: grid %v", c, g)
+			}
+		}
+		if next != units {
+			t.Errorf("%v: chunks end at %d, want %d", c, next, units)
+		}
+	}
+	for _, c := range []struct {
+		m, k uint32
+		cfg  Config
+		want string
+	}{
+		{8, 64, gpu, "gemv_gpu.wgsl"},
+		{17, 64, gpu, "matmul_gpu.wgsl"},
+		{12, 63, gpu, "gemv_gpu.wgsl"},
+		{12, 64, Config{Family: FamilyGPU, Matmul: MatmulGEMV}, "gemv_gpu.wgsl"},
+		{12, 64, Config{Family: FamilyGPU, Matmul: MatmulNoGEMV}, "matmul_gpu.wgsl"},
+		{12, 64, Config{Family: FamilyGPU, SkipKernels: gpuSkinnyName}, "gemv_gpu.wgsl"},
+		{12, 64, Config{Family: FamilyCPU}, "matmul.wgsl"},
+	} {
+		if got := kernelFile(t, recordLinear(t, c.m, c.k, 32, 65535, c.cfg)); got != c.want {
+			t.Errorf("linear M%d K%d %+v: %s, want %s", c.m, c.k, c.cfg, got, c.want)
+		}
+	}
+}

@@ -314,7 +314,7 @@ func BenchmarkLinearShapes(b *testing.B) {
 
 // newFloatKernels are issue 33's float32 linear-family kernels, the
 // SkipKernels of BenchmarkLinearShapes' old variant.
-const newFloatKernels = "gpu/tiled128"
+const newFloatKernels = "gpu/tiled128,gpu/skinny"
 
 // gonumLinear returns a func running blas32.Gemm(NoTrans, Trans) for
 // x [M, K] · w [N, K]ᵀ, the CPU reference of aten.linear, or nil past

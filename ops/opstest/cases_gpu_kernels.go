@@ -60,3 +60,23 @@ func init() {
 		mmCase(65, 16400, 9, weightNamed),
 	)
 }
+
+// The skinny linear (gemv_skinny.wgsl: 4 warps of 4 weight rows, 32 lanes
+// of vec4 units, 9 to 16 input rows): K of one unit (lanes 1..31 idle)
+// and past one sweep of 32 units but not a multiple, N not a multiple of a
+// workgroup's 16 rows, every row count from 9 to 16 (the existing
+// 9..16 x 260 cases) and a 3-D input, the epilogues, NaN and ±Inf, and K
+// chunks (16384 trips of 32 lanes a dispatch; in the long sweeps, 75 MB of
+// activations).
+func init() {
+	Cases = append(Cases,
+		linearCase([]int64{9, 4}, 17, true, weightNamed),
+		linearCase([]int64{3, 4, 1028}, 33, false, weightPrepack),
+		linearCase([]int64{16, 64}, 70, true, weightInput),
+		residualCase(13, 36, 9, "silu", "mul", false, false),
+		residualCase(11, 64, 20, "none", "add", false, false),
+		epilogueCase("linear", 10, 36, 9, weightNamed, "relu", epiFused, true),
+		edgeMatmulCase("linear", 12, 36, 17),
+		heavy(linearCase([]int64{9, 2097156}, 2, true, weightNamed)),
+	)
+}

@@ -16,7 +16,7 @@ import (
 // newGPUKernels are the linear-family table entries of issue 33's GPU
 // kernels; skipping them (ops.Config.SkipKernels) selects the kernels they
 // replaced, which stay in the table so that one GPU run measures both.
-const newGPUKernels = "gpu/q4gemv,gpu/qcgemv,gpu/tiled128"
+const newGPUKernels = "gpu/q4gemv,gpu/qcgemv,gpu/tiled128,gpu/skinny"
 
 // linearKernelFiles returns the shader files of g's dispatches recorded
 // for ops whose name contains op.
@@ -32,8 +32,9 @@ func linearKernelFiles(g *graph.WebGPUGraph, op string) []string {
 
 // TestGPUKernelChoice checks which kernel the gpu family picks for the
 // linear family's calls at each M, and that ops.Config.SkipKernels of the
-// new entries picks the previous kernel again: float32 calls of more than
-// 64 rows run the 128×128 tiled matmul (matmul_tiled128.wgsl); 4-bit linear_q4gsw and the
+// new entries picks the previous kernel again: float32 linears of 9 to 16
+// rows (K % 4 == 0) run the skinny linear (gemv_skinny.wgsl), calls of
+// more than 64 rows the 128×128 tiled matmul (matmul_tiled128.wgsl); 4-bit linear_q4gsw and the
 // per-channel linear_qcs4w and _weight_int8pack_mm run the weight-word
 // GEMV (gemv_quant.wgsl) up to 8 rows; from 9 to 16 rows the 4-bit and
 // int8 GEMV of 16-byte units (gemv_gpu.wgsl) and linear_qcs4w the tiled
@@ -69,15 +70,18 @@ func TestGPUKernelChoice(t *testing.T) {
 		}
 		cs = append(cs, choice{perChannelCase([]int64{m, 64}, 9, false, false), "qcs4w", qcWant, "matmul_gpu.wgsl"})
 	}
-	// float32: the GEMV to 16 rows, the 64×64 tiled matmul to 64, the
+	// float32: the GEMV to 8 rows, the skinny linear from 9 to 16 (the
+	// GEMV again with it skipped), the 64×64 tiled matmul to 64, the
 	// 128×128 one from 65 (64×64 again with it skipped).
-	for _, m := range []int64{1, 16, 17, 64, 65, 300} {
+	for _, m := range []int64{1, 8, 9, 16, 17, 64, 65, 300} {
 		want, old := "gemv_gpu.wgsl", "gemv_gpu.wgsl"
 		switch {
 		case m > 64:
 			want, old = "matmul_tiled128.wgsl", "matmul_gpu.wgsl"
 		case m > 16:
 			want, old = "matmul_gpu.wgsl", "matmul_gpu.wgsl"
+		case m > 8:
+			want = "gemv_skinny.wgsl"
 		}
 		cs = append(cs, choice{linearCase([]int64{m, 36}, 9, true, weightNamed), "linear", want, old})
 		if m > 16 {
@@ -85,6 +89,8 @@ func TestGPUKernelChoice(t *testing.T) {
 		}
 	}
 	cs = append(cs,
+		// The skinny linear needs K % 4 == 0.
+		choice{linearCase([]int64{12, 37}, 9, true, weightNamed), "linear", "gemv_gpu.wgsl", "gemv_gpu.wgsl"},
 		// A group of 48 (6 words) on the weight-word GEMV; of 12 (a word
 		// spans two groups), K = 36 (not whole words), linear_qcs4w with
 		// K = 36: the kernels before.
@@ -257,5 +263,75 @@ func TestGPUQuantFoldedGrid(t *testing.T) {
 				t.Errorf("%d of %d outputs wrong", bad, c.m*c.n)
 			}
 		})
+	}
+}
+
+// TestGPUSkinnyFoldedGrid: the skinny linear over more column blocks than
+// one grid dimension allows (9 rows, N = 65535·16 + 20 weight rows of K =
+// 4: 65537 blocks of 16), folded into 2-D by ops.Grid. Integer
+// activations and weights: every output is exact, so a skipped or
+// misplaced block shows.
+func TestGPUSkinnyFoldedGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("65537 workgroups, 38 MB of output")
+	}
+	const m, n, k = 9, 65535*16 + 20, 4
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	f := serialization.Float32
+	wv := make([]float64, n*k)
+	for i := range wv {
+		wv[i] = float64(r.IntN(9) - 4)
+	}
+	xv := make([]float64, m*k)
+	for i := range xv {
+		xv[i] = float64(r.IntN(9) - 4)
+	}
+	b := serialization.NewBuilder()
+	x := b.Tensor(f, []uint32{m, k}, -1)
+	w, _ := b.NamedConst(f, []uint32{n, k}, f32Bytes(wv))
+	out := b.Tensor(f, []uint32{m, n}, -1)
+	b.Op("aten.linear.default", x, w, b.Null(), out)
+	b.Inputs(x)
+	b.Outputs(out)
+	g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{Family: ops.FamilyGPU}, SkipWarmup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if files := linearKernelFiles(g, "linear"); len(files) != 1 || files[0] != "gemv_skinny.wgsl" {
+		t.Fatalf("kernels %v, want gemv_skinny.wgsl", files)
+	}
+	if gr := g.Dispatches()[0].Groups; gr[1] < 2 {
+		t.Fatalf("grid %v is not folded", gr)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: f32Bytes(xv)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := outs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			want := 0.0
+			for p := 0; p < k; p++ {
+				want += xv[i*k+p] * wv[j*k+p]
+			}
+			if float64(got[i*n+j]) != want {
+				if bad++; bad <= 5 {
+					t.Errorf("out[%d][%d] = %v, want %v", i, j, got[i*n+j], want)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d outputs wrong", bad, m*n)
 	}
 }
