@@ -3,6 +3,8 @@ package ops
 import (
 	"strings"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // TestGPUTiled128ChunksAndGrid: the 128×128 tiled kernel's K chunks are
@@ -124,6 +126,44 @@ func TestGPUSkinnyChunksAndGrid(t *testing.T) {
 	} {
 		if got := kernelFile(t, recordLinear(t, c.m, c.k, 32, 65535, c.cfg)); got != c.want {
 			t.Errorf("linear M%d K%d %+v: %s, want %s", c.m, c.k, c.cfg, got, c.want)
+		}
+	}
+}
+
+// TestGPUKernelWarpsByProfile: the GPU-family kernels that take warps a
+// workgroup as template data get fewer on a device that allows fewer
+// invocations a workgroup, and their grids still cover every column
+// block; unknown (0) is WebGPU's 256.
+func TestGPUKernelWarpsByProfile(t *testing.T) {
+	for _, c := range []struct {
+		inv, want, wantSkinny uint32
+	}{{0, 256, 128}, {256, 256, 128}, {1024, 256, 128}, {128, 128, 128}, {64, 64, 64}, {32, 32, 32}} {
+		gpu := Config{Family: FamilyGPU}
+		prof := DeviceProfile{Class: ClassDiscrete, MaxInvocations: c.inv}
+		// A 12-row linear on the skinny kernel, N = 100.
+		b := serialization.NewBuilder()
+		f := serialization.Float32
+		x, w, out := b.Tensor(f, []uint32{12, 64}, -1), b.Tensor(f, []uint32{100, 64}, -1), b.Tensor(f, []uint32{12, 100}, -1)
+		r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: gpu}
+		if err := linearOp(&profiled{r, prof}, []int32{x, w, b.Null(), out}); err != nil {
+			t.Fatal(err)
+		}
+		d := r.dispatches[0]
+		if d.k.WorkgroupSize != c.wantSkinny || int64(d.groups[0])*int64(d.k.WorkgroupSize/32)*gpuSkinnyCols < 100 {
+			t.Errorf("skinny, %d invocations: workgroup %d, grid %v", c.inv, d.k.WorkgroupSize, d.groups)
+		}
+		// A one-row int8 linear on the weight-word GEMV, N = 100.
+		b = serialization.NewBuilder()
+		x, out = b.Tensor(f, []uint32{1, 64}, -1), b.Tensor(f, []uint32{1, 100}, -1)
+		w = b.Tensor(serialization.Int8, []uint32{100, 64}, -1)
+		s := b.Tensor(f, []uint32{100}, -1)
+		r = &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: gpu}
+		if err := weightInt8packMMOp(&profiled{r, prof}, []int32{x, w, s, out}); err != nil {
+			t.Fatal(err)
+		}
+		d = r.dispatches[0]
+		if d.k.WorkgroupSize != c.want || int64(d.groups[0])*int64(d.k.WorkgroupSize/32)*4 < 100 {
+			t.Errorf("weight-word GEMV, %d invocations: workgroup %d, grid %v", c.inv, d.k.WorkgroupSize, d.groups)
 		}
 	}
 }

@@ -54,6 +54,24 @@ const (
 	gpuQuantMaxTrips = 16384 // K-loop trips a lane a dispatch, under llvmpipe's 65535
 )
 
+// warpsFor returns the 32-lane warps a workgroup of a GPU-family kernel
+// that wants want of them gets on a device of profile p: want, or fewer
+// where the device allows fewer than want·32 invocations a workgroup
+// (WebGPU guarantees 256; 0, unknown, is taken as that), a power of two.
+// The shapes are otherwise the same on every GPU until GPU runs say
+// otherwise (the tuning notes name what they must measure).
+func warpsFor(p DeviceProfile, want int) int {
+	inv := int(p.MaxInvocations)
+	if inv == 0 {
+		inv = 256
+	}
+	w := want
+	for w > 1 && w*gpuQuantLanes > inv {
+		w /= 2
+	}
+	return w
+}
+
 // Table entry names of the weight-word GEMV.
 const (
 	gpuQ4GEMVName = "gpu/q4gemv"
@@ -201,11 +219,13 @@ func quantWordsPerRow(format string, k int64) int64 {
 // recordGPUQuant records quantized linear c (gpuQuantFits) with
 // gemv_quant.wgsl's plain form, writing dst and applying epi: one
 // dispatch per K chunk, the grid's x (folded into y past the limit) over
-// column blocks of gpuQuantWarps·rowsPerWarp rows.
+// column blocks of warps·rowsPerWarp rows (gpuQuantWarps warps, fewer on
+// a device that allows fewer invocations: warpsFor).
 func recordGPUQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 	q := c.q
+	warps := warpsFor(profileOf(b), gpuQuantWarps)
 	sh := gpuQuantShader{Format: gpuQuantFormat(q), Grouped: q.sh.Grouped, DQ8: q.sh.DQ8, Bias: q.bias >= 0,
-		Act: epi.act, Res: epi.res, Gate: epi.gate, Warps: gpuQuantWarps, WG: gpuQuantWarps * gpuQuantLanes}
+		Act: epi.act, Res: epi.res, Gate: epi.gate, Warps: warps, WG: warps * gpuQuantLanes}
 	if sh.Format == "" || (sh.Grouped && !c.canRowScales) {
 		return Errorf(-1, "the GPU weight-word GEMV cannot read this quantized weight")
 	}
@@ -289,9 +309,9 @@ func fusableGPUQuant(lc *linearCall, i int, out int32) (fusedLinear, bool) {
 // a norm over k and nacc sums a row (2 with SwiGLU's pair): 4 when the
 // staged input (4k bytes) and the sums (nacc·4 of WG floats) fit the
 // device's workgroup memory, else fewer.
-func fusedQuantRowsPerWarp(b Builder, k int64, nacc int) int {
+func fusedQuantRowsPerWarp(b Builder, k int64, nacc, warps int) int {
 	for r := 4; r > 1; r /= 2 {
-		if 4*k+int64(4*gpuQuantWarps*gpuQuantLanes*r*nacc) <= workgroupStorage(b) {
+		if 4*k+int64(4*warps*gpuQuantLanes*r*nacc) <= workgroupStorage(b) {
 			return r
 		}
 	}
@@ -310,9 +330,10 @@ func recordFusedGPUQuant(b Builder, norm *fusedNorm, lins []fusedLinear, outs []
 	if pair {
 		nacc = 2
 	}
+	warps := warpsFor(profileOf(b), gpuQuantWarps)
 	sh := gpuQuantShader{Format: "q4", Grouped: true, Fused: true, Pair: pair, NormW: norm.w >= 0,
-		Warps: gpuQuantWarps, WG: gpuQuantWarps * gpuQuantLanes, XW: int(k / 8)}
-	sh.RowsW = matmulTile(int64(fusedQuantRowsPerWarp(b, k, nacc)), 4)
+		Warps: warps, WG: warps * gpuQuantLanes, XW: int(k / 8)}
+	sh.RowsW = matmulTile(int64(fusedQuantRowsPerWarp(b, k, nacc, warps)), 4)
 	sh.Unroll = matmulTile(gpuQuantUnroll, gpuQuantUnroll)
 	sh.NAcc = len(sh.RowsW) * nacc
 	sh.AccIdx = matmulTile(int64(sh.NAcc), sh.NAcc)

@@ -62,14 +62,16 @@ func gpuSkinnyFits(c *linearCall, cfg Config) bool {
 // recordGPUSkinny records float32 linear c (gpuSkinnyFits) with
 // gemv_skinny.wgsl, writing dst and applying epi: one dispatch per K
 // chunk, the grid's x (folded into y past the limit) over column blocks
-// of gpuSkinnyWarps·gpuSkinnyCols.
+// of warps·gpuSkinnyCols (gpuSkinnyWarps warps, fewer on a device that
+// allows fewer invocations: warpsFor).
 func recordGPUSkinny(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 	f := c.f
 	if f.m > gpuSkinnyMaxRows || f.k%4 != 0 || !f.transB || len(f.bdims) != 0 {
 		return Errorf(-1, "the skinny linear cannot take M=%d K=%d", f.m, f.k)
 	}
+	warps := warpsFor(profileOf(b), gpuSkinnyWarps)
 	sh := gpuSkinnyShader{Bias: f.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate,
-		Warps: gpuSkinnyWarps, WG: gpuSkinnyWarps * 32, Cols: matmulTile(gpuSkinnyCols, gpuSkinnyCols)}
+		Warps: warps, WG: warps * 32, Cols: matmulTile(gpuSkinnyCols, gpuSkinnyCols)}
 	for r := int64(0); r < f.m; r++ {
 		sh.Rows = append(sh.Rows, int(r))
 	}
