@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -164,6 +165,51 @@ func TestGPUKernelWarpsByProfile(t *testing.T) {
 		d = r.dispatches[0]
 		if d.k.WorkgroupSize != c.want || int64(d.groups[0])*int64(d.k.WorkgroupSize/32)*4 < 100 {
 			t.Errorf("weight-word GEMV, %d invocations: workgroup %d, grid %v", c.inv, d.k.WorkgroupSize, d.groups)
+		}
+	}
+}
+
+// TestSkipKernelsParse: Config.SkipKernels is a comma-separated list of
+// table entry names, blanks around them and empty items ignored; a name
+// that is no entry is an ErrConfig naming it, before anything records.
+func TestSkipKernelsParse(t *testing.T) {
+	for _, c := range []struct {
+		skip    string
+		skipped []string
+		bad     string
+	}{
+		{"", nil, ""},
+		{"gpu/tiled128", []string{"gpu/tiled128"}, ""},
+		{" gpu/q4gemv , ,gpu/skinny,", []string{"gpu/q4gemv", "gpu/skinny"}, ""},
+		{"gpu/q4gemv,gpu/nosuch", []string{"gpu/q4gemv", "gpu/nosuch"}, "gpu/nosuch"},
+		{"GPU/Q4GEMV", []string{"GPU/Q4GEMV"}, "GPU/Q4GEMV"},
+	} {
+		cfg := Config{SkipKernels: c.skip}
+		got := cfg.skipped()
+		if strings.Join(got, "|") != strings.Join(c.skipped, "|") {
+			t.Errorf("%q: skipped %q, want %q", c.skip, got, c.skipped)
+		}
+		for _, name := range c.skipped {
+			if !cfg.skipsKernel(name) {
+				t.Errorf("%q does not skip %q", c.skip, name)
+			}
+		}
+		if cfg.skipsKernel("gpu/tiled") {
+			t.Errorf("%q skips gpu/tiled", c.skip)
+		}
+		err := checkSkipKernels(cfg)
+		if (err != nil) != (c.bad != "") || err != nil && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"`+c.bad+`"`)) {
+			t.Errorf("%q: err %v, want ErrConfig naming %q", c.skip, err, c.bad)
+		}
+		// Recording fails with it, and records nothing.
+		if c.bad != "" {
+			b := serialization.NewBuilder()
+			f := serialization.Float32
+			x, w, out := b.Tensor(f, []uint32{1, 8}, -1), b.Tensor(f, []uint32{4, 8}, -1), b.Tensor(f, []uint32{1, 4}, -1)
+			r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: cfg}
+			if err := linearOp(r, []int32{x, w, b.Null(), out}); !errors.Is(err, ErrConfig) || len(r.dispatches) != 0 {
+				t.Errorf("%q: linear recorded %d dispatches, err %v", c.skip, len(r.dispatches), err)
+			}
 		}
 	}
 }
