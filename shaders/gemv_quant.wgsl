@@ -38,7 +38,9 @@
 // 2^23 + 8·16^i (2^23 + 128·256^i, int8 with its sign bit flipped first)
 // leaves (c − 8)·16^i exactly. The activations are pre-scaled by the
 // inverse powers (exact: powers of two), so each product is x·(c − 8)
-// rounded once, as the reference's. Per word: the 8 (4) products summed
+// rounded once, as the reference's (but where x·16^-i falls below the
+// smallest normal float, |x| < 2^-114, which an adapter that flushes
+// subnormals drops: a term below 2^-110). Per word: the 8 (4) products summed
 // in dot order, {{if .Grouped}}times the group's scale into the lane's sum (fma){{else}}added to the lane's sum{{end}}; the
 // 32 lanes' sums then meet in workgroup memory (8 partial sums of 4
 // lanes each, then their sum; no subgroup operations in this WebGPU).
