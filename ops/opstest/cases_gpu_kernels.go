@@ -80,3 +80,17 @@ func init() {
 		heavy(linearCase([]int64{9, 2097156}, 2, true, weightNamed)),
 	)
 }
+
+// Chunked weights (graph/chunk.go: a lowered binding limit holds the
+// weight in chunks of 64 rows) on the gpu family's skinny linear (12
+// rows) and 128×128 tiled matmul (70 rows; the limit of 35000 bytes still
+// binds the 70×96 input and 70×100 output whole, and the weight's 384-byte
+// rows make 2 chunks of 64 and 36).
+func init() {
+	tiled := chunked(linearCase([]int64{70, 96}, 100, true, weightNamed), 384, 2)
+	tiled.Limit = 35000
+	ChunkCases = append(ChunkCases,
+		chunked(linearCase([]int64{12, 32}, 100, true, weightNamed), 128, 2),
+		tiled,
+	)
+}

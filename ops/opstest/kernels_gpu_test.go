@@ -3,13 +3,16 @@ package opstest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -334,4 +337,101 @@ func TestGPUSkinnyFoldedGrid(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d outputs wrong", bad, m*n)
 	}
+}
+
+// TestRowScalesPackedCache: the weight-word GEMV's scales packed per
+// output row (a one-row linear_q4gsw, K = 64 in groups of 32, N = 9:
+// scales [2, 12] packed to [12, 2]) go through the packed-weight cache
+// like the other packings: the first gpu-family load packs them on the
+// device (a miss), the later ones (both memory plans, twice) take them
+// from the cache file (hits), all match the reference, and the cpu family
+// packs nothing.
+func TestRowScalesPackedCache(t *testing.T) {
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	c := q4gswCase([]int64{1, 64}, 9, 32, true, false)
+	path := filepath.Join(t.TempDir(), "packed.cache")
+	const bytes = 12 * 2 * 4
+	var got []graph.PackedCacheStats
+	be := cachedGPU{dev: dev, cfg: ops.Config{Family: ops.FamilyGPU}, path: path, inspect: func(g *graph.WebGPUGraph) error {
+		got = append(got, g.PackedCacheStats())
+		if files := linearKernelFiles(g, "q4gsw"); len(files) != 1 || files[0] != "gemv_quant.wgsl" {
+			return fmt.Errorf("kernels %v", files)
+		}
+		return nil
+	}}
+	for range 2 {
+		if err := RunCase(be, c, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d loads, want 4", len(got))
+	}
+	for i, s := range got {
+		want := graph.PackedCacheStats{Hits: 1, Bytes: bytes}
+		if i == 0 {
+			want = graph.PackedCacheStats{Misses: 1, Bytes: bytes}
+		}
+		if s != want {
+			t.Errorf("load %d: %+v, want %+v", i, s, want)
+		}
+	}
+	got = nil
+	be.cfg = ops.Config{Family: ops.FamilyCPU}
+	be.inspect = func(g *graph.WebGPUGraph) error {
+		got = append(got, g.PackedCacheStats())
+		return nil
+	}
+	if err := RunCase(be, c, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range got {
+		if s != (graph.PackedCacheStats{}) {
+			t.Errorf("cpu family, load %d: %+v, want nothing packed", i, s)
+		}
+	}
+}
+
+// cachedGPU is the GPU backend loading with a packed-weight cache file and
+// calling inspect with each loaded graph.
+type cachedGPU struct {
+	dev     *gpu.Device
+	cfg     ops.Config
+	path    string
+	inspect func(*graph.WebGPUGraph) error
+}
+
+// Run implements Backend.
+func (b cachedGPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
+	blob, nd, err := decode(raw, named)
+	if err != nil {
+		return nil, 0, err
+	}
+	g, err := graph.Build(ctx, b.dev, blob, graph.Options{NamedData: nd, Kernels: b.cfg, PackedCache: b.path})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer g.Close()
+	if err := b.inspect(g); err != nil {
+		return nil, 0, err
+	}
+	in := make([]graph.Tensor, len(inputs))
+	for i, t := range inputs {
+		in[i] = graph.Tensor{DType: t.DType, Shape: t.Shape, Data: t.Encode()}
+	}
+	got, err := g.Execute(ctx, in)
+	if err != nil {
+		return nil, 0, err
+	}
+	outs := make([]*reference.Tensor, len(got))
+	for i, o := range got {
+		if outs[i], err = reference.Decode(o.DType, o.Shape, o.Data); err != nil {
+			return nil, 0, err
+		}
+	}
+	return outs, len(g.Dispatches()), nil
 }
