@@ -28,9 +28,8 @@ import (
 // as in llama.cpp's Vulkan mul_mat_vec (one u32 of 8 nibbles a lane,
 // NUM_ROWS rows sharing the activations) and ggml-webgpu's Q4_0 GEMV:
 //   - a lane reads one 32-bit word a row a step (a warp 128 contiguous
-//     bytes), its activations 32 bytes (int8: 16) a lane apart, which
-//     lavapipe and a GPU's L1 serve in 16 wavefronts a step for all the
-//     warp's rows;
+//     bytes), its activations 32 bytes (int8: 16) a lane apart, which a
+//     GPU's L1 serves in 16 wavefronts a step for all the warp's rows;
 //   - each warp computes gpuQuantRowsPerWarp rows (4 at one input row),
 //     reusing the activations in registers: about 20 wavefronts per 512
 //     bytes of codes;
@@ -39,13 +38,18 @@ import (
 //     pre-scaled by powers of two;
 //   - the grouped scales are packed per output row at load
 //     (packRowScales: TransposeSpec through the packed-weight cache), so a
-//     warp's lanes read one sector of a row's scales.
+//     warp's lanes read one sector of a row's scales. The packed copy is
+//     extra memory (the scales' size, 1/4 of the codes at g = 32): the
+//     exported scales stay for the kernels of more rows. Scales that
+//     cannot be packed (not a weight, or more than 1,048,560 output rows,
+//     past TransposeSpec's grid) leave the call to gpu/qgemv.
 //
 // What the GPU run must measure: BenchmarkLinearQ4gsw (q4-GB/s against
 // q4old-GB/s in the same iterations, M1 at K = N = 4096 and 8192, target
-// 1,500 GB/s of codes and scales), bench/llm -q4 (the fused forms in a
-// decode step), and whether 2 rows a warp (more workgroups, fewer
-// registers) beats 4 at N ≤ 1024.
+// 1,500 GB/s of codes and scales), bench/llm -q4 64 -kernels gpu
+// -baseline-kernels -baseline-skip gpu/q4gemv,gpu/qcgemv (the fused
+// forms in a decode step against the old ones), and whether 2 rows a warp
+// (more workgroups, fewer registers) beats 4 at N ≤ 1024.
 const (
 	gpuQuantWarps    = 8     // 32-lane warps a workgroup
 	gpuQuantLanes    = 32    // lanes along K a weight row

@@ -33,9 +33,12 @@ import (
 //     consumed (BK = 8: 8 KiB of workgroup memory, two barriers a tile).
 //
 // Why M > 64: a 128-row tile of fewer rows wastes most of its work, and
-// the 64×64 tiles give a small M more workgroups; where the crossover lies
-// on a GPU is for the GPU run to measure (BenchmarkLinearShapes M64 and
-// M256 and BenchmarkMatmul, each with the old-* variant beside it).
+// the 64×64 tiles give a small M more workgroups (an H100 has 132 SMs: a
+// 256×4096 linear makes 64 tiles of 128×128 but 256 of 64×64). What the
+// GPU run must measure: BenchmarkMatmul/2048 (target 15 TFLOP/s, old-*
+// beside it) and BenchmarkLinearShapes M256 at K = N = 2048..8192 (new
+// against old-*); where the crossover lies (M, and the tile count against
+// the SM count) is for it to decide.
 const (
 	gpuTiled128BM       = 128
 	gpuTiled128BN       = 128

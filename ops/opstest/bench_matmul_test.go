@@ -267,8 +267,8 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 // iterations over the kernel time (above 1: the GPU kernel is faster). The
 // weight is read from more than 64 MB of copies a pass on a GPU, as in
 // BenchmarkGEMV. Under the gpu family, where issue 33's kernels serve the
-// shape (M = 64 and up: the 128×128 tiled matmul; 9 to 16: the skinny
-// GEMV), the same graph also runs on the kernels they replaced
+// shape (more than 64 rows: the 128×128 tiled matmul; 9 to 16: the
+// skinny linear), the same graph also runs on the kernels they replaced
 // (ops.Config.SkipKernels) in the same iterations: old-GFLOP/s,
 // old-kernel-ms and x-old (its kernel time over the default's).
 //
@@ -297,7 +297,7 @@ func BenchmarkLinearShapes(b *testing.B) {
 				sb.Outputs(out)
 				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
 				vs := []benchVariant{{sb: sb, copies: weightCopies(dev, 4*n*k), in: in}}
-				if old, ok := oldKernels(b, dev, vs[0], newFloatKernels); ok && (m >= 64 || m > 8 && m <= 16) {
+				if old, ok := oldKernels(b, dev, vs[0], newFloatKernels); ok && (m > 64 || m > 8 && m <= 16) {
 					vs = append(vs, old)
 				}
 				ts, ref := timeVariants(b, dev, vs, gonumLinear(xt.V, wt.V, m, n, k))
