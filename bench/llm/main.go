@@ -25,13 +25,16 @@
 // The runs alternate (ours, run.c's, ours, ...), so that on a shared
 // machine both see the same load. -baseline-kernels loads the model a
 // second time with the tiled kernel for one-row quantized linears
-// (KernelConfig.NoQGEMV) and alternates its runs with the default load's,
-// a same-process comparison of the two kernels. -long P (the 1b shape's
-// default: 1024) then times -n steps more from position P, decoding up to
-// it untimed: the speed at a long context, where every step's attention
-// reads P cached positions. -profile prints one mid-sequence step's GPU
-// time in one pass, as Execute runs it, beside its dispatches' times each
-// in a pass of its own (which add a pass's cost per dispatch). Both count tokens/s the same way: steps
+// (KernelConfig.NoQGEMV), or with -baseline-skip on the kernels a
+// KernelConfig.SkipKernels list leaves (issue 33's new kernels skipped:
+// the ones they replaced), and alternates its runs with the default
+// load's, a same-process comparison of the two kernels. -long P (the 1b
+// shape's default: 1024) then times -n steps more from position P,
+// decoding up to it untimed: the speed at a long context, where every
+// step's attention reads P cached positions. -profile prints one
+// mid-sequence step's GPU time in one pass, as Execute runs it, beside its
+// dispatches' times each in a pass of its own (which add a pass's cost per
+// dispatch). Both count tokens/s the same way: steps
 // after the first, over the time they took. The classifier is a weight of
 // its own unless -shared makes it the embedding, as in the TinyStories
 // checkpoints.
@@ -92,6 +95,7 @@ func main() {
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
 	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
+	baselineSkip := flag.String("baseline-skip", "", "with -baseline-kernels: the baseline load passes over these linear-family kernels (KernelConfig.SkipKernels, e.g. gpu/q4gemv,gpu/qcgemv,gpu/tiled128,gpu/skinny: the kernels before issue 33's) instead of setting NoQGEMV")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	layers := flag.Int64("layers", 0, "decoder layers (0: the shape's): fewer layers of a large shape fit a smaller host")
 	dyn8 := flag.Bool("8da4w", false, "with -q4: write every linear as 8da4w (choose_qparams_affine + et_vk.linear_dq8ca_q4gsw, -qmode 8da4w)")
@@ -147,7 +151,7 @@ func main() {
 	if *pick != "device" && *pick != "host" && *pick != "both" {
 		log.Fatalf("llm: -pick %q is not device, host or both", *pick)
 	}
-	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline, long: *long}
+	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline, baselineSkip: *baselineSkip, long: *long}
 	fam, err := wgdelegate.ParseKernelFamily(*kernels)
 	if err != nil {
 		log.Fatalf("llm: -kernels: %v", err)
@@ -186,6 +190,9 @@ type options struct {
 	// baseline also loads the model with KernelConfig.NoQGEMV and times
 	// it in alternation with the default load.
 	baseline bool
+	// baselineSkip, when set, is the baseline load's
+	// KernelConfig.SkipKernels instead of NoQGEMV.
+	baselineSkip string
 	// kernels is the loads' kernel family (-kernels)
 	kernels wgdelegate.KernelFamily
 	// cpuThreads is the device's llvmpipe worker setting
@@ -310,7 +317,11 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	fmt.Println()
 	var base *wgdelegate.Model
 	if o.baseline {
-		kc.NoQGEMV = true
+		if o.baselineSkip != "" {
+			kc.SkipKernels = o.baselineSkip
+		} else {
+			kc.NoQGEMV = true
+		}
 		base, err = wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(kc))...)
 		if err != nil {
 			return nil, err
@@ -461,8 +472,12 @@ func (res *result) print(o options) {
 	}
 	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
 	if len(res.baseRates) > 0 {
-		fmt.Printf("baseline kernels (NoQGEMV), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); default / baseline %.3f (medians)\n",
-			summary(res.baseRates), quantile(res.baseStepMs, 0.5), quantile(res.baseStepMs, 0.1), quantile(res.baseStepMs, 0.9), median(res.rates)/median(res.baseRates))
+		what := "NoQGEMV"
+		if o.baselineSkip != "" {
+			what = "SkipKernels " + o.baselineSkip
+		}
+		fmt.Printf("baseline kernels (%s), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); default / baseline %.3f (medians)\n",
+			what, summary(res.baseRates), quantile(res.baseStepMs, 0.5), quantile(res.baseStepMs, 0.1), quantile(res.baseStepMs, 0.9), median(res.rates)/median(res.baseRates))
 	}
 	if len(res.cRates) == 0 {
 		return
