@@ -245,7 +245,10 @@ func (g *WebGPUGraph) checkInputShape(i int, in Tensor, ts *tensorState) error {
 		return &InputError{Index: i, Msg: fmt.Sprintf("shape %v has rank %d, graph expects rank %d (at most %v)", in.Shape, len(in.Shape), len(ts.dims), ts.dims)}
 	}
 	for j := range in.Shape {
-		if in.Shape[j] < 0 || in.Shape[j] > ts.dims[j] {
+		if in.Shape[j] < 0 {
+			return &InputError{Index: i, Msg: fmt.Sprintf("shape %v has a negative size in dim %d", in.Shape, j)}
+		}
+		if in.Shape[j] > ts.dims[j] {
 			return &InputError{Index: i, Msg: fmt.Sprintf("shape %v is larger than the graph's bound %v in dim %d", in.Shape, ts.dims, j)}
 		}
 	}

@@ -174,7 +174,9 @@ type weightState struct {
 	hostConst      map[hostKey]float64 // constant elements read at load
 	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats      PackedCacheStats
-	placing        []placement // placed weight forms waiting for their buffers (weights.go)
+	packMark       int                   // packCache.Mark() when the load began
+	packErrs       []*prepack.CacheError // the cache's problems during the load
+	placing        []placement           // placed weight forms waiting for their buffers (weights.go)
 }
 
 // recordingState is the current recording (the load's, then each
@@ -275,6 +277,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.stopPrefetch()
 		g.releaseWarmScratch()
 		g.finishPacking()
+		if g.packCache != nil {
+			g.packErrs = g.packCache.ErrorsSince(g.packMark)
+		}
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
 		g.an, g.plan, g.pend, g.arena = nil, nil, nil, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -16,9 +17,12 @@ import (
 
 // PackedCacheStats counts a graph's packed weights: Hits came from the
 // packed-weight cache, Misses were packed on the device at load; Bytes is
-// the size of all packed weights.
+// the size of all packed weights. Corrupt counts the misses whose cache
+// entry was there but failed its checksum (they were packed again, and the
+// cache rewrites them).
 type PackedCacheStats struct {
 	Hits, Misses int
+	Corrupt      int
 	Bytes        int64
 }
 
@@ -27,6 +31,18 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.packStats
+}
+
+// PackedCacheErrors returns the problems the packed-weight cache met
+// during the load (prepack.Cache.ErrorsSince): the file could not be read
+// or written, or it or some of its entries were corrupt. The first load of
+// the process that uses a cache file also gets the problems of opening
+// it; problems of other loads sharing the file at the same time may show
+// up too. Nil when there were none, or without a cache.
+func (g *WebGPUGraph) PackedCacheErrors() []*prepack.CacheError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.packErrs)
 }
 
 // PackWeight implements ops.Builder. The packed tensor is a new read-only
@@ -90,8 +106,13 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 			return ops.Tensor{}, err
 		}
 	} else if g.packCache != nil {
-		if d, ok := g.packCache.Get(key, seed); ok && int64(len(d)) == nbytes {
+		// The cache verified the bytes' checksum; a corrupt entry is a
+		// miss, packed again below, and its Put replaces it.
+		switch d, o := g.packCache.Lookup(key, seed); {
+		case o == prepack.Hit && int64(len(d)) == nbytes:
 			data, have, hit = d, true, true
+		case o == prepack.Corrupt:
+			g.packStats.Corrupt++
 		}
 	}
 	if !have && g.replay {
@@ -276,12 +297,15 @@ func (g *WebGPUGraph) finishPacking() {
 	g.packStaging = nil
 }
 
-// openPackedCache returns the process-wide cache for path, or nil.
+// openPackedCache returns the process-wide cache for path, or nil, and
+// marks where the load's problems with it begin.
 func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 	if path == "" {
 		return nil
 	}
-	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	c := prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	g.packMark = c.Mark()
+	return c
 }
 
 // Persistent implements ops.Builder.

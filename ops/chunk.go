@@ -206,6 +206,9 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 		switch sub.format {
 		case formatQuant:
 			sub.q.n, sub.q.out = cols, tmp.ID
+			if err := packQuantScales(b, &sub); err != nil { // the chunk's scales per row (linear_gpu_quant.go)
+				return true, err
+			}
 		default:
 			sub.f.n, sub.f.out = cols, tmp.ID
 			w, err := b.Tensor(sub.f.b)

@@ -1,5 +1,10 @@
 package ops
 
+import (
+	"errors"
+	"strings"
+)
+
 // Config is a load's kernel choices, carried as data by the graph's options
 // (graph.Options.Kernels, wgdelegate.WithKernels) rather than set for the
 // whole process, so models with different choices can live side by side.
@@ -65,4 +70,42 @@ type Config struct {
 	// that anything else reads, or that is a graph input or output,
 	// stays float32.
 	HalfKVCache bool
+	// SkipKernels names linear-family table entries (linearKernels in
+	// linear_family.go; LinearKernelNames), comma-separated, that the
+	// kernel choice passes over, so that the next entry that fits serves
+	// the call: "gpu/q4gemv,gpu/qcgemv" runs the 4-bit and int8 GEMVs
+	// they replaced (gpu/qgemv), "gpu/tiled128" the 64×64 tiled matmul,
+	// "gpu/skinny" the GEMV for 8 < M ≤ 16. For benchmarks that measure a
+	// new kernel against the one before it in the same run, and for tests
+	// of the kernels behind. A name that is no entry fails the load
+	// (ErrConfig).
+	SkipKernels string
+}
+
+// ErrConfig classifies a Config whose choices name something that does
+// not exist (Config.SkipKernels).
+var ErrConfig = errors.New("ops: bad kernel configuration")
+
+// skipped returns the entries of c.SkipKernels.
+func (c Config) skipped() []string {
+	var out []string
+	for _, s := range strings.Split(c.SkipKernels, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// skipsKernel reports whether c.SkipKernels names table entry name.
+func (c Config) skipsKernel(name string) bool {
+	if c.SkipKernels == "" {
+		return false
+	}
+	for _, s := range c.skipped() {
+		if s == name {
+			return true
+		}
+	}
+	return false
 }

@@ -33,7 +33,8 @@ import (
 // The group's guard (fusedNormLinears), checked at the live shapes: one
 // row, and every linear of the group running its family's one-row kernel
 // (chooseLinear: cpu/gemv, cpu/gemv-half, cpu/qgemv, gpu/gemv,
-// gpu/gemv-half, gpu/qgemv) on a weight of one format, which the fused
+// gpu/gemv-half, gpu/qgemv, and gpu/q4gemv, whose fused form is
+// linear_gpu_quant.go's) on a weight of one format, which the fused
 // kernel mirrors in the same family's shape and summation order: a fused
 // projection equals the unfused one bit for bit given the same
 // normalized input, and only the norm's 1/rms may round differently.
@@ -301,6 +302,8 @@ func fusedUnits(format string, k int64) int64 {
 		return k / 8
 	case "q4":
 		return k / 32
+	case fusedQuantFormat: // [kernels] 32-bit words of 8 k
+		return k / 8
 	}
 	return k / 4
 }
@@ -316,7 +319,7 @@ func fusedMaxSegs(b Builder, format string) int {
 		limit = 8
 	}
 	per := 2
-	if format == "q4" {
+	if format == "q4" || format == fusedQuantFormat {
 		per = 3
 	}
 	return min(3, (limit-2)/per)
@@ -336,6 +339,9 @@ func fusedMaxUnits(fam Family) int64 {
 // lins (of one format, K = k) of norm's output, writing outs (one per
 // linear, or with pair the one SwiGLU output).
 func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int32, pair bool, k int64) error {
+	if lins[0].format == fusedQuantFormat { // [kernels] gemv_quant.wgsl's fused form (linear_gpu_quant.go)
+		return recordFusedGPUQuant(b, norm, lins, outs, pair, k)
+	}
 	fam := familyOf(b)
 	sh := fusedGEMVShader{Format: lins[0].format, Pair: pair, Norm: norm != nil, NormW: norm != nil && norm.w >= 0, XN: int(k / 4)}
 	if fam == FamilyGPU {
@@ -431,11 +437,20 @@ func fusableQ4Linear(b Builder, args []int32, x int32, xdims []int64) (fusedLine
 	}
 	q.out = args[5]
 	lc := &linearCall{format: formatQuant, q: q}
+	if err := packQuantScales(b, lc); err != nil { // [kernels] scales per row (linear_gpu_quant.go)
+		return fusedLinear{}, false, err
+	}
 	kern := chooseLinear(familyOf(b), lc, b.Config())
 	if kern == nil || q.sh.DQ8 {
 		return fusedLinear{}, false, nil
 	}
+	var l fusedLinear
 	switch {
+	case kern.name == gpuQ4GEMVName: // [kernels] the weight-word GEMV's fused form (linear_gpu_quant.go)
+		var ok bool
+		if l, ok = fusableGPUQuant(lc, args[5]); !ok {
+			return fusedLinear{}, false, nil
+		}
 	case kern.name == "gpu/qgemv" && gpuQGEMVFormat(q) == "q4":
 	case kern.name == "cpu/qgemv":
 		// qgemv.wgsl's K chunks are groups: one dispatch when all fit.
@@ -449,7 +464,9 @@ func fusableQ4Linear(b Builder, args []int32, x int32, xdims []int64) (fusedLine
 	if err != nil || ot.DType != serialization.Float32 || ot.Constant || ot.MaxNumel < q.n {
 		return fusedLinear{}, false, nil
 	}
-	l := fusedLinear{out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	if l.format == "" {
+		l = fusedLinear{out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	}
 	if fusedUnits(l.format, q.k) > fusedMaxUnits(familyOf(b)) {
 		return fusedLinear{}, false, nil
 	}

@@ -2,7 +2,9 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -50,6 +52,7 @@ const (
 	packNone      weightPack = iota // the weight as exported
 	packTranspose                   // float32 [N, K] transposed to [K, N] (TransposeSpec, Config.PackLinear)
 	packHalf                        // FLOAT16 [N, K] as packed halves (HalfWeightSpec)
+	packRowScales                   // grouped scales [G, ldS] transposed to [ldS, G], per output row (linear_gpu_quant.go)
 )
 
 // linearCall is one linear-family call, its arguments checked.
@@ -67,6 +70,12 @@ type linearCall struct {
 	// (Config.PackLinear); transposed is the packed tensor once made.
 	canTranspose bool
 	transposed   int32
+	// canRowScales: q's grouped scales are packed per output row
+	// (packRowScales, packQuantScales), rowScales the packed tensor
+	// [ldS, G] and rowScalesG its row stride (G).
+	canRowScales bool
+	rowScales    int32
+	rowScalesG   int64
 }
 
 // shape returns the call's M, N, batch count and output.
@@ -165,14 +174,26 @@ var linearKernels = []linearKernel{
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 			return recordTiled(b, c.f, epi, dst)
 		}},
+	{name: gpuSkinnyName, family: FamilyGPU,
+		fits:   gpuSkinnyFits,
+		record: recordGPUSkinny},
 	{name: "gpu/gemv", family: FamilyGPU,
 		fits:   func(c *linearCall, cfg Config) bool { return c.gemvRow() && gpuGEMVRows(cfg, c.f.m) },
 		record: recordGPUGEMVFloat},
+	{name: gpuTiled128Name, family: FamilyGPU,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuTiled128Fits(c) },
+		record: recordGPUTiled128},
 	{name: "gpu/tiled", family: FamilyGPU,
 		fits:   func(c *linearCall, cfg Config) bool { return c.format == formatF32 },
 		record: recordGPUTiled},
 
 	// Weight-quantized.
+	{name: gpuQ4GEMVName, family: FamilyGPU, weight: packRowScales,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuQuantFits(c, cfg, true) },
+		record: recordGPUQuant},
+	{name: gpuQCGEMVName, family: FamilyGPU,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuQuantFits(c, cfg, false) },
+		record: recordGPUQuant},
 	{name: "cpu/qgemv", family: FamilyCPU,
 		fits: func(c *linearCall, cfg Config) bool { return c.format == formatQuant && useQGEMV(c.q) && !cfg.NoQGEMV },
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
@@ -201,11 +222,11 @@ var linearKernels = []linearKernel{
 }
 
 // chooseLinear returns the first entry of linearKernels for family fam
-// that fits c, or nil.
+// that fits c and that cfg does not skip (Config.SkipKernels), or nil.
 func chooseLinear(fam Family, c *linearCall, cfg Config) *linearKernel {
 	for i := range linearKernels {
 		k := &linearKernels[i]
-		if (k.family == fam || k.family == FamilyAuto) && k.fits(c, cfg) {
+		if (k.family == fam || k.family == FamilyAuto) && !cfg.skipsKernel(k.name) && k.fits(c, cfg) {
 			return k
 		}
 	}
@@ -278,12 +299,18 @@ func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err
 	if m == 0 || n == 0 || batch == 0 {
 		return epi == nil, nil
 	}
+	if err := checkSkipKernels(b.Config()); err != nil {
+		return false, err
+	}
 	if chunked(b, c.weights()...) {
 		if epi != nil {
 			return false, nil
 		}
 		_, err := runLinearChunked(b, c) // a weight held in chunks (chunk.go)
 		return true, err
+	}
+	if err := packQuantScales(b, c); err != nil {
+		return false, err
 	}
 	k := chooseLinear(familyOf(b), c, b.Config())
 	if k == nil {
@@ -336,6 +363,27 @@ func kChunks(trips, maxTrips int64, fn func(begin, end int64, accumulate, last u
 // errNoPack is linearHalf's and linearPacked's "cannot pack now" (a
 // weight that is no constant, or first met when re-recording).
 func errNoPack(err error) bool { return errors.Is(err, ErrArg) || errors.Is(err, ErrNotPacked) }
+
+// LinearKernelNames lists the names of linearKernels' entries in order of
+// preference (the names Config.SkipKernels takes).
+func LinearKernelNames() []string {
+	names := make([]string, len(linearKernels))
+	for i, k := range linearKernels {
+		names[i] = k.name
+	}
+	return names
+}
+
+// checkSkipKernels returns an error naming the first of cfg.SkipKernels
+// that is no entry of linearKernels.
+func checkSkipKernels(cfg Config) error {
+	for _, name := range cfg.skipped() {
+		if !slices.ContainsFunc(linearKernels, func(k linearKernel) bool { return k.name == name }) {
+			return fmt.Errorf("%w: Config.SkipKernels: no linear-family kernel %q (have %s)", ErrConfig, name, strings.Join(LinearKernelNames(), ", "))
+		}
+	}
+	return nil
+}
 
 // linearFamilyOps are the ops whose kernels come from linearKernels.
 var linearFamilyOps = []string{

@@ -62,7 +62,9 @@ func kernelFile(t *testing.T, r *recorder) string {
 
 // TestLinearKernelTable checks the kernel each family's table entry gives
 // representative calls: the lavapipe kernels under FamilyCPU, the GPU ones
-// under FamilyGPU, the tiled quantized kernel where the GPU GEMV cannot
+// under FamilyGPU (the 4-bit ones on gemv_gpu.wgsl: this builder packs no
+// weights, so the weight-word GEMV, which reads its scales packed per
+// row, gives way), the tiled quantized kernel where the GPU GEMV cannot
 // read the weight or M is large, and the Matmul overrides in both.
 func TestLinearKernelTable(t *testing.T) {
 	cpu, gpu := Config{Family: FamilyCPU}, Config{Family: FamilyGPU}
@@ -74,7 +76,8 @@ func TestLinearKernelTable(t *testing.T) {
 	}{
 		{"linear M1", func(cfg Config) *recorder { return recordOneLinear(t, 1, 64, 33, 65535, cfg) }, "gemv.wgsl", "gemv_gpu.wgsl"},
 		{"linear M1 K%4", func(cfg Config) *recorder { return recordOneLinear(t, 1, 63, 32, 65535, cfg) }, "gemv.wgsl", "gemv_gpu.wgsl"},
-		{"linear M16 N%4==0", func(cfg Config) *recorder { return recordOneLinear(t, 16, 64, 32, 65535, cfg) }, "matmul.wgsl", "gemv_gpu.wgsl"},
+		{"linear M16 N%4==0", func(cfg Config) *recorder { return recordOneLinear(t, 16, 64, 32, 65535, cfg) }, "matmul.wgsl", "gemv_skinny.wgsl"},
+		{"linear M8 N%4==0", func(cfg Config) *recorder { return recordOneLinear(t, 8, 64, 32, 65535, cfg) }, "matmul.wgsl", "gemv_gpu.wgsl"},
 		{"linear M17", func(cfg Config) *recorder { return recordOneLinear(t, 17, 64, 33, 65535, cfg) }, "matmul.wgsl", "matmul_gpu.wgsl"},
 		{"mm M1", func(cfg Config) *recorder {
 			r, err := recordMM(t, 1, 64, 32, 65535, cfg)
@@ -87,8 +90,9 @@ func TestLinearKernelTable(t *testing.T) {
 		{"q4 M16 g64", func(cfg Config) *recorder { return recordQ4(t, 16, 128, 8, 64, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 		{"q4 M17", func(cfg Config) *recorder { return recordQ4(t, 17, 64, 8, 32, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
 		{"q4 g16", func(cfg Config) *recorder { return recordQ4(t, 1, 64, 8, 16, cfg) }, "qlinear.wgsl", "matmul_gpu.wgsl"},
-		{"int8 M1 K%16", func(cfg Config) *recorder { return recordInt8(t, 1, 64, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
-		{"int8 M3 K%4", func(cfg Config) *recorder { return recordInt8(t, 3, 20, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
+		{"int8 M1 K%16", func(cfg Config) *recorder { return recordInt8(t, 1, 64, 8, cfg) }, "qlinear.wgsl", "gemv_quant.wgsl"},
+		{"int8 M3 K%4", func(cfg Config) *recorder { return recordInt8(t, 3, 20, 8, cfg) }, "qlinear.wgsl", "gemv_quant.wgsl"},
+		{"int8 M9", func(cfg Config) *recorder { return recordInt8(t, 9, 20, 8, cfg) }, "qlinear.wgsl", "gemv_gpu.wgsl"},
 	} {
 		if got := kernelFile(t, c.rec(cpu)); got != c.cpu {
 			t.Errorf("%s, cpu: %s, want %s", c.name, got, c.cpu)
@@ -225,9 +229,11 @@ func TestGPUGEMVParamsSize(t *testing.T) {
 
 // TestGPUGEMVChunksAndGrid: the GPU GEMV's K chunks cover every unit once,
 // none longer than its lanes' trip cap, and the grid covers every column
-// and row block, folded into 2-D past the per-dimension limit.
+// and row block, folded into 2-D past the per-dimension limit (the skinny
+// linear, which takes 9 to 16 rows by default, skipped;
+// TestGPUSkinnyChunksAndGrid has its own).
 func TestGPUGEMVChunksAndGrid(t *testing.T) {
-	gpu := Config{Family: FamilyGPU}
+	gpu := Config{Family: FamilyGPU, SkipKernels: gpuSkinnyName}
 	for _, c := range []struct {
 		m, k, n, maxPerDim uint32
 	}{
@@ -262,9 +268,10 @@ func TestGPUGEMVChunksAndGrid(t *testing.T) {
 
 // TestGPUTiledChunksAndGrid: the tiled kernel's K chunks are whole tiles
 // (the last clipped to K), none more than gpuTiledMaxTrips tiles, and the
-// grid covers M and N in 64×64 tiles.
+// grid covers M and N in 64×64 tiles (the 128×128 kernel, which takes
+// M = 65 by default, skipped; TestGPUTiled128ChunksAndGrid has its own).
 func TestGPUTiledChunksAndGrid(t *testing.T) {
-	gpu := Config{Family: FamilyGPU}
+	gpu := Config{Family: FamilyGPU, SkipKernels: gpuTiled128Name}
 	k := uint32(gpuTiledMaxTrips*gpuTiledBK*2 + 5)
 	r, err := recordMM(t, 65, k, 130, 65535, gpu)
 	if err != nil {

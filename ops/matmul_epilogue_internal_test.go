@@ -89,7 +89,7 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 }
 
 // runOp records op name's registered function on r.
-func runOp(r *recorder, name string, args ...int32) error {
+func runOp(r Builder, name string, args ...int32) error {
 	fn, ok := Lookup(name)
 	if !ok {
 		return Errorf(-1, "no op %s", name)
