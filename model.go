@@ -120,14 +120,14 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	}
 	// A delegate called several times is built once.
 	var total int64
-	distinct := map[int]bool{}
+	weights := map[int]int64{} // per delegate, its constants' bytes
 	for _, cl := range calls {
-		if !distinct[cl.delegate] {
-			distinct[cl.delegate] = true
-			total += constantBytes(cl.blob.Graph)
+		if _, seen := weights[cl.delegate]; !seen {
+			weights[cl.delegate] = constantBytes(cl.blob.Graph)
+			total += weights[cl.delegate]
 		}
 	}
-	nGraphs := len(distinct)
+	nGraphs := len(weights)
 	report(Progress{Phase: PhaseParse, Delegates: nGraphs, BytesTotal: total})
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 			}
 			built[cl.delegate] = g
 			m.graphs = append(m.graphs, g)
-			done += constantBytes(cl.blob.Graph)
+			done += weights[cl.delegate]
 		}
 		m.steps = append(m.steps, step{g: g, delegate: cl.delegate, in: cl.in, out: cl.out})
 	}
@@ -399,11 +399,7 @@ func (m *Model) NumDelegates() int { return len(m.graphs) }
 func (m *Model) PackedCacheStats() PackedCacheStats {
 	var s PackedCacheStats
 	for _, g := range m.graphs {
-		p := g.PackedCacheStats()
-		s.Hits += p.Hits
-		s.Misses += p.Misses
-		s.Corrupt += p.Corrupt
-		s.Bytes += p.Bytes
+		s.Add(g.PackedCacheStats())
 	}
 	return s
 }
@@ -464,35 +460,7 @@ func (m *Model) MemoryStats() MemoryStats {
 		return s
 	}
 	for _, g := range m.graphs {
-		gs := g.MemoryStats()
-		s.NumTensors += gs.NumTensors
-		s.UnsharedTensorBufferBytes += gs.UnsharedTensorBufferBytes
-		s.SharedBufferBytes += gs.SharedBufferBytes
-		s.NumSharedObjects += gs.NumSharedObjects
-		s.TensorBufferBytes += gs.TensorBufferBytes
-		s.StagingBufferBytes += gs.StagingBufferBytes
-		s.UniformBufferBytes += gs.UniformBufferBytes
-		s.NumDispatches += gs.NumDispatches
-		s.NumDeferredConstants += gs.NumDeferredConstants
-		s.DeferredConstantBytes += gs.DeferredConstantBytes
-		s.PackedWeightBytes += gs.PackedWeightBytes
-		s.PersistentCopyBytes += gs.PersistentCopyBytes
-		s.NumHalfKVCaches += gs.NumHalfKVCaches
-		s.HalfKVCacheBytes += gs.HalfKVCacheBytes
-		s.MovedTensors += gs.MovedTensors
-		s.AddedSharedObjects += gs.AddedSharedObjects
-		s.AddedSharedBytes += gs.AddedSharedBytes
-		s.NumQuantizedWeights += gs.NumQuantizedWeights
-		s.QuantizedParams += gs.QuantizedParams
-		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
-		s.NumFloat16Tensors += gs.NumFloat16Tensors
-		s.Float16TensorBytes += gs.Float16TensorBytes
-		s.NumChunkedWeights += gs.NumChunkedWeights
-		s.ChunkedWeightBytes += gs.ChunkedWeightBytes
-		s.NumWeightChunks += gs.NumWeightChunks
-		s.ChunkBytes += gs.ChunkBytes
-		s.ScratchBytes += gs.ScratchBytes
-		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
+		s.Add(g.MemoryStats())
 	}
 	return s
 }
@@ -502,10 +470,7 @@ func (m *Model) MemoryStats() MemoryStats {
 func (m *Model) RecordStats() RecordStats {
 	var s RecordStats
 	for _, g := range m.graphs {
-		gs := g.RecordStats()
-		s.Rerecords += gs.Rerecords
-		s.Refreshes += gs.Refreshes
-		s.Patched += gs.Patched
+		s.Add(g.RecordStats())
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -41,7 +42,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], ops.IdentitySpec(w))
+		packed, err := b.PackWeight(args[0], ops.IdentitySpec(w))
 		if err != nil {
 			return err
 		}
@@ -56,9 +57,30 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], spec)
+		packed, err := b.PackWeight(args[0], spec)
 		if err != nil {
 			return err
+		}
+		return testCopy(b, packed, args[1])
+	})
+	// The same, failing when the packing already has a buffer while the
+	// op records: weights get their buffers in one place, after the
+	// recording (weights.go).
+	ops.Register("test.packed_transpose_placed", func(b ops.Builder, args []int32) error {
+		w, err := b.Tensor(args[0])
+		if err != nil {
+			return err
+		}
+		spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return err
+		}
+		packed, err := b.PackWeight(args[0], spec)
+		if err != nil {
+			return err
+		}
+		if ts := b.(*opBuilder).g.tensors[packed.ID]; ts.buf != nil || !ts.placed {
+			return fmt.Errorf("packed value %d has a buffer while its op records", packed.ID)
 		}
 		return testCopy(b, packed, args[1])
 	})
@@ -121,6 +143,28 @@ func checkTransposed(t *testing.T, g *WebGPUGraph, w []float32, r, c int) {
 			}
 		}
 	}
+}
+
+// TestPackedWeightPlaced: a packing asked for while recording gets its
+// buffer, and its pack kernel runs, after the recording (placeWeights),
+// and holds the packed weight then.
+func TestPackedWeightPlaced(t *testing.T) {
+	blob, named, w := packedGraph(t, 5, 7, 3)
+	b, err := serialization.DecodeBlob(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.Graph.Chain {
+		if b.Graph.Chain[i].Name == "test.packed_transpose" {
+			b.Graph.Chain[i].Name = "test.packed_transpose_placed"
+		}
+	}
+	g, err := Build(context.Background(), device(t), b, Options{NamedData: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	checkTransposed(t, g, w, 5, 7)
 }
 
 // TestPackedWeightCache: the first load packs on the device and saves the

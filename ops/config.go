@@ -22,7 +22,7 @@ type Config struct {
 	Matmul MatmulPath
 	// GEMVCols is the output columns (weight rows) each invocation of
 	// the GEMV kernel computes, at most 16 (rounded up to a power of two);
-	// 0 picks the default measured best (gemvCols in matmul.go). For
+	// 0 picks the default measured best (gemvCols in linear_cpu.go). For
 	// benchmarks and tuning on other devices.
 	GEMVCols int
 	// PackLinear packs constant linear weights into the [K, N] layout of
@@ -53,7 +53,8 @@ type Config struct {
 	// NoViewAliasing records a copy for every view-like op (view_copy,
 	// squeeze/unsqueeze, clone, alias_copy, a select_copy from a dim of
 	// size 1) instead of letting its output
-	// share its input's buffer where that is safe (Aliaser); for tests
+	// share its input's buffer where that is safe (package lower's views
+	// pass); for tests
 	// and benchmarks of the copy.
 	NoViewAliasing bool
 	// NoQGEMV runs one-row et_vk.linear_q4gsw and linear_dq8ca_q4gsw
@@ -107,19 +108,4 @@ func (c Config) skipsKernel(name string) bool {
 		}
 	}
 	return false
-}
-
-// Configurer is implemented by builders that carry a load's Config (the
-// GPU graph). An op asks through configOf; a builder without it gets the
-// defaults.
-type Configurer interface {
-	Config() Config
-}
-
-// configOf returns b's Config, or the zero (default) Config.
-func configOf(b Builder) Config {
-	if c, ok := b.(Configurer); ok {
-		return c.Config()
-	}
-	return Config{}
 }

@@ -8,6 +8,21 @@
 // independent plain-Go reference in package ops/reference, and the
 // conformance suite in ops/opstest runs both on random inputs.
 //
+// # Fused ops
+//
+// Which ops record together is not decided here: package lower's passes
+// decide it once, on the whole graph, and a fused op of its plan reaches
+// the kernel registered for its kind (RegisterFused; fused.go): the
+// elementwise chains (fuse.go), a linear with its epilogue
+// (fuse_epilogue.go), rms_norm with the linears that read it
+// (fuse_linear.go), the rope with its KV-cache attention and the rope
+// tables read whole (fuse_rope.go). A kernel reads its members' arguments
+// with the same checked accessors as the ops, checks what depends on the
+// live shapes, and records what fits; FusableElementwise, TakesEpilogue,
+// EpilogueActivations and Op.View tell the passes what the kernels take.
+// An op sees the graph only through Builder: no op asks for a capability
+// the builder may lack.
+//
 // # Kernels by device class
 //
 // A kernel's shape depends on the device: lavapipe (Mesa's llvmpipe, a CPU
@@ -17,8 +32,8 @@
 // 32 or more lanes along K loading neighbouring 16-byte words, a few
 // output rows per workgroup, and workgroup-memory reductions and tiles.
 // The graph describes its device to every op (DeviceProfile: the adapter's
-// class, vendor, name, limits, through Profiler) and the load's choices
-// (Config, through Configurer); Resolve turns them into a kernel Family:
+// class, vendor, name, limits, through Builder.DeviceProfile) and the
+// load's choices (Builder.Config); Resolve turns them into a kernel Family:
 // Config.Family when set (FamilyCPU, FamilyGPU: the CLI's --kernels), else
 // FamilyCPU for a CPU adapter and FamilyGPU for a GPU.
 //

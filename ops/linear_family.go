@@ -18,8 +18,9 @@ import (
 // ONE table, linearKernels: the first entry of the load's kernel family
 // (Resolve: the device profile's class unless Config.Family says
 // otherwise) that fits the call. Each entry says which calls it fits, the
-// weight packing it reads and how it records; runLinear fuses the epilogue
-// once for all of them (fuseEpilogue), and the kernels share one K-chunk
+// weight packing it reads and how it records; recordLinear applies the
+// epilogue package lower fused once for all of them (fuse_epilogue.go),
+// and the kernels share one K-chunk
 // loop (kChunks) and one epilogue and store block (common.tmpl
 // linear_epilogue and linear_store).
 //
@@ -77,15 +78,15 @@ type linearCall struct {
 	rowScalesG   int64
 }
 
-// rows returns the call's M.
-func (c *linearCall) rows() int64 {
+// shape returns the call's M, N, batch count and output.
+func (c *linearCall) shape() (m, n, batch int64, out int32) {
 	switch c.format {
 	case formatQuant:
-		return c.q.m
+		return c.q.m, c.q.n, 1, c.q.out
 	case formatQ8ta:
-		return c.q8.m
+		return c.q8.m, c.q8.n, 1, c.q8.out
 	}
-	return c.f.m
+	return c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
 }
 
 // withRows returns a copy of c with M = m (for asking the table what a
@@ -256,7 +257,7 @@ func linearPacks(fam Family, c *linearCall, cfg Config) []weightPack {
 // table then picks a kernel that reads the weight as exported).
 func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	c.half, c.transposed = -1, -1
-	for _, pk := range linearPacks(familyOf(b), c, configOf(b)) {
+	for _, pk := range linearPacks(familyOf(b), c, b.Config()) {
 		switch pk {
 		case packHalf:
 			id, ok, err := linearHalf(b, c.f.b, w)
@@ -281,53 +282,59 @@ func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	return nil
 }
 
-// runLinear records c: it picks the kernel from linearKernels for the
-// load's family and the live M, fuses the following ops the kernel can
-// apply (fuseEpilogue) and records it. A call with nothing to compute
-// records nothing.
+// runLinear records c alone: it picks the kernel from linearKernels for
+// the load's family and the live M and records it. A call with nothing to
+// compute records nothing.
 func runLinear(b Builder, c *linearCall) error {
-	var m, n, batch int64
-	var out int32
-	switch c.format {
-	case formatQuant:
-		m, n, batch, out = c.q.m, c.q.n, 1, c.q.out
-	case formatQ8ta:
-		m, n, batch, out = c.q8.m, c.q8.n, 1, c.q8.out
-	default:
-		m, n, batch, out = c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
-	}
+	_, err := recordLinear(b, c, nil)
+	return err
+}
+
+// recordLinear is runLinear applying epi, when set, in the kernel
+// (fuse_epilogue.go); done is false, and nothing recorded, when epi is
+// set and the call's kernel cannot apply it (nothing to compute, a weight
+// held in chunks, the q8ta kernels).
+func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err error) {
+	m, n, batch, out := c.shape()
 	if m == 0 || n == 0 || batch == 0 {
-		return nil
+		return epi == nil, nil
 	}
-	if err := checkSkipKernels(configOf(b)); err != nil {
-		return err
+	if err := checkSkipKernels(b.Config()); err != nil {
+		return false, err
 	}
-	if ok, err := runLinearChunked(b, c); ok || err != nil {
-		return err // a weight held in chunks (chunk.go)
+	if chunked(b, c.weights()...) {
+		if epi != nil {
+			return false, nil
+		}
+		_, err := runLinearChunked(b, c) // a weight held in chunks (chunk.go)
+		return true, err
 	}
 	if err := packQuantScales(b, c); err != nil {
-		return err
+		return false, err
 	}
-	k := chooseLinear(familyOf(b), c, configOf(b))
+	k := chooseLinear(familyOf(b), c, b.Config())
 	if k == nil {
-		return Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
+		return false, Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
 	}
-	var epi matmulEpilogue
-	dst := out
-	if !k.noEpilogue {
-		outT, err := b.Tensor(out)
-		if err != nil {
-			return err
-		}
-		e, fused, err := fuseEpilogue(b, out, outT.Dims)
-		if err != nil {
-			return err
-		}
-		if fused {
-			epi, dst = e, e.out
-		}
+	if epi == nil {
+		return true, k.record(b, c, matmulEpilogue{}, out)
 	}
-	return k.record(b, c, epi, dst)
+	if k.noEpilogue {
+		return false, nil
+	}
+	return true, k.record(b, c, *epi, epi.out)
+}
+
+// weights returns the tensors of the call that may be weights held in
+// chunks.
+func (c *linearCall) weights() []int32 {
+	switch c.format {
+	case formatQuant:
+		return []int32{c.q.w, c.q.scales, c.q.bias}
+	case formatQ8ta:
+		return []int32{c.q8.w}
+	}
+	return []int32{c.f.b, c.f.bias}
 }
 
 // kChunks calls fn for each chunk [begin, end) of trips loop trips of at

@@ -67,7 +67,7 @@ func TestGPUTiled128Choice(t *testing.T) {
 			t.Errorf("mm M%d %+v: %s, want %s", c.m, c.cfg, got, c.want)
 		}
 		if c.linearToo {
-			if got := kernelFile(t, recordLinear(t, c.m, 64, 33, 65535, c.cfg)); got != c.want {
+			if got := kernelFile(t, recordOneLinear(t, c.m, 64, 33, 65535, c.cfg)); got != c.want {
 				t.Errorf("linear M%d %+v: %s, want %s", c.m, c.cfg, got, c.want)
 			}
 		}
@@ -91,7 +91,7 @@ func TestGPUSkinnyChunksAndGrid(t *testing.T) {
 		if c.k == 4*gpuGEMVMaxTrips*32*2 {
 			c.k += 4
 		}
-		r := recordLinear(t, c.m, c.k, c.n, c.maxPerDim, gpu)
+		r := recordOneLinear(t, c.m, c.k, c.n, c.maxPerDim, gpu)
 		units := c.k / 4
 		next := uint32(0)
 		for i, d := range r.dispatches {
@@ -125,7 +125,7 @@ func TestGPUSkinnyChunksAndGrid(t *testing.T) {
 		{12, 64, Config{Family: FamilyGPU, SkipKernels: gpuSkinnyName}, "gemv_gpu.wgsl"},
 		{12, 64, Config{Family: FamilyCPU}, "matmul.wgsl"},
 	} {
-		if got := kernelFile(t, recordLinear(t, c.m, c.k, 32, 65535, c.cfg)); got != c.want {
+		if got := kernelFile(t, recordOneLinear(t, c.m, c.k, 32, 65535, c.cfg)); got != c.want {
 			t.Errorf("linear M%d K%d %+v: %s, want %s", c.m, c.k, c.cfg, got, c.want)
 		}
 	}
@@ -146,7 +146,7 @@ func TestGPUKernelWarpsByProfile(t *testing.T) {
 		f := serialization.Float32
 		x, w, out := b.Tensor(f, []uint32{12, 64}, -1), b.Tensor(f, []uint32{100, 64}, -1), b.Tensor(f, []uint32{12, 100}, -1)
 		r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: gpu}
-		if err := linearOp(&profiled{r, prof}, []int32{x, w, b.Null(), out}); err != nil {
+		if err := runOp(&profiled{r, prof}, "aten.linear.default", x, w, b.Null(), out); err != nil {
 			t.Fatal(err)
 		}
 		d := r.dispatches[0]
@@ -159,7 +159,7 @@ func TestGPUKernelWarpsByProfile(t *testing.T) {
 		w = b.Tensor(serialization.Int8, []uint32{100, 64}, -1)
 		s := b.Tensor(f, []uint32{100}, -1)
 		r = &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: gpu}
-		if err := weightInt8packMMOp(&profiled{r, prof}, []int32{x, w, s, out}); err != nil {
+		if err := runOp(&profiled{r, prof}, "aten._weight_int8pack_mm.default", x, w, s, out); err != nil {
 			t.Fatal(err)
 		}
 		d = r.dispatches[0]
@@ -207,7 +207,7 @@ func TestSkipKernelsParse(t *testing.T) {
 			f := serialization.Float32
 			x, w, out := b.Tensor(f, []uint32{1, 8}, -1), b.Tensor(f, []uint32{4, 8}, -1), b.Tensor(f, []uint32{1, 4}, -1)
 			r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535, cfg: cfg}
-			if err := linearOp(r, []int32{x, w, b.Null(), out}); !errors.Is(err, ErrConfig) || len(r.dispatches) != 0 {
+			if err := runOp(r, "aten.linear.default", x, w, b.Null(), out); !errors.Is(err, ErrConfig) || len(r.dispatches) != 0 {
 				t.Errorf("%q: linear recorded %d dispatches, err %v", c.skip, len(r.dispatches), err)
 			}
 		}

@@ -131,12 +131,11 @@ func gpuQuantFits(c *linearCall, cfg Config, grouped bool) bool {
 // exported.
 func packQuantScales(b Builder, c *linearCall) error {
 	c.canRowScales, c.rowScales = false, -1
-	p, isPacker := b.(Packer)
-	if c.format != formatQuant || !c.q.sh.Grouped || c.q.sh.Zeros || !isPacker {
+	if c.format != formatQuant || !c.q.sh.Grouped || c.q.sh.Zeros {
 		return nil
 	}
 	c.canRowScales = true
-	if !slices.Contains(linearPacks(familyOf(b), c, configOf(b)), packRowScales) {
+	if !slices.Contains(linearPacks(familyOf(b), c, b.Config()), packRowScales) {
 		c.canRowScales = false
 		return nil
 	}
@@ -149,7 +148,7 @@ func packQuantScales(b Builder, c *linearCall) error {
 	if err != nil || len(s.Dims) != 2 {
 		return nil
 	}
-	t, err := p.PackWeight(c.q.scales, spec)
+	t, err := b.PackWeight(c.q.scales, spec)
 	if errNoPack(err) {
 		return nil
 	}
@@ -227,7 +226,7 @@ func quantWordsPerRow(format string, k int64) int64 {
 // a device that allows fewer invocations: warpsFor).
 func recordGPUQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 	q := c.q
-	warps := warpsFor(profileOf(b), gpuQuantWarps)
+	warps := warpsFor(b.DeviceProfile(), gpuQuantWarps)
 	sh := gpuQuantShader{Format: gpuQuantFormat(q), Grouped: q.sh.Grouped, DQ8: q.sh.DQ8, Bias: q.bias >= 0,
 		Act: epi.act, Res: epi.res, Gate: epi.gate, Warps: warps, WG: warps * gpuQuantLanes}
 	if sh.Format == "" || (sh.Grouped && !c.canRowScales) {
@@ -300,12 +299,12 @@ const fusedQuantFormat = "q4w"
 // packed: packQuantScales) as a member of a fused group for the GPU
 // family's weight-word GEMV (fuse_linear.go's fusableQ4Linear asks when
 // the table picks gpuQ4GEMVName for it), op index i, output out.
-func fusableGPUQuant(lc *linearCall, i int, out int32) (fusedLinear, bool) {
+func fusableGPUQuant(lc *linearCall, out int32) (fusedLinear, bool) {
 	q := lc.q
 	if !lc.canRowScales || gpuQuantFormat(q) != "q4" || q.sh.DQ8 || q.m != 1 {
 		return fusedLinear{}, false
 	}
-	return fusedLinear{index: i, out: out, weight: q.w, format: fusedQuantFormat, n: q.n,
+	return fusedLinear{out: out, weight: q.w, format: fusedQuantFormat, n: q.n,
 		scales: lc.rowScales, gw: q.g / 8, lds: lc.rowScalesG}, true
 }
 
@@ -334,7 +333,7 @@ func recordFusedGPUQuant(b Builder, norm *fusedNorm, lins []fusedLinear, outs []
 	if pair {
 		nacc = 2
 	}
-	warps := warpsFor(profileOf(b), gpuQuantWarps)
+	warps := warpsFor(b.DeviceProfile(), gpuQuantWarps)
 	sh := gpuQuantShader{Format: "q4", Grouped: true, Fused: true, Pair: pair, NormW: norm.w >= 0,
 		Warps: warps, WG: warps * gpuQuantLanes, XW: int(k / 8)}
 	sh.RowsW = matmulTile(int64(fusedQuantRowsPerWarp(b, k, nacc, warps)), 4)

@@ -69,7 +69,7 @@ func recordGPUSkinny(b Builder, c *linearCall, epi matmulEpilogue, dst int32) er
 	if f.m > gpuSkinnyMaxRows || f.k%4 != 0 || !f.transB || len(f.bdims) != 0 {
 		return Errorf(-1, "the skinny linear cannot take M=%d K=%d", f.m, f.k)
 	}
-	warps := warpsFor(profileOf(b), gpuSkinnyWarps)
+	warps := warpsFor(b.DeviceProfile(), gpuSkinnyWarps)
 	sh := gpuSkinnyShader{Bias: f.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate,
 		Warps: warps, WG: warps * 32, Cols: matmulTile(gpuSkinnyCols, gpuSkinnyCols)}
 	for r := int64(0); r < f.m; r++ {

@@ -462,8 +462,8 @@ func (res *result) print(o options) {
 			summary(res.hostRates), quantile(res.hostStepMs, 0.5), quantile(res.hostStepMs, 0.1), quantile(res.hostStepMs, 0.9),
 			quantile(res.rates, 0.5)/quantile(res.hostRates, 0.5))
 	}
-	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched)\n",
-		res.records.Rerecords, res.records.Refreshes, res.records.Patched)
+	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched, %d plan nodes re-run, %d of them through their update functions)\n",
+		res.records.Rerecords, res.records.Refreshes, res.records.Patched, res.records.Rerun, res.records.Updated)
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
 		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
 	if len(res.longStepMs) > 0 {
