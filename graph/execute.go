@@ -107,6 +107,7 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if err := g.upload(ctx, inputs, -1); err != nil {
 		return nil, err
 	}
+	g.lastProg = g.prog
 	if err := g.prog.Run(ctx); err != nil {
 		return nil, fmt.Errorf("graph: execute: %w", err)
 	}

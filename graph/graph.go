@@ -189,6 +189,7 @@ type recordingState struct {
 	records         []gpu.Dispatch
 	reads           []gpu.Readback
 	prog            *gpu.Program        // records and reads, prepared for replay
+	lastProg        *gpu.Program        // the program the latest Execute or Head step submitted
 	dispatchOps     []int               // per record: the chain index of its op
 	dispatchKernels []string            // per record: its kernel's name
 	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)

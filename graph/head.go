@@ -308,6 +308,7 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	} else {
 		prog.SetPre(nil)
 	}
+	g.lastProg = prog
 	if err := prog.Submit(); err != nil {
 		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 	}

@@ -312,6 +312,22 @@ func (g *WebGPUGraph) Dispatches() []DispatchInfo {
 	return out
 }
 
+// StepBinds reports how many pipelines and bind groups the latest step
+// (an Execute, or a Head's step) set in its compute pass: a dispatch
+// sets neither when the one before it set the same (internal/gpu), so
+// with every dispatch holding a bind group of its own, pipelines can be
+// fewer than dispatches and groups are as many.
+func (g *WebGPUGraph) StepBinds() (pipelines, groups int) {
+	g.mu.Lock()
+	p := g.lastProg
+	g.mu.Unlock()
+	if p == nil {
+		return 0, 0
+	}
+	b := p.Binds()
+	return b.Pipelines, b.Groups
+}
+
 // Rerecords counts how many times Execute re-recorded the graph because its
 // live input shapes or SymInt inputs changed.
 func (g *WebGPUGraph) Rerecords() int {
