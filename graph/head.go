@@ -49,8 +49,8 @@ const headWG = 256
 
 // argmaxParams is the Go twin of argmax.wgsl's Params (16 bytes).
 type argmaxParams struct {
-	Base, N uint32
-	_       [2]uint32
+	Base, N, Adv uint32
+	_            uint32
 }
 
 // topkParams is the Go twin of topk.wgsl's Params (32 bytes).
@@ -77,6 +77,9 @@ const (
 type headVariant struct {
 	WG      int
 	Strides []int
+	// Advance: argmax adds the step's token count to the graph's
+	// position on the device (devicepos.go).
+	Advance bool
 }
 
 // HeadOptions choose a Head's logits and token feedback.
@@ -136,13 +139,16 @@ type Head struct {
 	vocab  int64
 	argmax *gpu.Pipeline
 	topk   *gpu.Pipeline
-	result *gpu.Buffer             // the pick, u32
-	tops   *gpu.Buffer             // topk.wgsl's out
-	params *gpu.Buffer             // argmax params at 0, topk params at 256
-	last   [2][headParamsSize]byte // params as last written
-	wrote  [2]bool
-	groups [2]*gpu.BindGroup
-	bound  *gpu.Buffer // the logits buffer the groups bind
+	result *gpu.Buffer // the pick, u32
+	tops   *gpu.Buffer // topk.wgsl's out
+	params *gpu.Buffer // argmax params at 0, topk params at 256
+	// advance: the graph holds its position on the device and the head
+	// feeds tokens: argmax advances the position by the step's tokens.
+	advance bool
+	last    [2][headParamsSize]byte // params as last written
+	wrote   [2]bool
+	groups  [2]*gpu.BindGroup
+	bound   *gpu.Buffer // the logits buffer the groups bind
 	// Per ring slot: the read-back staging buffers and the programs, for
 	// steps with and without top-k.
 	staging [headRing][2]*gpu.Buffer
@@ -206,12 +212,18 @@ func (g *WebGPUGraph) NewHead(o HeadOptions) (*Head, error) {
 // create makes the head's pipelines and buffers.
 func (h *Head) create() error {
 	dev := h.g.dev
+	h.advance = h.g.positionBuffer() != nil && h.opts.Token >= 0
 	v := headVariant{WG: headWG}
 	for s := headWG / 2; s >= 1; s /= 2 {
 		v.Strides = append(v.Strides, s)
 	}
 	for i, file := range []string{"argmax.wgsl", "topk.wgsl"} {
-		k, err := shaders.Render(file, v, "main", shaders.Layout(1, 1, true), headWG)
+		layout := shaders.Layout(1, 1, true)
+		v.Advance = i == 0 && h.advance
+		if v.Advance {
+			layout = shaders.Layout(1, 2, true)
+		}
+		k, err := shaders.Render(file, v, "main", layout, headWG)
 		if err != nil {
 			return err
 		}
@@ -260,6 +272,9 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	if g.closed || h.closed {
 		return HeadStep{}, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
+	}
 	if o.Fed && h.opts.Token < 0 {
 		return HeadStep{}, fmt.Errorf("graph: head: %w: a fed step needs a token input", ErrUnsupported)
 	}
@@ -291,7 +306,11 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 		return HeadStep{}, fmt.Errorf("graph: head: %w: logits of live shape %v", ErrInvalidGraph, lt.live)
 	}
 	base := uint32((rows - 1) * h.vocab)
-	if err := h.writeParams(0, uniformBytes(argmaxParams{Base: base, N: uint32(h.vocab)})); err != nil {
+	var adv int64 // the tokens the step feeds: the position's advance
+	if h.advance {
+		adv = g.tensors[g.inputs[h.opts.Token]].liveNumel
+	}
+	if err := h.writeParams(0, uniformBytes(argmaxParams{Base: base, N: uint32(h.vocab), Adv: uint32(adv)})); err != nil {
 		return HeadStep{}, err
 	}
 	top := 0
@@ -308,10 +327,15 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	} else {
 		prog.SetPre(nil)
 	}
+	if err := g.syncPosition(); err != nil {
+		return HeadStep{}, err
+	}
 	g.lastProg = prog
 	if err := prog.Submit(); err != nil {
+		g.positionAdvanced(0, false)
 		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 	}
+	g.positionAdvanced(adv, true)
 	h.seq++
 	st := HeadStep{slot: h.next, seq: h.seq}
 	h.waiting[h.next] = stepState{seq: h.seq, topK: o.TopK}
@@ -362,7 +386,12 @@ func (h *Head) refreshLocked() error {
 			pipe *gpu.Pipeline
 			out  *gpu.Buffer
 		}{{h.argmax, h.result}, {h.topk, h.tops}} {
-			bg, err := g.dev.NewBindGroup(k.pipe, []gpu.BindEntry{{Buf: lbuf}, {Buf: k.out}, {Buf: h.params, Offset: uint64(256 * i), Size: headParamsSize}}, "head")
+			entries := []gpu.BindEntry{{Buf: lbuf}, {Buf: k.out}}
+			if i == 0 && h.advance {
+				entries = append(entries, gpu.BindEntry{Buf: g.positionBuffer()})
+			}
+			entries = append(entries, gpu.BindEntry{Buf: h.params, Offset: uint64(256 * i), Size: headParamsSize})
+			bg, err := g.dev.NewBindGroup(k.pipe, entries, "head")
 			if err != nil {
 				return fmt.Errorf("graph: head: %w", err)
 			}

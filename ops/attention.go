@@ -38,7 +38,10 @@ import (
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
 // workgroup of attnLanes lanes per up to attnMaxRows query rows that read
 // the same kv head, with an online softmax; the cache updates are one
-// flat copy dispatch (both caches for sdpa_with_kv_cache).
+// flat copy dispatch (both caches for sdpa_with_kv_cache). Where the
+// graph holds the position on the device (Builder.DevicePos), the cache
+// ops read input_pos there (the rows written, the keys attended, the
+// causal offset), their params the same at every position.
 func init() {
 	Register("et_vk.sdpa.default", etvkSDPAOp)
 	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)
@@ -82,6 +85,9 @@ type attnCall struct {
 	qs, ks, vs, os     attnStrides
 	ms                 [4]int64 // mask strides over (b, h, i, j)
 	rows               int64    // a cache attention's cache rows (cacheAttention)
+	// pos: a cache attention reading input_pos on the device; nkeys and
+	// causalOff are then its offsets from input_pos (sq and 0).
+	pos posSource
 }
 
 // at returns cache attention c for input_pos pos: keys [0, pos+S), query
@@ -90,9 +96,35 @@ func (c attnCall) at(pos int64) (attnCall, error) {
 	if pos < 0 || pos+c.sq > c.rows {
 		return c, Errorf(-1, "input_pos %d + seq_len %d outside the cache's %d rows", pos, c.sq, c.rows)
 	}
-	c.nkeys, c.causalOff = pos+c.sq, pos
+	if !c.pos.dev {
+		c.nkeys, c.causalOff = pos+c.sq, pos
+	}
 	return c, nil
 }
+
+// posSource is where a kernel reads a position (input_pos, or a SymInt
+// derived from it) from: with dev, the graph's position tensor id
+// (Builder.DevicePos) plus off, so that the params stay the same at
+// every position; otherwise its params hold the value.
+type posSource struct {
+	dev bool
+	id  int32
+	off int64
+}
+
+// positionOf asks b for SymInt id on the device, declaring [lo, hi] as
+// the values of id the caller's recording holds for.
+func positionOf(b Builder, id int32, lo, hi int64) posSource {
+	t, off, ok := b.DevicePos(id, lo, hi)
+	if !ok {
+		return posSource{}
+	}
+	return posSource{dev: true, id: t.ID, off: off}
+}
+
+// u32 is v as a WGSL u32 holds it, wrapping: a position offset added to
+// the position in u32 arithmetic.
+func u32(v int64) uint32 { return uint32(uint64(v)) }
 
 // attnChunk is one vec4 of a head dim: I-th chunk, at element Off, N valid
 // components.
@@ -106,6 +138,8 @@ type attnShader struct {
 	Half2    bool
 	HalfK    bool // k (HalfV: v) holds packed halves
 	HalfV    bool
+	DevPos   bool // input_pos is read from the graph's position tensor (bound after the inputs)
+	DevOff   bool // Update, DevPos: the rows written start at an offset from input_pos (params row, row2)
 	Out      bool
 	WG       int
 	Lanes    int
@@ -134,14 +168,18 @@ func recordAttention(b Builder, c attnCall) error {
 	if rows == 0 || c.dv == 0 {
 		return nil
 	}
-	if c.nkeys > attnMaxKeys {
-		return Errorf(-1, "%d keys, at most %d supported", c.nkeys, attnMaxKeys)
+	maxKeys := c.nkeys
+	if c.pos.dev {
+		maxKeys = c.rows // the declared positions' most
+	}
+	if maxKeys > attnMaxKeys {
+		return Errorf(-1, "%d keys, at most %d supported", maxKeys, attnMaxKeys)
 	}
 	if c.d > attnMaxHeadDim || c.dv > attnMaxHeadDim {
 		return Errorf(-1, "head dims %d/%d, at most %d supported", c.d, c.dv, attnMaxHeadDim)
 	}
 	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
-		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv), HalfK: c.halfK, HalfV: c.halfV}
+		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv), HalfK: c.halfK, HalfV: c.halfV, DevPos: c.pos.dev}
 	if (c.halfK && (c.d%2 != 0 || c.ks.s%2 != 0 || c.ks.h%2 != 0 || c.ks.b%2 != 0)) ||
 		(c.halfV && (c.dv%2 != 0 || c.vs.s%2 != 0 || c.vs.h%2 != 0 || c.vs.b%2 != 0)) {
 		return Errorf(-1, "half KV cache rows must start on a word (head dims %d/%d)", c.d, c.dv)
@@ -166,6 +204,9 @@ func recordAttention(b Builder, c attnCall) error {
 	if sh.Mask {
 		inputs = append(inputs, c.mask)
 	}
+	if sh.DevPos {
+		inputs = append(inputs, c.pos.id)
+	}
 	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), attnLanes)
 	if err != nil {
 		return err
@@ -178,9 +219,13 @@ func recordAttention(b Builder, c attnCall) error {
 	if c.causal {
 		causal = 1
 	}
+	nkeys, causalOff := u32(c.nkeys), u32(c.causalOff)
+	if c.pos.dev {
+		nkeys, causalOff = u32(c.pos.off+c.sq), u32(c.pos.off)
+	}
 	var p Params
 	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq / c.g)).U32(uint32(c.g))
-	p.U32(uint32(c.nkeys)).U32(causal).U32(uint32(c.causalOff)).F32(float32(c.scale))
+	p.U32(nkeys).U32(causal).U32(causalOff).F32(float32(c.scale))
 	for _, s := range []attnStrides{c.qs, c.ks, c.vs, c.os} {
 		p.U32(uint32(s.b)).U32(uint32(s.h)).U32(uint32(s.s))
 	}
@@ -433,6 +478,17 @@ type cacheWrite struct {
 	n, block, dst0, bstride int64
 	row                     int64 // elements a position (H·D)
 	half                    bool  // cache holds packed halves
+	// pos: input_pos is read on the device; dst0 is then its offset
+	// from input_pos's row (0).
+	pos posSource
+}
+
+// lastPos is the last input_pos the update fits the cache at.
+func (w cacheWrite) lastPos() int64 {
+	if w.row == 0 {
+		return 0
+	}
+	return (w.bstride - w.block) / w.row
 }
 
 // at returns w writing from cache row pos instead: an update function's
@@ -442,7 +498,9 @@ func (w cacheWrite) at(pos int64) (cacheWrite, error) {
 	if pos < 0 || pos*w.row+w.block > w.bstride {
 		return w, Errorf(-1, "input_pos %d: the update leaves the cache", pos)
 	}
-	w.dst0 = pos * w.row
+	if !w.pos.dev {
+		w.dst0 = pos * w.row
+	}
 	return w, nil
 }
 
@@ -490,13 +548,22 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 	if n >= 1<<32 {
 		return Errorf(-1, "%d cache elements is too many for one dispatch", n)
 	}
-	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64, Half1: ws[0].half}
+	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64, Half1: ws[0].half, DevPos: ws[0].pos.dev}
 	if sh.Pair {
 		sh.Half2 = ws[1].half
+		if ws[1].pos.dev != sh.DevPos || ws[1].pos.id != ws[0].pos.id {
+			return Errorf(-1, "the two cache updates read input_pos from different places")
+		}
+	}
+	for _, w := range ws {
+		sh.DevOff = sh.DevOff || (w.pos.dev && w.pos.off != 0)
 	}
 	var ins, outs []int32
 	for _, w := range ws {
 		ins, outs = append(ins, w.src), append(outs, w.cache)
+	}
+	if sh.DevPos {
+		ins = append(ins, ws[0].pos.id)
 	}
 	if sh.Out {
 		outs = append(outs, out)
@@ -510,11 +577,22 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 		return err
 	}
 	var p Params
+	var rows [2]uint32 // with DevOff, the row length input_pos's value is multiplied by
 	for i, w := range ws {
-		p.U32(uint32(units[i])).U32(uint32(w.block)).U32(uint32(w.dst0)).U32(uint32(w.bstride))
+		dst0 := u32(w.dst0)
+		switch {
+		case sh.DevOff:
+			dst0, rows[i] = u32(w.pos.off*w.row), uint32(w.row)
+		case sh.DevPos:
+			dst0 = uint32(w.row) // the rows written start at input_pos
+		}
+		p.U32(uint32(units[i])).U32(uint32(w.block)).U32(dst0).U32(uint32(w.bstride))
 	}
 	if len(ws) == 1 {
 		p.U32s(nil, 4) // the second update's fields, unused
+	}
+	if sh.DevOff {
+		p.U32(rows[0]).U32(rows[1])
 	}
 	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: update_cache: %w", err)
@@ -549,6 +627,7 @@ func updateCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	w.pos = positionOf(b, args[2], 0, w.lastPos())
 	b.OnRefresh(func(b Builder) error {
 		ws, err := cacheWritesAt(b, args[2], w)
 		if err != nil {
@@ -638,7 +717,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 	}
 	return attnCall{q: args[qa], k: kc.ID, v: vc.ID, mask: -1, out: args[outArg],
 		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale, rows: kd[1],
-		halfK: halfK, halfV: halfV,
+		halfK: halfK, halfV: halfV, pos: positionOf(b, args[posArg], 0, kd[1]-sq),
 		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
 		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
 		vs: attnStrides{b: vd[1] * hk * dv, h: dv, s: hk * dv},
@@ -690,6 +769,7 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	kw.pos, vw.pos = call.pos, call.pos
 	b.OnRefresh(func(b Builder) error {
 		ws, err := cacheWritesAt(b, args[5], kw, vw)
 		if err != nil {

@@ -70,6 +70,13 @@ type Config struct {
 	// that anything else reads, or that is a graph input or output,
 	// stays float32.
 	HalfKVCache bool
+	// HostPosition keeps a decoder's position (input_pos and the SymInts
+	// derived from it) in the uniform params of the ops that read it,
+	// rewritten by a SymInt refresh at every new position, instead of in
+	// a device buffer their kernels read and a pipelined greedy step
+	// advances on the device (package lower's device_pos pass,
+	// Builder.DevicePos); for benchmarks and tests of the refresh path.
+	HostPosition bool
 	// SkipKernels names linear-family table entries (linearKernels in
 	// linear_family.go; LinearKernelNames), comma-separated, that the
 	// kernel choice passes over, so that the next entry that fits serves

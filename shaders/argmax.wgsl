@@ -3,7 +3,11 @@
 // index 0): the token llm's sampler picks at temperature 0 (argmax in
 // llm/sample.go), computed where the logits are, so that a greedy decode
 // step reads back 4 bytes instead of the vocabulary's logits (graph's
-// Head). result[0] receives the index.
+// Head). result[0] receives the index. With Advance (a decoder whose
+// position the graph holds on the device, graph/devicepos.go), the
+// kernel also adds the step's token count to the position, pos[0], so
+// that the next step, fed this pick on the device, finds its position
+// there too.
 //
 // One workgroup of {{.WG}} lanes: each lane scans a strided part of the
 // row, then a workgroup tree keeps the larger key, the smaller index on
@@ -11,15 +15,20 @@
 // is exact on an adapter that flushes subnormals or assumes no NaN.
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> result: array<u32>;
+{{- if .Advance}}
+@group(0) @binding(2) var<storage, read_write> pos: array<u32>;
+@group(0) @binding(3) var<uniform> params: Params;
+{{- else}}
+@group(0) @binding(2) var<uniform> params: Params;
+{{- end}}
 
 // Go twin: argmaxParams in graph/head.go.
 struct Params {
   base: u32,  // the row's first element
   n: u32,     // the row's length
+  adv: u32,   // Advance: the tokens the step fed
   _pad0: u32,
-  _pad1: u32,
 }
-@group(0) @binding(2) var<uniform> params: Params;
 
 var<workgroup> sk: array<u32, {{.WG}}>;
 var<workgroup> si: array<u32, {{.WG}}>;
@@ -69,5 +78,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 {{- end}}
   if (lid == 0u) {
     result[0] = select(si[0], 0u, si[0] == none);
+{{- if .Advance}}
+    pos[0] = pos[0] + params.adv;
+{{- end}}
   }
 }

@@ -31,23 +31,33 @@
 // head_dim is even); the attention unpacks each head-dim chunk of k
 // or v with unpack2x16float and computes in float32. With Vec4 a half
 // cache binds as vec2<u32>: one load a chunk of four.
+//
+// DevPos (a decoder's position on the device, ops.Builder.DevicePos):
+// input_pos is read from posbuf[0], after the inputs, and the params
+// hold offsets from it (the update's first row, the attention's key
+// count and causal offset), so that they stay the same at every step.
 {{- if .Update}}
+{{- $b := 1}}
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 {{- if .Pair}}
 @group(0) @binding(1) var<storage, read> src2: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<{{if .Half1}}u32{{else}}f32{{end}}>;
-@group(0) @binding(3) var<storage, read_write> cache2: array<{{if .Half2}}u32{{else}}f32{{end}}>;
-@group(0) @binding(4) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(1) var<storage, read_write> cache: array<{{if .Half1}}u32{{else}}f32{{end}}>;
-{{- if .Out}}
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(2) var<uniform> params: Params;
+{{- $b = 2}}
 {{- end}}
+{{- if .DevPos}}
+@group(0) @binding({{$b}}) var<storage, read> posbuf: array<u32>;
+{{- $b = add $b 1}}
 {{- end}}
+@group(0) @binding({{$b}}) var<storage, read_write> cache: array<{{if .Half1}}u32{{else}}f32{{end}}>;
+{{- $b = add $b 1}}
+{{- if .Pair}}
+@group(0) @binding({{$b}}) var<storage, read_write> cache2: array<{{if .Half2}}u32{{else}}f32{{end}}>;
+{{- $b = add $b 1}}
+{{- else if .Out}}
+@group(0) @binding({{$b}}) var<storage, read_write> out: array<f32>;
+{{- $b = add $b 1}}
+{{- end}}
+@group(0) @binding({{$b}}) var<uniform> params: Params;
 
 struct Params {
   n: u32,       // invocations: elements of src (Half1: element pairs)
@@ -59,6 +69,12 @@ struct Params {
   block2: u32,
   dst02: u32,
   bstride2: u32,
+{{- if .DevOff}}
+  // DevOff: dst0 (dst02) is the offset from input_pos's row, and
+  // input_pos (posbuf[0]) times row (row2) is added to it.
+  row: u32,
+  row2: u32,
+{{- end}}
 }
 
 // Cache row update: cache[b, pos + s, h, d] = src[b, s, h, d]. Per batch the
@@ -69,6 +85,18 @@ struct Params {
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
+{{- if .DevOff}}
+  let dst0 = params.dst0 + posbuf[0] * params.row;
+  let dst02 = params.dst02 + posbuf[0] * params.row2;
+{{- else if .DevPos}}
+  // dst0 (dst02) holds the row length: the rows written start at
+  // input_pos (posbuf[0]).
+  let dst0 = posbuf[0] * params.dst0;
+  let dst02 = posbuf[0] * params.dst02;
+{{- else}}
+  let dst0 = params.dst0;
+  let dst02 = params.dst02;
+{{- end}}
 {{- if .Out}}
   if (e == 0u) { out[0] = 0.0; }
 {{- end}}
@@ -78,9 +106,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (f >= params.n2) { return; }
 {{- if .Half2}}
     let t = 2u * f;
-    cache2[(t / params.block2 * params.bstride2 + params.dst02 + t % params.block2) >> 1u] = pack2x16float(vec2<f32>(src2[t], src2[t + 1u]));
+    cache2[(t / params.block2 * params.bstride2 + dst02 + t % params.block2) >> 1u] = pack2x16float(vec2<f32>(src2[t], src2[t + 1u]));
 {{- else}}
-    cache2[f / params.block2 * params.bstride2 + params.dst02 + f % params.block2] = src2[f];
+    cache2[f / params.block2 * params.bstride2 + dst02 + f % params.block2] = src2[f];
 {{- end}}
     return;
   }
@@ -89,10 +117,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- end}}
 {{- if .Half1}}
   let t = 2u * e;
-  cache[(t / params.block * params.bstride + params.dst0 + t % params.block) >> 1u] = pack2x16float(vec2<f32>(src[t], src[t + 1u]));
+  cache[(t / params.block * params.bstride + dst0 + t % params.block) >> 1u] = pack2x16float(vec2<f32>(src[t], src[t + 1u]));
 {{- else}}
   let b = e / params.block;
-  cache[b * params.bstride + params.dst0 + e % params.block] = src[e];
+  cache[b * params.bstride + dst0 + e % params.block] = src[e];
 {{- end}}
 }
 {{- else}}
@@ -102,14 +130,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {{- $h := "u32"}}{{if .Vec4}}{{$h = "vec2<u32>"}}{{end}}
 @group(0) @binding(1) var<storage, read> k: array<{{if .HalfK}}{{$h}}{{else}}{{$t}}{{end}}>;
 @group(0) @binding(2) var<storage, read> v: array<{{if .HalfV}}{{$h}}{{else}}{{$t}}{{end}}>;
+{{- $b := 3}}
 {{- if .Mask}}
 @group(0) @binding(3) var<storage, read> mask: array<{{if .BoolMask}}u32{{else}}f32{{end}}>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{$t}}>;
-@group(0) @binding(5) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<{{$t}}>;
-@group(0) @binding(4) var<uniform> params: Params;
+{{- $b = 4}}
 {{- end}}
+{{- if .DevPos}}
+@group(0) @binding({{$b}}) var<storage, read> posbuf: array<u32>;
+{{- $b = add $b 1}}
+{{- end}}
+@group(0) @binding({{$b}}) var<storage, read_write> out: array<{{$t}}>;
+@group(0) @binding({{add $b 1}}) var<uniform> params: Params;
 
 struct Params {
   groups: u32,     // workgroups: B·Hkv·ceil(g·Sq / rows per workgroup)
@@ -118,7 +149,7 @@ struct Params {
   g: u32,          // query heads per kv head
   nkeys: u32,      // keys 0..nkeys-1 are visible
   causal: u32,     // nonzero: key j visible to row i only if j <= i + causal_off
-  causal_off: u32,
+  causal_off: u32, // DevPos: nkeys and causal_off are offsets from input_pos (posbuf[0])
   scale: f32,
   q_sb: u32, q_sh: u32, q_ss: u32, k_sb: u32,
   k_sh: u32, k_ss: u32, v_sb: u32, v_sh: u32,
@@ -161,6 +192,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let s = params.scale;
   let kb = b * params.k_sb + hk * params.k_sh;
   let vb = b * params.v_sb + hk * params.v_sh;
+{{- if .DevPos}}
+  let nkeys = params.nkeys + posbuf[0];
+  let causal_off = params.causal_off + posbuf[0];
+{{- else}}
+  let nkeys = params.nkeys;
+  let causal_off = params.causal_off;
+{{- end}}
   var nk_max = 0u;
 {{- range $r := .Rows}}
   // Row {{$r}}: x = row0+{{$r}}, clamped to the last row (its results are
@@ -176,8 +214,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let q{{$r}}_{{.I}} = s * vec4<f32>(q[qo{{$r}} + {{.Off}}u], {{if gt .N 1}}q[qo{{$r}} + {{.Off}}u + 1u]{{else}}0.0{{end}}, {{if gt .N 2}}q[qo{{$r}} + {{.Off}}u + 2u]{{else}}0.0{{end}}, {{if gt .N 3}}q[qo{{$r}} + {{.Off}}u + 3u]{{else}}0.0{{end}});
 {{- end}}
 {{- end}}
-  var nk{{$r}} = params.nkeys;
-  if (params.causal != 0u) { nk{{$r}} = min(nk{{$r}}, i{{$r}} + params.causal_off + 1u); }
+  var nk{{$r}} = nkeys;
+  if (params.causal != 0u) { nk{{$r}} = min(nk{{$r}}, i{{$r}} + causal_off + 1u); }
   nk_max = max(nk_max, nk{{$r}});
 {{- if $.Mask}}
   let mo{{$r}} = b * params.m_sb + h{{$r}} * params.m_sh + i{{$r}} * params.m_sq;

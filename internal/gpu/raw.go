@@ -283,6 +283,7 @@ func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
 	if C.wgd_write(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(offset), unsafe.Pointer(&data[0]), C.size_t(len(data)), d.raw.err) != 0 {
 		return d.scopeError("write buffer")
 	}
+	d.queueWrites.Add(1)
 	return d.noteWriteLocked(len(data))
 }
 
