@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
@@ -228,6 +229,48 @@ func TestDevicePosOffsets(t *testing.T) {
 					t.Errorf("position %d: %+v, want a clean position on the device, %d steps followed", p, ps, follows)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkStepHost times the host's part of a pipelined greedy step
+// (HostStep: inputs, recording, position) at a moving position, on two
+// loads of one llama export: its position on the device (the default)
+// and in uniform params (HostPosition, refreshed at every step),
+// alternating step by step so that the machine's noise falls on both.
+// It reports the median µs per step of each. Run it with
+//
+//	go test ./graph -run '^$' -bench StepHost -benchtime 2000x
+func BenchmarkStepHost(b *testing.B) {
+	for _, shape := range []struct {
+		name string
+		cfg  models.LlamaConfig
+	}{{"260k", models.Stories260K}, {"110m", models.Stories110M}} {
+		b.Run(shape.name, func(b *testing.B) {
+			l, err := models.NewLlama(shape.cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gs := []*graph.WebGPUGraph{loadBuilder(b, l.B, graph.Options{}), loadBuilder(b, l.B, graph.Options{Kernels: ops.Config{HostPosition: true}})}
+			l = nil
+			ctx := context.Background()
+			times := make([][]float64, len(gs))
+			span := int(shape.cfg.MaxSeq) - 1
+			for i := 0; i < b.N; i++ {
+				in := llamaInputs([]int32{1}, int64(1+i%span))
+				for k, g := range gs {
+					t0 := time.Now()
+					if err := graph.HostStep(ctx, g, in); err != nil {
+						b.Fatal(err)
+					}
+					times[k] = append(times[k], float64(time.Since(t0).Nanoseconds())/1e3)
+				}
+			}
+			for k, name := range []string{"device-µs/step", "host-µs/step"} {
+				slices.Sort(times[k])
+				b.ReportMetric(times[k][len(times[k])/2], name)
+			}
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
