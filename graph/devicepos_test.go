@@ -39,16 +39,34 @@ func llamaInputs(tokens []int32, pos int64) []graph.Tensor {
 // sequences, steps at positions the host passes (a second sequence from
 // position 0, then the first one's position again, as a session switch
 // makes them) write the position. Both cache op styles, float32 and half
-// KV caches, both kernel families.
+// KV caches, both kernel families; a vocabulary of 33,000 in the gpu
+// family takes the two-level argmax, whose second dispatch advances the
+// position.
 func TestHeadPositionOnDevice(t *testing.T) {
 	ctx := context.Background()
 	dev := graph.OpenTestDevice(t)
+	type variant struct {
+		split, half bool
+		fam         ops.Family
+		vocab       int64
+	}
+	var variants []variant
 	for _, split := range []bool{false, true} {
 		for _, half := range []bool{false, true} {
 			for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
-				t.Run(fmt.Sprintf("split=%v/half=%v/family=%v", split, half, fam), func(t *testing.T) {
+				variants = append(variants, variant{split, half, fam, tinyLlama.Vocab})
+			}
+		}
+	}
+	variants = append(variants, variant{false, false, ops.FamilyGPU, 33000})
+	for _, v := range variants {
+		split, half, fam := v.split, v.half, v.fam
+		{
+			{
+				t.Run(fmt.Sprintf("split=%v/half=%v/family=%v/vocab=%d", split, half, fam, v.vocab), func(t *testing.T) {
 					cfg := tinyLlama
 					cfg.SplitCache = split
+					cfg.Vocab = v.vocab
 					l, err := models.NewLlama(cfg, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -65,6 +83,9 @@ func TestHeadPositionOnDevice(t *testing.T) {
 						h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: 0})
 						if err != nil {
 							t.Fatal(err)
+						}
+						if am, _ := h.Kernels(); (am == "gpu/argmax-split") != (v.vocab > 32768) {
+							t.Fatalf("argmax kernel %s at a vocabulary of %d", am, v.vocab)
 						}
 						// seq decodes n tokens after prompt at pos, pipelined
 						// two deep, checking each fed step's writes and stats.

@@ -66,6 +66,12 @@
 //	cpu/qlinear       every other weight-quantized call (qlinear.wgsl)
 //	any/q8ta          the int8 × int8 linears (q8ta_linear.wgsl)
 //
+// The device head's kernels (graph's Head) come from a table too
+// (headKernels in head_family.go, HeadKernels): gpu/argmax-split and
+// gpu/topk-split split a row of more than 32,768 logits over workgroups,
+// cpu/topk-split over 65,536 (lavapipe keeps one workgroup for argmax,
+// faster there), any/argmax and any/topk are the one-workgroup kernels.
+//
 // Config.Matmul, NoQGEMV and NoHalfWeights override the choice in both
 // families (PackLinear only concerns the cpu family's tiled kernel);
 // Config.SkipKernels passes over entries by name, so that a kernel that

@@ -2,9 +2,7 @@ package ops
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -372,17 +370,6 @@ func LinearKernelNames() []string {
 		names[i] = k.name
 	}
 	return names
-}
-
-// checkSkipKernels returns an error naming the first of cfg.SkipKernels
-// that is no entry of linearKernels.
-func checkSkipKernels(cfg Config) error {
-	for _, name := range cfg.skipped() {
-		if !slices.ContainsFunc(linearKernels, func(k linearKernel) bool { return k.name == name }) {
-			return fmt.Errorf("%w: Config.SkipKernels: no linear-family kernel %q (have %s)", ErrConfig, name, strings.Join(LinearKernelNames(), ", "))
-		}
-	}
-	return nil
 }
 
 // linearFamilyOps are the ops whose kernels come from linearKernels.

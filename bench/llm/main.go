@@ -332,6 +332,15 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		defer base.Close()
 	}
 
+	// The device head's dispatches (its argmax: one workgroup, or two
+	// levels at a long vocabulary) and kernels, from a head made for it.
+	headDispatches := 1
+	if h, err := m.NewHead(wgdelegate.HeadOptions{Logits: 0, Token: 0}); err == nil {
+		headDispatches = h.Dispatches()
+		am, tk := h.Kernels()
+		fmt.Printf("device head: argmax %s (%d dispatches), top-k %s (%d more)\n", am, h.Dispatches(), tk, h.TopKDispatches())
+		h.Close()
+	}
 	runner, err := llm.New(m, llm.ProgramInfo{MaxSeqLen: cfg.MaxSeq})
 	if err != nil {
 		return nil, err
@@ -356,7 +365,7 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
 		res.dispatches = m.MemoryStats().NumDispatches
 		if st.OnDevice {
-			res.dispatches++ // the head's argmax
+			res.dispatches += headDispatches
 			res.submitUs = append(res.submitUs, float64(st.Submit.Microseconds())/float64(o.steps))
 			res.waitUs = append(res.waitUs, float64(st.Wait.Microseconds())/float64(o.steps))
 		}
