@@ -37,7 +37,9 @@ import (
 //
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
 // workgroup of attnLanes lanes per up to attnMaxRows query rows that read
-// the same kv head, with an online softmax; the cache updates are one
+// the same kv head, with an online softmax (under the gpu family a
+// one-row attention over a long cache splits its keys in blocks across
+// workgroups and merges them in a second dispatch: attnKernels); the cache updates are one
 // flat copy dispatch (both caches for sdpa_with_kv_cache). Where the
 // graph holds the position on the device (Builder.DevicePos), the cache
 // ops read input_pos there (the rows written, the keys attended, the
@@ -140,6 +142,8 @@ type attnShader struct {
 	HalfV    bool
 	DevPos   bool // input_pos is read from the graph's position tensor (bound after the inputs)
 	DevOff   bool // Update, DevPos: the rows written start at an offset from input_pos (params row, row2)
+	Split    bool // the keys in blocks, partial states written to part (attnKernels)
+	Combine  bool // the blocks' partial states merged into out
 	Out      bool
 	WG       int
 	Lanes    int
@@ -196,6 +200,18 @@ func recordAttention(b Builder, c attnCall) error {
 	sh.WRows = attnLanes * int(r)
 	sh.WAcc = sh.WRows * len(sh.VChunks)
 	groups := c.bsz * (c.hq / c.g) * ((c.g*c.sq + r - 1) / r)
+	// A cache attention's blocks cover the cache, whatever the position
+	// (its grid stays the same from step to step).
+	splitKeys := maxKeys
+	if c.rows > 0 {
+		splitKeys = c.rows
+	}
+	kern := chooseAttn(familyOf(b), b.Config(), c, splitKeys)
+	nsplit := int64(1)
+	if kern.block > 0 {
+		sh.Split = true
+		nsplit = (splitKeys + kern.block - 1) / kern.block
+	}
 	// Every q/k/v/out offset is a sum of multiples of its row length (or a
 	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
 	// vec4-aligned.
@@ -211,9 +227,20 @@ func recordAttention(b Builder, c attnCall) error {
 	if err != nil {
 		return err
 	}
-	grid, err := Grid(uint64(groups), 1, b.MaxWorkgroupsPerDim())
+	grid, err := Grid(uint64(groups*nsplit), 1, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
+	}
+	out := c.out
+	var part Tensor
+	if sh.Split {
+		// The blocks' partial states: per output row and block, (m, l)
+		// and the unnormalized output, vec4s.
+		outRows := c.bsz * c.hq * c.sq
+		if part, err = b.Scratch(0, serialization.Float32, []int64{outRows * nsplit * (int64(len(sh.VChunks)) + 1) * 4}); err != nil {
+			return err
+		}
+		out = part.ID
 	}
 	causal := uint32(0)
 	if c.causal {
@@ -232,10 +259,89 @@ func recordAttention(b Builder, c attnCall) error {
 	for _, s := range c.ms {
 		p.U32(uint32(s))
 	}
-	if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), grid); err != nil {
+	if sh.Split {
+		p.U32(uint32(nsplit)).U32(uint32(kern.block))
+	}
+	params := p.Bytes()
+	if err := b.Dispatch(k, inputs, []int32{out}, params, grid); err != nil {
+		return fmt.Errorf("ops: attention: %w", err)
+	}
+	if !sh.Split {
+		return nil
+	}
+	// One workgroup per output row merges its blocks.
+	sh.Split, sh.Combine = false, true
+	cin := []int32{part.ID}
+	if sh.DevPos {
+		cin = append(cin, c.pos.id)
+	}
+	k, err = shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(cin), 1, true), attnLanes)
+	if err != nil {
+		return err
+	}
+	if grid, err = Grid(uint64(c.bsz*c.hq*c.sq), 1, b.MaxWorkgroupsPerDim()); err != nil {
+		return err
+	}
+	if err := b.Dispatch(k, cin, []int32{c.out}, params, grid); err != nil {
 		return fmt.Errorf("ops: attention: %w", err)
 	}
 	return nil
+}
+
+// attnKernel is one entry of attnKernels.
+type attnKernel struct {
+	name   string
+	family Family // FamilyAuto: either
+	// block > 0: the split kernel, keys in blocks of block, for
+	// one-row attention over a KV cache of at least minKeys rows.
+	block, minKeys int64
+}
+
+// attnKernels is the attention's kernel table, in order of preference
+// (chooseAttn; Config.SkipKernels names its entries). The split kernel
+// (flash-decoding) serves a decode step's attention over a long cache:
+// one workgroup of 16 lanes per kv head (8 for Llama 3.2 1B) walking
+// 2,000 keys leaves a GPU's SMs idle and serialises on its loads; blocks
+// of 64 keys make that 8 × 32 workgroups at a 2,048-row cache, and a
+// second dispatch per attention merges the blocks (one more dispatch a
+// layer, so only caches of 1,024 rows or more take it: the 260K and 110M
+// shapes, 512 and 256 rows, keep their dispatch counts). The grid covers
+// the whole cache, whatever the position, so that a position on the
+// device needs no new grid: the blocks past the live keys return at once
+// and the merge reads only the live ones. On lavapipe the split kernel
+// is slower (BenchmarkAttnKernels in graph, 32/8 heads of 64 over a
+// 2,048-row cache, medians of 20 alternated steps: 2.9 vs 0.7 ms at
+// position 100, 9.5 vs 2.8 at 1,000, 10.8 vs 5.5 at 2,000; each of its
+// 256 workgroups costs lavapipe a fixed ~20 µs), so the cpu family keeps
+// one workgroup per kv head; the GPU figures are owed (issue 33).
+var attnKernels = []attnKernel{
+	{name: "gpu/attn-split", family: FamilyGPU, block: 64, minKeys: 1024},
+	{name: "any/attn", family: FamilyAuto},
+}
+
+// chooseAttn returns the first entry of attnKernels for family fam that
+// fits attention c (maxKeys: the most keys it may attend) and that cfg
+// does not skip.
+func chooseAttn(fam Family, cfg Config, c attnCall, maxKeys int64) attnKernel {
+	for _, k := range attnKernels {
+		if (k.family != fam && k.family != FamilyAuto) || cfg.skipsKernel(k.name) {
+			continue
+		}
+		if k.block > 0 && (c.rows == 0 || c.sq != 1 || maxKeys < k.minKeys) {
+			continue
+		}
+		return k
+	}
+	return attnKernel{name: "any/attn"}
+}
+
+// attnKernelNames lists attnKernels' entries.
+func attnKernelNames() []string {
+	names := make([]string, len(attnKernels))
+	for i, k := range attnKernels {
+		names[i] = k.name
+	}
+	return names
 }
 
 // attnTensor fetches a float32 tensor argument.

@@ -104,9 +104,10 @@ func headKernelNames() []string {
 }
 
 // KernelNames lists every kernel table entry Config.SkipKernels may
-// name: the linear family's (LinearKernelNames) and the head's.
+// name: the linear family's (LinearKernelNames), the head's and the
+// attention's (attnKernels in attention.go).
 func KernelNames() []string {
-	return slices.Concat(LinearKernelNames(), headKernelNames())
+	return slices.Concat(LinearKernelNames(), headKernelNames(), attnKernelNames())
 }
 
 // checkSkipKernels returns an error naming the first of cfg.SkipKernels

@@ -380,10 +380,17 @@ var linearFamilyOps = []string{
 	"et_vk.linear_q8ta_q8csw.default", "et_vk.q8ta_linear.default", "et_vk.q8ta_linear_gemv.default",
 }
 
-// LinearFamilyOps lists the ops whose kernels the kernel family decides
-// (the linear family's table): the ops a conformance run must cover under
-// every family. Every other op records the same kernels in every family.
+// LinearFamilyOps lists the ops whose kernels the linear family's table
+// decides.
 func LinearFamilyOps() []string { return slices.Clone(linearFamilyOps) }
+
+// FamilyOps lists the ops whose kernels the kernel family decides (the
+// linear family's table, and the attention's: the KV-cache attentions'
+// split kernel): the ops a conformance run must cover under every
+// family. Every other op records the same kernels in every family.
+func FamilyOps() []string {
+	return append(slices.Clone(linearFamilyOps), "sdpa_with_kv_cache.default", "llama.custom_sdpa.default")
+}
 
 // linearLoadPack is aten.linear's Op.LoadPack: its weight (argument 1) is
 // read only through a packing when the entries family fam picks for that
