@@ -20,7 +20,7 @@ import (
 
 // openModel writes f to a temporary directory and opens it on the shared
 // test device.
-func openModel(t *testing.T, f models.Files) *wgdelegate.Model {
+func openModel(t *testing.T, f models.Files, extra ...wgdelegate.Option) *wgdelegate.Model {
 	t.Helper()
 	dir := t.TempDir()
 	pte := filepath.Join(dir, "model.pte")
@@ -35,7 +35,7 @@ func openModel(t *testing.T, f models.Files) *wgdelegate.Model {
 		}
 		opts = append(opts, wgdelegate.WithDataFiles(ptd))
 	}
-	m, err := wgdelegate.Open(context.Background(), pte, opts...)
+	m, err := wgdelegate.Open(context.Background(), pte, append(opts, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func lowerSafely(in lower.Input) (p *lower.Plan, err error) {
 // lowerInput is what package lower reads of the analysis.
 func (a *Analysis) lowerInput(cfg ops.Config) lower.Input {
 	in := lower.Input{Graph: a.Graph, Uses: a.Uses, Tensors: make([]*lower.Tensor, len(a.Tensors)),
-		Options: lower.Options{NoElementwiseFusion: cfg.NoElementwiseFusion, NoViewAliasing: cfg.NoViewAliasing}}
+		Options: lower.Options{NoElementwiseFusion: cfg.NoElementwiseFusion, NoViewAliasing: cfg.NoViewAliasing, HostPosition: cfg.HostPosition}}
 	prepacked := map[int32]bool{}
 	for _, op := range a.Graph.Chain {
 		if op.Name == prepack.Op && len(op.Args) == 2 {

@@ -37,6 +37,9 @@ type opBuilder struct {
 	// refresh, when set: the op is re-run by refresh and must record
 	// what it recorded last time (refresh.go).
 	refresh *refreshState
+	// devReads are the position's members (devicepos.go) the op read as
+	// values, devDecl those it declared it reads on the device.
+	devReads, devDecl []int32
 }
 
 var _ ops.Builder = (*opBuilder)(nil)
@@ -90,6 +93,9 @@ func (b *opBuilder) SetInt(id int32, v int64) error {
 			g.refreshable = false
 		}
 		g.symSet[id] = true
+		if d := g.devPos; d != nil && d.members[id] && !d.producers[b.index] {
+			d.clean = false // a member set by another op than its producer
+		}
 	}
 	g.sym[id] = v
 	return nil
@@ -315,6 +321,7 @@ func (g *WebGPUGraph) finishDispatches() error {
 		g.dispatchChunks = append(g.dispatchChunks, g.chunkOf(pd.tensors))
 		g.records = append(g.records, gpu.Dispatch{Pipeline: pd.pipe, Group: bg, X: pd.groups[0], Y: pd.groups[1], Z: pd.groups[2]})
 	}
+	g.noteBoundInputs()
 	return nil
 }
 

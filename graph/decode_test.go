@@ -10,6 +10,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -35,15 +36,17 @@ func loadDecoder(t testing.TB, d *models.Decoder) *graph.WebGPUGraph {
 }
 
 // TestDecodeMovingPosRefreshes: decode steps whose input_pos moves (and
-// whose token count does not) re-record nothing: only the params of the
-// ops that read input_pos are rewritten, through their update functions.
-// Every step's outputs are
-// bit-identical to those of a second loaded graph that re-records every
-// op at every step, and match the reference interpreter replaying the
-// same steps. A new token count still re-records, and so does an
-// input_pos past the cache, which is then an error (the cache op's own
-// check), after which decoding goes on. Both cache op styles, both
-// memory plans.
+// whose token count does not) re-record nothing. With the position on the
+// device (the default) they refresh nothing either: the kernels read
+// input_pos from the graph's position tensor, and the graph only moves
+// its SymInt values (PositionStats.Follows). With ops.Config.HostPosition
+// only the params of the ops that read input_pos are rewritten, through
+// their update functions. Every step's outputs are bit-identical to those
+// of a second loaded graph that re-records every op at every step, and
+// match the reference interpreter replaying the same steps. A new token
+// count still re-records, and so does an input_pos past the cache, which
+// is then an error (the cache op's own check), after which decoding goes
+// on. Both cache op styles, both memory plans, both kernel families.
 func TestDecodeMovingPosRefreshes(t *testing.T) {
 	type step struct {
 		tokens []int32
@@ -68,9 +71,25 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 		{[]int32{14}, 3, false, false}, // back: rows 3.. are overwritten
 		{[]int32{15}, 4, false, false},
 	}
+	type variant struct {
+		split bool
+		plan  models.Plan
+		kcfg  ops.Config
+	}
+	var variants []variant
 	for _, split := range []bool{false, true} {
 		for _, plan := range models.Plans {
-			t.Run(fmt.Sprintf("split=%v/plan=%s", split, plan), func(t *testing.T) {
+			for _, host := range []bool{false, true} {
+				for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
+					variants = append(variants, variant{split, plan, ops.Config{HostPosition: host, Family: fam}})
+				}
+			}
+		}
+	}
+	for _, v := range variants {
+		{
+			split, plan, host := v.split, v.plan, v.kcfg.HostPosition
+			t.Run(fmt.Sprintf("split=%v/plan=%s/host_position=%v/family=%v", split, plan, host, v.kcfg.Family), func(t *testing.T) {
 				cfg := models.DefaultDecoder
 				cfg.SplitCache = split
 				d, err := models.NewDecoder(cfg)
@@ -78,11 +97,14 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 					t.Fatal(err)
 				}
 				models.ApplyPlan(d.B, plan)
-				g, fresh := loadDecoder(t, d), loadDecoder(t, d)
+				g, fresh := loadDecoderWith(t, d, v.kcfg), loadDecoderWith(t, d, v.kcfg)
+				if ps := g.PositionStats(); ps.OnDevice == host {
+					t.Fatalf("position on the device: %v, want %v", ps.OnDevice, !host)
+				}
 				ref := d.NewReference()
 				ctx := context.Background()
 				for i, s := range steps {
-					before := g.RecordStats()
+					before, follows := g.RecordStats(), g.PositionStats().Follows
 					graph.ForceRerecord(fresh)
 					freshBefore := fresh.RecordStats()
 					got, err := g.Execute(ctx, d.Inputs(s.tokens, s.pos))
@@ -105,8 +127,11 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 					if s.rerecord && rr != 1 {
 						t.Errorf("%s: %d re-records (%d refreshes), want 1", what, rr, rf)
 					}
-					if !s.rerecord && (rr != 0 || rf != 1) {
+					if !s.rerecord && host && (rr != 0 || rf != 1) {
 						t.Errorf("%s: %d re-records and %d refreshes, want 0 and 1", what, rr, rf)
+					}
+					if fl := g.PositionStats().Follows - follows; !s.rerecord && !host && (rr != 0 || rf != 0 || fl != 1) {
+						t.Errorf("%s: %d re-records, %d refreshes and %d steps following the position on the device, want 0, 0 and 1", what, rr, rf, fl)
 					}
 					for j := range got {
 						if !bytes.Equal(got[j].Data, want[j].Data) || fmt.Sprint(got[j].Shape) != fmt.Sprint(want[j].Shape) {
@@ -124,9 +149,15 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 					}
 				}
 				// Every node a refresh re-ran re-ran through its update
-				// functions: a step re-parses no op's arguments.
-				if st := g.RecordStats(); st.Patched == 0 || st.Rerun == 0 || st.Updated != st.Rerun {
+				// functions: a step re-parses no op's arguments. On the
+				// device, no params were patched: the refresh the bad
+				// step tried (outside the recording's positions) failed.
+				st := g.RecordStats()
+				if host && (st.Patched == 0 || st.Rerun == 0 || st.Updated != st.Rerun) {
 					t.Errorf("record stats %+v: want params patched, every node re-run through its update functions", st)
+				}
+				if !host && (st.Patched != 0 || st.Refreshes != 0) {
+					t.Errorf("record stats %+v: want no refresh, no params patched", st)
 				}
 			})
 		}

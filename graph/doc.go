@@ -59,6 +59,13 @@
 // re-recorded only when they change a shape, kernel or grid. Same shapes and values as last time: nothing is
 // re-recorded, and Execute makes no allocation beyond its outputs.
 //
+// A decoder's position is held on the device where package lower's
+// device_pos pass found one (devicepos.go): the ops that read input_pos
+// (and input_pos + S) read it from a small buffer in their kernels, so a
+// step at a new position re-runs nothing at all, and a Head's pipelined
+// greedy step, whose argmax advances the position on the device, makes
+// no queue write (RecordStats.Followed, PositionStats).
+//
 // # Float16
 //
 // FLOAT16 tensors (force_fp16 exports) are float32 on the device: Analyze

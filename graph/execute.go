@@ -107,7 +107,12 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if err := g.upload(ctx, inputs, -1); err != nil {
 		return nil, err
 	}
+	if err := g.syncPosition(); err != nil {
+		return nil, err
+	}
+	g.lastProg = g.prog
 	if err := g.prog.Run(ctx); err != nil {
+		g.positionAdvanced(0, false)
 		return nil, fmt.Errorf("graph: execute: %w", err)
 	}
 	outs := make([]Tensor, len(g.outputs))
@@ -152,7 +157,7 @@ func (g *WebGPUGraph) upload(ctx context.Context, inputs []Tensor, skip int) err
 	}
 	for i, in := range inputs {
 		ts := g.tensors[g.inputs[i]]
-		if ts == nil || i == skip {
+		if ts == nil || i == skip || (i < len(g.unbound) && g.unbound[i]) {
 			continue
 		}
 		data, err := g.hostToDevice(i, in, ts)
@@ -174,6 +179,11 @@ func (g *WebGPUGraph) upload(ctx context.Context, inputs []Tensor, skip int) err
 // values only) or a full re-record.
 func (g *WebGPUGraph) prepare(ctx context.Context, inputs []Tensor) error {
 	changed, symChanged := false, false
+	var pos int64 // the position before these inputs (devicepos.go)
+	if g.devPos != nil {
+		pos = g.symNow(g.devPos.plan.Root)
+	}
+	g.moved = g.moved[:0]
 	for i, in := range inputs {
 		id := g.inputs[i]
 		ts := g.tensors[id]
@@ -202,8 +212,13 @@ func (g *WebGPUGraph) prepare(ctx context.Context, inputs []Tensor) error {
 		g.liveKey = g.symKey(id, g.liveKey)
 		if !slices.Equal(g.liveKey, g.recordedSym[i]) {
 			symChanged = true
+			g.moved = append(g.moved, i)
 			g.recordedSym[i] = append(g.recordedSym[i][:0], g.liveKey...)
 		}
+	}
+	if !changed && !g.stale && symChanged && g.followPosition(inputs, g.moved, pos) {
+		// Only the position moved, and the kernels read it on the device.
+		return nil
 	}
 	if !changed && !g.stale && symChanged {
 		// New SymInt values on the same shapes: usually only uniform

@@ -29,3 +29,25 @@ func Prepare(ctx context.Context, g *WebGPUGraph, inputs []Tensor, force bool) e
 	g.stale = g.stale || force
 	return g.prepare(ctx, inputs)
 }
+
+// HostStep does the host's part of a fed Head step (its token input 0
+// taken from the device) before the step is encoded: the inputs checked
+// and uploaded, the recording brought up to date (a refresh, a position
+// followed or a re-record), the position written if the device will hold
+// another; then it counts the position as advanced by the step's tokens,
+// as the head's argmax would. Nothing runs on the device: it times what
+// the host does per step.
+func HostStep(ctx context.Context, g *WebGPUGraph, inputs []Tensor) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.upload(ctx, inputs, 0); err != nil {
+		return err
+	}
+	if err := g.syncPosition(); err != nil {
+		return err
+	}
+	if g.devPos != nil {
+		g.positionAdvanced(g.tensors[g.inputs[0]].liveNumel, true)
+	}
+	return nil
+}

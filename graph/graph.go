@@ -189,6 +189,7 @@ type recordingState struct {
 	records         []gpu.Dispatch
 	reads           []gpu.Readback
 	prog            *gpu.Program        // records and reads, prepared for replay
+	lastProg        *gpu.Program        // the program the latest Execute or Head step submitted
 	dispatchOps     []int               // per record: the chain index of its op
 	dispatchKernels []string            // per record: its kernel's name
 	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
@@ -199,6 +200,11 @@ type recordingState struct {
 	rerecords       int
 	pend            []pendingDispatch // being recorded
 	arena           []byte            // uniforms being recorded
+	// devPos is the decoder's position on the device (devicepos.go), nil
+	// for none; unbound, per input, a host-read input no dispatch binds
+	// (not uploaded).
+	devPos  *devicePos
+	unbound []bool
 }
 
 // refreshRecord is what the recording read of the SymInts, for refresh
@@ -222,6 +228,7 @@ type refreshRecord struct {
 type executeScratch struct {
 	scratch [][]byte         // per input, for int64/float64 narrowing
 	liveKey []int64          // for comparing input keys
+	moved   []int            // the inputs whose SymInt or host-read values changed
 	hostIn  map[int32]Tensor // host-read inputs' data
 	stats   MemoryStats
 }
@@ -340,6 +347,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		return nil, err
 	}
 	allocated := time.Now()
+	if a.Lowered.DevicePos != nil {
+		if err := g.newDevicePos(a.Lowered.DevicePos); err != nil {
+			return nil, err
+		}
+	}
 	tentative := false
 	if err := g.recordOps(ctx); err != nil {
 		// SymInt inputs hold placeholder values (0) until the first

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
@@ -44,21 +45,30 @@ import (
 const headRing = 2
 
 // headWG is the head kernels' workgroup size: one workgroup scans the row
-// (a vocabulary of 32,000 to 128,256 logits).
+// (a vocabulary of 32,000 to 128,256 logits), or a chunk of it with the
+// two-level kernels (ops.HeadKernels).
 const headWG = 256
 
 // argmaxParams is the Go twin of argmax.wgsl's Params (16 bytes).
 type argmaxParams struct {
-	Base, N uint32
-	_       [2]uint32
+	Base, N, Adv, Chunk uint32
 }
 
 // topkParams is the Go twin of topk.wgsl's Params (32 bytes).
 type topkParams struct {
 	Base, N, K, Cap uint32
 	InvTemp         float32
-	_               [3]uint32
+	Chunk           uint32
+	_               [2]uint32
 }
+
+// topkSel, topkStats: where topk.wgsl's two-level stages keep the
+// selection and the chunks' results in their scratch buffer (u32 words,
+// after the four digits' histograms).
+const (
+	topkSel   = 1024
+	topkStats = 1032
+)
 
 // headParamsSize is the bytes each head kernel binds of the params buffer:
 // the larger of the two structs.
@@ -77,7 +87,39 @@ const (
 type headVariant struct {
 	WG      int
 	Strides []int
+	// Advance: argmax adds the step's token count to the graph's
+	// position on the device (devicepos.go).
+	Advance bool
+	// Stage is the kernel's part: "one" (one workgroup does it all), or
+	// argmax's "part" and "final", top-k's "part", "sel", "hist" and
+	// "collect"; Digit and Mask are a "sel" or "hist" stage's radix
+	// digit (0..3) and the key bits the digits before it fixed.
+	Stage string
+	Digit int
+	Mask  uint32
 }
+
+// headStage is one dispatch of a head kernel: its pipeline, what it
+// binds (headBind*: the logits, the pick, the position, the argmax
+// chunks' results, the top-k scratch or output, the params slot), and
+// whether its grid is the row's chunks (else one workgroup).
+type headStage struct {
+	pipe    *gpu.Pipeline
+	binds   []int
+	chunked bool
+}
+
+// What a head stage binds.
+const (
+	headBindLogits = iota
+	headBindResult
+	headBindPos
+	headBindPart
+	headBindTK
+	headBindTops
+	headBindArgmaxParams
+	headBindTopkParams
+)
 
 // HeadOptions choose a Head's logits and token feedback.
 type HeadOptions struct {
@@ -131,18 +173,24 @@ type HeadResult struct {
 // graph's Execute may be called meanwhile (it waits for its own
 // submission only).
 type Head struct {
-	g      *WebGPUGraph
-	opts   HeadOptions
-	vocab  int64
-	argmax *gpu.Pipeline
-	topk   *gpu.Pipeline
-	result *gpu.Buffer             // the pick, u32
-	tops   *gpu.Buffer             // topk.wgsl's out
-	params *gpu.Buffer             // argmax params at 0, topk params at 256
-	last   [2][headParamsSize]byte // params as last written
-	wrote  [2]bool
-	groups [2]*gpu.BindGroup
-	bound  *gpu.Buffer // the logits buffer the groups bind
+	g     *WebGPUGraph
+	opts  HeadOptions
+	vocab int64
+	// The kernels (ops.HeadKernels) and their dispatches; chunks is the
+	// row's chunks, the two-level kernels' first grid.
+	amKernel, tkKernel ops.HeadKernel
+	argmax, topk       []headStage
+	result             *gpu.Buffer // the pick, u32
+	tops               *gpu.Buffer // topk.wgsl's out
+	params             *gpu.Buffer // argmax params at 0, topk params at 256
+	part, tk           *gpu.Buffer // the two-level kernels' scratch (nil for none)
+	// advance: the graph holds its position on the device and the head
+	// feeds tokens: argmax advances the position by the step's tokens.
+	advance bool
+	last    [2][headParamsSize]byte // params as last written
+	wrote   [2]bool
+	groups  [2][]*gpu.BindGroup // per stage of argmax, of top-k
+	bound   *gpu.Buffer         // the logits buffer the groups bind
 	// Per ring slot: the read-back staging buffers and the programs, for
 	// steps with and without top-k.
 	staging [headRing][2]*gpu.Buffer
@@ -205,27 +253,111 @@ func (g *WebGPUGraph) NewHead(o HeadOptions) (*Head, error) {
 
 // create makes the head's pipelines and buffers.
 func (h *Head) create() error {
-	dev := h.g.dev
-	v := headVariant{WG: headWG}
-	for s := headWG / 2; s >= 1; s /= 2 {
-		v.Strides = append(v.Strides, s)
+	g := h.g
+	dev := g.dev
+	h.advance = g.positionBuffer() != nil && h.opts.Token >= 0
+	var err error
+	if h.amKernel, h.tkKernel, err = ops.HeadKernels(g.kernels, g.profile, h.vocab); err != nil {
+		return err
 	}
-	for i, file := range []string{"argmax.wgsl", "topk.wgsl"} {
-		k, err := shaders.Render(file, v, "main", shaders.Layout(1, 1, true), headWG)
-		if err != nil {
-			return err
+	var strides []int
+	for s := headWG / 2; s >= 1; s /= 2 {
+		strides = append(strides, s)
+	}
+	// stage renders one stage (every variant is rendered, so that the
+	// numerics guard sees them; only those used get pipelines).
+	stage := func(file string, v headVariant, use bool, chunked bool, binds ...int) (headStage, error) {
+		v.WG, v.Strides = headWG, strides
+		var in, out int
+		for _, b := range binds {
+			switch b {
+			case headBindLogits:
+				in++
+			case headBindPart:
+				if v.Stage == "final" {
+					in++
+				} else {
+					out++
+				}
+			case headBindTK:
+				if v.Stage == "collect" {
+					in++
+				} else {
+					out++
+				}
+			case headBindResult, headBindPos, headBindTops:
+				out++
+			}
+		}
+		k, err := shaders.Render(file, v, "main", shaders.Layout(in, out, true), headWG)
+		if err != nil || !use {
+			return headStage{}, err
 		}
 		p, err := dev.Pipeline(k.Name, k.Source, k.Entry, k.Layout)
+		return headStage{pipe: p, binds: binds, chunked: chunked}, err
+	}
+	// argmax: one workgroup, or the chunks then their reduction.
+	am := func(v headVariant, use, chunked bool, binds ...int) error {
+		s, err := stage("argmax.wgsl", v, use, chunked, binds...)
+		if err == nil && use {
+			h.argmax = append(h.argmax, s)
+		}
+		return err
+	}
+	split := h.amKernel.Chunk > 0
+	pick := []int{headBindResult}
+	if h.advance {
+		pick = append(pick, headBindPos)
+	}
+	for _, err := range []error{
+		am(headVariant{Stage: "one", Advance: h.advance}, !split, false, slices.Concat([]int{headBindLogits}, pick, []int{headBindArgmaxParams})...),
+		am(headVariant{Stage: "part"}, split, true, headBindLogits, headBindPart, headBindArgmaxParams),
+		am(headVariant{Stage: "final", Advance: h.advance}, split, false, slices.Concat([]int{headBindPart}, pick, []int{headBindArgmaxParams})...),
+	} {
 		if err != nil {
 			return err
 		}
-		if i == 0 {
-			h.argmax = p
-		} else {
-			h.topk = p
+	}
+	// top-k: one workgroup, or part, then per digit a selection (and,
+	// but for the first, its histogram before it), then collect.
+	tk := func(v headVariant, use, chunked bool, binds ...int) error {
+		s, err := stage("topk.wgsl", v, use, chunked, binds...)
+		if err == nil && use {
+			h.topk = append(h.topk, s)
+		}
+		return err
+	}
+	split = h.tkKernel.Chunk > 0
+	if err := tk(headVariant{Stage: "one"}, !split, false, headBindLogits, headBindTops, headBindTopkParams); err != nil {
+		return err
+	}
+	if err := tk(headVariant{Stage: "part"}, split, true, headBindLogits, headBindTK, headBindTopkParams); err != nil {
+		return err
+	}
+	for d := range 4 {
+		if d > 0 {
+			mask := ^uint32(0) << (32 - 8*d)
+			if err := tk(headVariant{Stage: "hist", Digit: d, Mask: mask}, split, true, headBindLogits, headBindTK, headBindTopkParams); err != nil {
+				return err
+			}
+		}
+		if err := tk(headVariant{Stage: "sel", Digit: d}, split, false, headBindTK, headBindTops, headBindTopkParams); err != nil {
+			return err
 		}
 	}
-	var err error
+	if err := tk(headVariant{Stage: "collect"}, split, true, headBindLogits, headBindTK, headBindTops, headBindTopkParams); err != nil {
+		return err
+	}
+	if c := h.amKernel.Chunk; c > 0 {
+		if h.part, err = dev.NewBuffer(gpu.Storage, uint64(8*((h.vocab+c-1)/c)), "head argmax chunks"); err != nil {
+			return err
+		}
+	}
+	if c := h.tkKernel.Chunk; c > 0 {
+		if h.tk, err = dev.NewBuffer(gpu.Storage, uint64(4*(topkStats+2*((h.vocab+c-1)/c))), "head top-k scratch"); err != nil {
+			return err
+		}
+	}
 	if h.result, err = dev.NewBuffer(gpu.Storage, 16, "head pick"); err != nil {
 		return err
 	}
@@ -247,8 +379,16 @@ func (h *Head) create() error {
 }
 
 // Dispatches is how many dispatches the head adds to a step without
-// top-k (one more with).
-func (h *Head) Dispatches() int { return 1 }
+// top-k: 1, or 2 for the two-level argmax (ops.HeadKernels).
+func (h *Head) Dispatches() int { return len(h.argmax) }
+
+// TopKDispatches is how many more a step with top-k takes: 1, or 9 for
+// the two-level top-k.
+func (h *Head) TopKDispatches() int { return len(h.topk) }
+
+// Kernels names the argmax and top-k kernels the head picked (entries
+// of ops.HeadKernels' table).
+func (h *Head) Kernels() (argmax, topk string) { return h.amKernel.Name, h.tkKernel.Name }
 
 // Submit runs one step like Execute, with the head's work after it, and
 // returns without waiting. Up to two submissions may be outstanding:
@@ -259,6 +399,9 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	defer g.mu.Unlock()
 	if g.closed || h.closed {
 		return HeadStep{}, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 	}
 	if o.Fed && h.opts.Token < 0 {
 		return HeadStep{}, fmt.Errorf("graph: head: %w: a fed step needs a token input", ErrUnsupported)
@@ -291,13 +434,18 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 		return HeadStep{}, fmt.Errorf("graph: head: %w: logits of live shape %v", ErrInvalidGraph, lt.live)
 	}
 	base := uint32((rows - 1) * h.vocab)
-	if err := h.writeParams(0, uniformBytes(argmaxParams{Base: base, N: uint32(h.vocab)})); err != nil {
+	var adv int64 // the tokens the step feeds: the position's advance
+	if h.advance {
+		adv = g.tensors[g.inputs[h.opts.Token]].liveNumel
+	}
+	if err := h.writeParams(0, uniformBytes(argmaxParams{Base: base, N: uint32(h.vocab), Adv: uint32(adv), Chunk: uint32(h.amKernel.Chunk)})); err != nil {
 		return HeadStep{}, err
 	}
 	top := 0
 	if o.TopK > 0 {
 		top = 1
-		p := topkParams{Base: base, N: uint32(h.vocab), K: uint32(min(int64(o.TopK), h.vocab)), Cap: topkCap, InvTemp: float32(1 / o.Temperature)}
+		p := topkParams{Base: base, N: uint32(h.vocab), K: uint32(min(int64(o.TopK), h.vocab)), Cap: topkCap, InvTemp: float32(1 / o.Temperature),
+			Chunk: uint32(h.tkKernel.Chunk)}
 		if err := h.writeParams(1, uniformBytes(p)); err != nil {
 			return HeadStep{}, err
 		}
@@ -308,9 +456,15 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	} else {
 		prog.SetPre(nil)
 	}
+	if err := g.syncPosition(); err != nil {
+		return HeadStep{}, err
+	}
+	g.lastProg = prog
 	if err := prog.Submit(); err != nil {
+		g.positionAdvanced(0, false)
 		return HeadStep{}, fmt.Errorf("graph: head: %w", err)
 	}
+	g.positionAdvanced(adv, true)
 	h.seq++
 	st := HeadStep{slot: h.next, seq: h.seq}
 	h.waiting[h.next] = stepState{seq: h.seq, topK: o.TopK}
@@ -357,29 +511,40 @@ func (h *Head) refreshLocked() error {
 		return fmt.Errorf("graph: head: %w: the logits have no buffer", ErrInvalidGraph)
 	}
 	if h.bound != lbuf {
-		for i, k := range []struct {
-			pipe *gpu.Pipeline
-			out  *gpu.Buffer
-		}{{h.argmax, h.result}, {h.topk, h.tops}} {
-			bg, err := g.dev.NewBindGroup(k.pipe, []gpu.BindEntry{{Buf: lbuf}, {Buf: k.out}, {Buf: h.params, Offset: uint64(256 * i), Size: headParamsSize}}, "head")
-			if err != nil {
-				return fmt.Errorf("graph: head: %w", err)
+		for i, stages := range [][]headStage{h.argmax, h.topk} {
+			for _, bg := range h.groups[i] {
+				bg.Release()
 			}
-			if h.groups[i] != nil {
-				h.groups[i].Release()
+			h.groups[i] = h.groups[i][:0]
+			for _, s := range stages {
+				bg, err := g.dev.NewBindGroup(s.pipe, h.entries(s, lbuf), "head")
+				if err != nil {
+					return fmt.Errorf("graph: head: %w", err)
+				}
+				h.groups[i] = append(h.groups[i], bg)
 			}
-			h.groups[i] = bg
 		}
 		h.bound = lbuf
 	}
-	pick := gpu.Dispatch{Pipeline: h.argmax, Group: h.groups[0], X: 1, Y: 1, Z: 1}
-	tops := gpu.Dispatch{Pipeline: h.topk, Group: h.groups[1], X: 1, Y: 1, Z: 1}
+	dispatches := func(i int, stages []headStage, c int64) []gpu.Dispatch {
+		var ds []gpu.Dispatch
+		for j, s := range stages {
+			x := uint32(1)
+			if s.chunked {
+				x = uint32((h.vocab + c - 1) / c)
+			}
+			ds = append(ds, gpu.Dispatch{Pipeline: s.pipe, Group: h.groups[i][j], X: x, Y: 1, Z: 1})
+		}
+		return ds
+	}
+	pick := dispatches(0, h.argmax, h.amKernel.Chunk)
+	tops := dispatches(1, h.topk, h.tkKernel.Chunk)
 	for i := range h.progs {
 		for top := range 2 {
-			h.records = append(append(h.records[:0], g.records...), pick)
+			h.records = append(append(h.records[:0], g.records...), pick...)
 			reads := []gpu.Readback{{Src: h.result, Dst: h.staging[i][0], Size: 4}}
 			if top == 1 {
-				h.records = append(h.records, tops)
+				h.records = append(h.records, tops...)
 				reads = append(reads, gpu.Readback{Src: h.tops, Dst: h.staging[i][1], Size: topkBytes})
 			}
 			if h.progs[i][top] == nil {
@@ -391,6 +556,34 @@ func (h *Head) refreshLocked() error {
 	}
 	h.gen = g.rerecords
 	return nil
+}
+
+// entries are what stage s binds, with the logits in lbuf.
+func (h *Head) entries(s headStage, lbuf *gpu.Buffer) []gpu.BindEntry {
+	var es []gpu.BindEntry
+	for _, b := range s.binds {
+		var e gpu.BindEntry
+		switch b {
+		case headBindLogits:
+			e.Buf = lbuf
+		case headBindResult:
+			e.Buf = h.result
+		case headBindPos:
+			e.Buf = h.g.positionBuffer()
+		case headBindPart:
+			e.Buf = h.part
+		case headBindTK:
+			e.Buf = h.tk
+		case headBindTops:
+			e.Buf = h.tops
+		case headBindArgmaxParams:
+			e = gpu.BindEntry{Buf: h.params, Size: headParamsSize}
+		case headBindTopkParams:
+			e = gpu.BindEntry{Buf: h.params, Offset: 256, Size: headParamsSize}
+		}
+		es = append(es, e)
+	}
+	return es
 }
 
 // Wait waits for step st and returns what its head computed.
@@ -442,7 +635,7 @@ func (h *Head) readTop(m []byte, topK int, res *HeadResult) error {
 	res.SumExp = float64(math.Float32frombits(u(4)))
 	k := min(int64(topK), h.vocab)
 	above := k - need
-	if written > topkCap || need > k || above < 0 || int64(written) < above || int64(written) > above+ties {
+	if written > topkCap || need > k || need > ties || above < 0 || int64(written) < above || int64(written) > above+ties {
 		return fmt.Errorf("graph: head: %w: top-k read-back of %d pairs (%d ties, %d needed) for k %d", ErrInvalidGraph, written, ties, need, k)
 	}
 	if int64(written)-above < ties {
@@ -526,12 +719,12 @@ func (h *Head) Close() error {
 }
 
 func (h *Head) release() {
-	for _, bg := range h.groups {
-		if bg != nil {
+	for _, gs := range h.groups {
+		for _, bg := range gs {
 			bg.Release()
 		}
 	}
-	bufs := []*gpu.Buffer{h.result, h.tops, h.params}
+	bufs := []*gpu.Buffer{h.result, h.tops, h.params, h.part, h.tk}
 	for _, s := range h.staging {
 		bufs = append(bufs, s[:]...)
 	}

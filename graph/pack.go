@@ -353,6 +353,9 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 		if b.slot >= 0 && b.slot < len(g.opHost) {
 			g.opHost[b.slot] = true // refresh re-runs the node when the data changes
 		}
+		if d := g.devPos; d != nil && b.refresh == nil && id == d.plan.Input && !d.producers[b.index] {
+			d.clean = false // the position input read by another op than its producer
+		}
 		in, ok := g.hostIn[id]
 		if !ok && !g.replay {
 			// The load-time recording, before any Execute gave data: a

@@ -17,6 +17,7 @@ func (g *WebGPUGraph) recordOps(ctx context.Context) error {
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
 	g.opUnits, g.opUpdates = make([]int, n), make([][]nodeUpdate, n)
 	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
+	g.devPos.reset()
 	for _, node := range g.lowered.Nodes {
 		i := node.Index
 		if err := ctx.Err(); err != nil {
@@ -56,7 +57,7 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 			return g.opError(calls[0].Index, err)
 		}
 		if n > 0 {
-			g.unit(slot, rs)
+			g.unit(slot, rs, b)
 			calls = calls[n:]
 			continue
 		}
@@ -85,7 +86,8 @@ func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int,
 func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshState) error {
 	op := g.graph.Chain[i]
 	view := ops.ViewOf(op.Name)
-	in, ok, err := safeView(view, g.builder(ctx, i, slot, rs), op.Args)
+	b := g.builder(ctx, i, slot, rs)
+	in, ok, err := safeView(view, b, op.Args)
 	if err != nil {
 		return g.opError(i, err)
 	}
@@ -95,7 +97,7 @@ func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshSt
 	if err := g.alias(op.Args[len(op.Args)-1], in, i, rs != nil); err != nil {
 		return g.opError(i, err)
 	}
-	g.unit(slot, rs)
+	g.unit(slot, rs, b)
 	return nil
 }
 
@@ -103,20 +105,23 @@ func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshSt
 func (g *WebGPUGraph) recordOp(ctx context.Context, i, slot int, rs *refreshState) error {
 	op := g.graph.Chain[i]
 	fn, _ := ops.Lookup(op.Name)
-	if err := safeCall(fn, g.builder(ctx, i, slot, rs), op.Args); err != nil {
+	b := g.builder(ctx, i, slot, rs)
+	if err := safeCall(fn, b, op.Args); err != nil {
 		return g.opError(i, err)
 	}
-	g.unit(slot, rs)
+	g.unit(slot, rs, b)
 	return nil
 }
 
 // unit counts one op, fused op or view recorded in top-level node slot
-// (refresh.go: a node whose every unit gave an update function is
-// refreshed through them).
-func (g *WebGPUGraph) unit(slot int, rs *refreshState) {
+// by b (refresh.go: a node whose every unit gave an update function is
+// refreshed through them) and checks how it read the position
+// (devicepos.go).
+func (g *WebGPUGraph) unit(slot int, rs *refreshState, b *opBuilder) {
 	if rs == nil && slot >= 0 && slot < len(g.opUnits) {
 		g.opUnits[slot]++
 	}
+	g.devPos.checkUnit(b)
 }
 
 // builder is the ops.Builder of chain op i's recording in top-level node
@@ -310,6 +315,22 @@ func (g *WebGPUGraph) Dispatches() []DispatchInfo {
 		out[i] = g.dispatchInfo(i)
 	}
 	return out
+}
+
+// StepBinds reports how many pipelines and bind groups the latest step
+// (an Execute, or a Head's step) set in its compute pass: a dispatch
+// sets neither when the one before it set the same (internal/gpu), so
+// with every dispatch holding a bind group of its own, pipelines can be
+// fewer than dispatches and groups are as many.
+func (g *WebGPUGraph) StepBinds() (pipelines, groups int) {
+	g.mu.Lock()
+	p := g.lastProg
+	g.mu.Unlock()
+	if p == nil {
+		return 0, 0
+	}
+	b := p.Binds()
+	return b.Pipelines, b.Groups
 }
 
 // Rerecords counts how many times Execute re-recorded the graph because its

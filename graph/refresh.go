@@ -84,6 +84,7 @@ func (b *opBuilder) symRead(id int32) (int64, bool) {
 	if b.refresh == nil && !g.symSet[id] && !g.isInput(id) {
 		g.symEarly[id] = true // read before any op set it (see SetInt)
 	}
+	b.noteMemberRead(id)
 	if b.slot >= 0 && b.slot < len(g.opSyms) {
 		reads := g.opSyms[b.slot]
 		for _, r := range reads {
@@ -229,11 +230,19 @@ type RecordStats struct {
 	// of them re-run through their update functions (parsing nothing)
 	// rather than recorded again.
 	Refreshes, Patched, Rerun, Updated int
+	// Followed counts Executes (and Head steps) whose only new value was
+	// a decoder's position held on the device (devicepos.go): the
+	// kernels read it there, so nothing was re-run or patched.
+	Followed int
 }
 
 // RecordStats reports the graph's re-recordings and refreshes so far.
 func (g *WebGPUGraph) RecordStats() RecordStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched, Rerun: g.rerun, Updated: g.updated}
+	s := RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched, Rerun: g.rerun, Updated: g.updated}
+	if g.devPos != nil {
+		s.Followed = g.devPos.follows
+	}
+	return s
 }

@@ -80,14 +80,17 @@ type MemoryStats struct {
 	NumWeightChunks    int
 	ChunkBytes         int64
 	ScratchBytes       int64
+	// PositionBytes is the buffer holding a decoder's position on the
+	// device (devicepos.go), not part of the memory plan.
+	PositionBytes int64
 }
 
 // TotalBytes is tensor + staging + uniform + packed-weight + persistent
-// copy + half KV cache + weight chunk + scratch bytes: all the device
-// memory the graph holds.
+// copy + half KV cache + weight chunk + scratch + position bytes: all the
+// device memory the graph holds.
 func (s MemoryStats) TotalBytes() int64 {
 	return s.TensorBufferBytes + s.StagingBufferBytes + s.UniformBufferBytes + s.PackedWeightBytes + s.PersistentCopyBytes + s.HalfKVCacheBytes +
-		s.ChunkBytes + s.ScratchBytes
+		s.ChunkBytes + s.ScratchBytes + s.PositionBytes
 }
 
 func (g *WebGPUGraph) computeStats() {

@@ -150,7 +150,8 @@ func TestSessionPrefixReuse(t *testing.T) {
 // TestSessionsInterleaved: sessions of one pool take turns call by call
 // (each switch saves one session's cache and restores another's) and
 // each call gives a fresh sequence's tokens; a fork goes on like its
-// original.
+// original. Greedy on the device, the steps follow the position the
+// graph holds on the device (no refresh), written at each switch.
 func TestSessionsInterleaved(t *testing.T) {
 	ctx := context.Background()
 	m, info := sessModel(t)
@@ -190,6 +191,11 @@ func TestSessionsInterleaved(t *testing.T) {
 					}
 					convs[i] = slices.Concat(convs[i], res.Tokens, []int32{int32(round + 10)})
 				}
+			}
+			if rs := m.RecordStats(); e.name == "device greedy" && (rs.Followed == 0 || rs.Refreshes != 0) {
+				// The position is on the device: a pipelined step writes
+				// nothing, and a switch writes the position.
+				t.Errorf("record stats %+v: want steps following the position on the device, no refresh", rs)
 			}
 			st := p.Stats()
 			if st.Switches < 3 || st.SavedBytes == 0 || st.RestoredBytes == 0 || st.Stores != 3 {

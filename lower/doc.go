@@ -63,6 +63,11 @@
 //     binary ops (ops.FusableElementwise), each the sole reader of the
 //     one before, become FusedElementwise chains.
 //
+// Then device_pos (devicepos.go), which fuses nothing: it marks a
+// decoder's position (Plan.DevicePos) for the graph to hold on the
+// device when every op reading it, or a SymInt derived from it, can read
+// it there (the rope kinds above, the KV-cache ops).
+//
 // # One matcher, one legality check
 //
 // Every pass matches through the same steps (match.go): a value's sole

@@ -56,9 +56,12 @@ type Node struct {
 	Fallback []Node
 }
 
-// Plan is a chain lowered: the nodes to record, in order.
+// Plan is a chain lowered: the nodes to record, in order, and the
+// position its kernels read from the device (nil for none; the
+// device_pos pass, devicepos.go).
 type Plan struct {
-	Nodes []Node
+	Nodes     []Node
+	DevicePos *DevicePos
 }
 
 // Tensor is what a pass knows of a tensor value: the analysis' facts
@@ -101,6 +104,9 @@ type Options struct {
 	NoElementwiseFusion bool
 	// NoViewAliasing records a copy for every view op (ops.Config).
 	NoViewAliasing bool
+	// HostPosition keeps a decoder's position in uniform params
+	// (ops.Config): the device_pos pass marks none.
+	HostPosition bool
 }
 
 // pass is one pass of the plan: it finds the groups it fuses among the
@@ -134,7 +140,8 @@ func Lower(in Input) *Plan {
 	for i := range all {
 		all[i] = i
 	}
-	return &Plan{Nodes: lowerRegion(in, all, 0)}
+	nodes := lowerRegion(in, all, 0)
+	return &Plan{Nodes: nodes, DevicePos: devicePos(in, nodes)}
 }
 
 // lowerRegion runs passes[from:] over the chain indices region (ascending)

@@ -37,8 +37,13 @@ import (
 //
 // Kernel (shaders/attention.wgsl): one fused dispatch per attention, one
 // workgroup of attnLanes lanes per up to attnMaxRows query rows that read
-// the same kv head, with an online softmax; the cache updates are one
-// flat copy dispatch (both caches for sdpa_with_kv_cache).
+// the same kv head, with an online softmax (under the gpu family a
+// one-row attention over a long cache splits its keys in blocks across
+// workgroups and merges them in a second dispatch: attnKernels); the cache updates are one
+// flat copy dispatch (both caches for sdpa_with_kv_cache). Where the
+// graph holds the position on the device (Builder.DevicePos), the cache
+// ops read input_pos there (the rows written, the keys attended, the
+// causal offset), their params the same at every position.
 func init() {
 	Register("et_vk.sdpa.default", etvkSDPAOp)
 	Register("aten.scaled_dot_product_attention.default", atenSDPAOp)
@@ -82,6 +87,9 @@ type attnCall struct {
 	qs, ks, vs, os     attnStrides
 	ms                 [4]int64 // mask strides over (b, h, i, j)
 	rows               int64    // a cache attention's cache rows (cacheAttention)
+	// pos: a cache attention reading input_pos on the device; nkeys and
+	// causalOff are then its offsets from input_pos (sq and 0).
+	pos posSource
 }
 
 // at returns cache attention c for input_pos pos: keys [0, pos+S), query
@@ -90,9 +98,35 @@ func (c attnCall) at(pos int64) (attnCall, error) {
 	if pos < 0 || pos+c.sq > c.rows {
 		return c, Errorf(-1, "input_pos %d + seq_len %d outside the cache's %d rows", pos, c.sq, c.rows)
 	}
-	c.nkeys, c.causalOff = pos+c.sq, pos
+	if !c.pos.dev {
+		c.nkeys, c.causalOff = pos+c.sq, pos
+	}
 	return c, nil
 }
+
+// posSource is where a kernel reads a position (input_pos, or a SymInt
+// derived from it) from: with dev, the graph's position tensor id
+// (Builder.DevicePos) plus off, so that the params stay the same at
+// every position; otherwise its params hold the value.
+type posSource struct {
+	dev bool
+	id  int32
+	off int64
+}
+
+// positionOf asks b for SymInt id on the device, declaring [lo, hi] as
+// the values of id the caller's recording holds for.
+func positionOf(b Builder, id int32, lo, hi int64) posSource {
+	t, off, ok := b.DevicePos(id, lo, hi)
+	if !ok {
+		return posSource{}
+	}
+	return posSource{dev: true, id: t.ID, off: off}
+}
+
+// u32 is v as a WGSL u32 holds it, wrapping: a position offset added to
+// the position in u32 arithmetic.
+func u32(v int64) uint32 { return uint32(uint64(v)) }
 
 // attnChunk is one vec4 of a head dim: I-th chunk, at element Off, N valid
 // components.
@@ -106,6 +140,10 @@ type attnShader struct {
 	Half2    bool
 	HalfK    bool // k (HalfV: v) holds packed halves
 	HalfV    bool
+	DevPos   bool // input_pos is read from the graph's position tensor (bound after the inputs)
+	DevOff   bool // Update, DevPos: the rows written start at an offset from input_pos (params row, row2)
+	Split    bool // the keys in blocks, partial states written to part (attnKernels)
+	Combine  bool // the blocks' partial states merged into out
 	Out      bool
 	WG       int
 	Lanes    int
@@ -134,14 +172,18 @@ func recordAttention(b Builder, c attnCall) error {
 	if rows == 0 || c.dv == 0 {
 		return nil
 	}
-	if c.nkeys > attnMaxKeys {
-		return Errorf(-1, "%d keys, at most %d supported", c.nkeys, attnMaxKeys)
+	maxKeys := c.nkeys
+	if c.pos.dev {
+		maxKeys = c.rows // the declared positions' most
+	}
+	if maxKeys > attnMaxKeys {
+		return Errorf(-1, "%d keys, at most %d supported", maxKeys, attnMaxKeys)
 	}
 	if c.d > attnMaxHeadDim || c.dv > attnMaxHeadDim {
 		return Errorf(-1, "head dims %d/%d, at most %d supported", c.d, c.dv, attnMaxHeadDim)
 	}
 	sh := attnShader{Lanes: attnLanes, Mask: c.mask >= 0, BoolMask: c.boolMask, Dv: int(c.dv), VTail: c.dv%4 != 0,
-		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv), HalfK: c.halfK, HalfV: c.halfV}
+		QChunks: attnChunks(c.d), VChunks: attnChunks(c.dv), HalfK: c.halfK, HalfV: c.halfV, DevPos: c.pos.dev}
 	if (c.halfK && (c.d%2 != 0 || c.ks.s%2 != 0 || c.ks.h%2 != 0 || c.ks.b%2 != 0)) ||
 		(c.halfV && (c.dv%2 != 0 || c.vs.s%2 != 0 || c.vs.h%2 != 0 || c.vs.b%2 != 0)) {
 		return Errorf(-1, "half KV cache rows must start on a word (head dims %d/%d)", c.d, c.dv)
@@ -158,6 +200,18 @@ func recordAttention(b Builder, c attnCall) error {
 	sh.WRows = attnLanes * int(r)
 	sh.WAcc = sh.WRows * len(sh.VChunks)
 	groups := c.bsz * (c.hq / c.g) * ((c.g*c.sq + r - 1) / r)
+	// A cache attention's blocks cover the cache, whatever the position
+	// (its grid stays the same from step to step).
+	splitKeys := maxKeys
+	if c.rows > 0 {
+		splitKeys = c.rows
+	}
+	kern := chooseAttn(familyOf(b), b.Config(), c, splitKeys)
+	nsplit := int64(1)
+	if kern.block > 0 {
+		sh.Split = true
+		nsplit = (splitKeys + kern.block - 1) / kern.block
+	}
 	// Every q/k/v/out offset is a sum of multiples of its row length (or a
 	// multiple of D from a head index), so both dims ≡ 0 mod 4 keep them
 	// vec4-aligned.
@@ -166,31 +220,128 @@ func recordAttention(b Builder, c attnCall) error {
 	if sh.Mask {
 		inputs = append(inputs, c.mask)
 	}
+	if sh.DevPos {
+		inputs = append(inputs, c.pos.id)
+	}
 	k, err := shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), attnLanes)
 	if err != nil {
 		return err
 	}
-	grid, err := Grid(uint64(groups), 1, b.MaxWorkgroupsPerDim())
+	grid, err := Grid(uint64(groups*nsplit), 1, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return err
+	}
+	out := c.out
+	var part Tensor
+	if sh.Split {
+		// The blocks' partial states: per output row and block, (m, l)
+		// and the unnormalized output, vec4s.
+		outRows := c.bsz * c.hq * c.sq
+		if part, err = b.Scratch(0, serialization.Float32, []int64{outRows * nsplit * (int64(len(sh.VChunks)) + 1) * 4}); err != nil {
+			return err
+		}
+		out = part.ID
 	}
 	causal := uint32(0)
 	if c.causal {
 		causal = 1
 	}
+	nkeys, causalOff := u32(c.nkeys), u32(c.causalOff)
+	if c.pos.dev {
+		nkeys, causalOff = u32(c.pos.off+c.sq), u32(c.pos.off)
+	}
 	var p Params
 	p.U32(uint32(groups)).U32(uint32(c.sq)).U32(uint32(c.hq / c.g)).U32(uint32(c.g))
-	p.U32(uint32(c.nkeys)).U32(causal).U32(uint32(c.causalOff)).F32(float32(c.scale))
+	p.U32(nkeys).U32(causal).U32(causalOff).F32(float32(c.scale))
 	for _, s := range []attnStrides{c.qs, c.ks, c.vs, c.os} {
 		p.U32(uint32(s.b)).U32(uint32(s.h)).U32(uint32(s.s))
 	}
 	for _, s := range c.ms {
 		p.U32(uint32(s))
 	}
-	if err := b.Dispatch(k, inputs, []int32{c.out}, p.Bytes(), grid); err != nil {
+	if sh.Split {
+		p.U32(uint32(nsplit)).U32(uint32(kern.block))
+	}
+	params := p.Bytes()
+	if err := b.Dispatch(k, inputs, []int32{out}, params, grid); err != nil {
+		return fmt.Errorf("ops: attention: %w", err)
+	}
+	if !sh.Split {
+		return nil
+	}
+	// One workgroup per output row merges its blocks.
+	sh.Split, sh.Combine = false, true
+	cin := []int32{part.ID}
+	if sh.DevPos {
+		cin = append(cin, c.pos.id)
+	}
+	k, err = shaders.Render("attention.wgsl", sh, "main", shaders.Layout(len(cin), 1, true), attnLanes)
+	if err != nil {
+		return err
+	}
+	if grid, err = Grid(uint64(c.bsz*c.hq*c.sq), 1, b.MaxWorkgroupsPerDim()); err != nil {
+		return err
+	}
+	if err := b.Dispatch(k, cin, []int32{c.out}, params, grid); err != nil {
 		return fmt.Errorf("ops: attention: %w", err)
 	}
 	return nil
+}
+
+// attnKernel is one entry of attnKernels.
+type attnKernel struct {
+	name   string
+	family Family // FamilyAuto: either
+	// block > 0: the split kernel, keys in blocks of block, for
+	// one-row attention over a KV cache of at least minKeys rows.
+	block, minKeys int64
+}
+
+// attnKernels is the attention's kernel table, in order of preference
+// (chooseAttn; Config.SkipKernels names its entries). The split kernel
+// (flash-decoding) serves a decode step's attention over a long cache:
+// one workgroup of 16 lanes per kv head (8 for Llama 3.2 1B) walking
+// 2,000 keys leaves a GPU's SMs idle and serialises on its loads; blocks
+// of 64 keys make that 8 × 32 workgroups at a 2,048-row cache, and a
+// second dispatch per attention merges the blocks (one more dispatch a
+// layer, so only caches of 1,024 rows or more take it: the 260K and 110M
+// shapes, 512 and 256 rows, keep their dispatch counts). The grid covers
+// the whole cache, whatever the position, so that a position on the
+// device needs no new grid: the blocks past the live keys return at once
+// and the merge reads only the live ones. On lavapipe the split kernel
+// is slower (BenchmarkAttnKernels in graph, 32/8 heads of 64 over a
+// 2,048-row cache, medians of 20 alternated steps: 2.9 vs 0.7 ms at
+// position 100, 9.5 vs 2.8 at 1,000, 10.8 vs 5.5 at 2,000; each of its
+// 256 workgroups costs lavapipe a fixed ~20 µs), so the cpu family keeps
+// one workgroup per kv head; the GPU figures are owed (issue 33).
+var attnKernels = []attnKernel{
+	{name: "gpu/attn-split", family: FamilyGPU, block: 64, minKeys: 1024},
+	{name: "any/attn", family: FamilyAuto},
+}
+
+// chooseAttn returns the first entry of attnKernels for family fam that
+// fits attention c (maxKeys: the most keys it may attend) and that cfg
+// does not skip.
+func chooseAttn(fam Family, cfg Config, c attnCall, maxKeys int64) attnKernel {
+	for _, k := range attnKernels {
+		if (k.family != fam && k.family != FamilyAuto) || cfg.skipsKernel(k.name) {
+			continue
+		}
+		if k.block > 0 && (c.rows == 0 || c.sq != 1 || maxKeys < k.minKeys) {
+			continue
+		}
+		return k
+	}
+	return attnKernel{name: "any/attn"}
+}
+
+// attnKernelNames lists attnKernels' entries.
+func attnKernelNames() []string {
+	names := make([]string, len(attnKernels))
+	for i, k := range attnKernels {
+		names[i] = k.name
+	}
+	return names
 }
 
 // attnTensor fetches a float32 tensor argument.
@@ -433,6 +584,17 @@ type cacheWrite struct {
 	n, block, dst0, bstride int64
 	row                     int64 // elements a position (H·D)
 	half                    bool  // cache holds packed halves
+	// pos: input_pos is read on the device; dst0 is then its offset
+	// from input_pos's row (0).
+	pos posSource
+}
+
+// lastPos is the last input_pos the update fits the cache at.
+func (w cacheWrite) lastPos() int64 {
+	if w.row == 0 {
+		return 0
+	}
+	return (w.bstride - w.block) / w.row
 }
 
 // at returns w writing from cache row pos instead: an update function's
@@ -442,7 +604,9 @@ func (w cacheWrite) at(pos int64) (cacheWrite, error) {
 	if pos < 0 || pos*w.row+w.block > w.bstride {
 		return w, Errorf(-1, "input_pos %d: the update leaves the cache", pos)
 	}
-	w.dst0 = pos * w.row
+	if !w.pos.dev {
+		w.dst0 = pos * w.row
+	}
 	return w, nil
 }
 
@@ -490,13 +654,22 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 	if n >= 1<<32 {
 		return Errorf(-1, "%d cache elements is too many for one dispatch", n)
 	}
-	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64, Half1: ws[0].half}
+	sh := attnShader{Update: true, Pair: len(ws) == 2, Out: out >= 0 && len(ws) == 1, WG: 64, Half1: ws[0].half, DevPos: ws[0].pos.dev}
 	if sh.Pair {
 		sh.Half2 = ws[1].half
+		if ws[1].pos.dev != sh.DevPos || ws[1].pos.id != ws[0].pos.id {
+			return Errorf(-1, "the two cache updates read input_pos from different places")
+		}
+	}
+	for _, w := range ws {
+		sh.DevOff = sh.DevOff || (w.pos.dev && w.pos.off != 0)
 	}
 	var ins, outs []int32
 	for _, w := range ws {
 		ins, outs = append(ins, w.src), append(outs, w.cache)
+	}
+	if sh.DevPos {
+		ins = append(ins, ws[0].pos.id)
 	}
 	if sh.Out {
 		outs = append(outs, out)
@@ -510,11 +683,22 @@ func recordCacheWrites(b Builder, ws []cacheWrite, out int32) error {
 		return err
 	}
 	var p Params
+	var rows [2]uint32 // with DevOff, the row length input_pos's value is multiplied by
 	for i, w := range ws {
-		p.U32(uint32(units[i])).U32(uint32(w.block)).U32(uint32(w.dst0)).U32(uint32(w.bstride))
+		dst0 := u32(w.dst0)
+		switch {
+		case sh.DevOff:
+			dst0, rows[i] = u32(w.pos.off*w.row), uint32(w.row)
+		case sh.DevPos:
+			dst0 = uint32(w.row) // the rows written start at input_pos
+		}
+		p.U32(uint32(units[i])).U32(uint32(w.block)).U32(dst0).U32(uint32(w.bstride))
 	}
 	if len(ws) == 1 {
 		p.U32s(nil, 4) // the second update's fields, unused
+	}
+	if sh.DevOff {
+		p.U32(rows[0]).U32(rows[1])
 	}
 	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: update_cache: %w", err)
@@ -549,6 +733,7 @@ func updateCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	w.pos = positionOf(b, args[2], 0, w.lastPos())
 	b.OnRefresh(func(b Builder) error {
 		ws, err := cacheWritesAt(b, args[2], w)
 		if err != nil {
@@ -638,7 +823,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 	}
 	return attnCall{q: args[qa], k: kc.ID, v: vc.ID, mask: -1, out: args[outArg],
 		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale, rows: kd[1],
-		halfK: halfK, halfV: halfV,
+		halfK: halfK, halfV: halfV, pos: positionOf(b, args[posArg], 0, kd[1]-sq),
 		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
 		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
 		vs: attnStrides{b: vd[1] * hk * dv, h: dv, s: hk * dv},
@@ -690,6 +875,7 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	kw.pos, vw.pos = call.pos, call.pos
 	b.OnRefresh(func(b Builder) error {
 		ws, err := cacheWritesAt(b, args[5], kw, vw)
 		if err != nil {

@@ -111,6 +111,21 @@ type Builder interface {
 	// again.
 	OnRefresh(update func(b Builder) error)
 
+	// DevicePos returns, when the graph holds SymInt id's live value on
+	// the device (a decoder's position and the SymInts derived from it:
+	// package lower's device_pos pass), the one-element int32 tensor
+	// holding the position and off, id's value minus the position's: a
+	// kernel that binds pos and reads id as pos[0] + off (u32
+	// arithmetic) follows every new position with the same params. The
+	// caller declares [lo, hi], the values of id for which what it
+	// records (dispatches, params, output shapes) stays the same; a
+	// value outside makes the graph record again. An op that reads id
+	// with Int to check or decide something must declare it here, or the
+	// graph refreshes its params at every new position. ok is false when
+	// the graph holds no device value of id (read it with Int, into
+	// params).
+	DevicePos(id int32, lo, hi int64) (pos Tensor, off int64, ok bool)
+
 	// Config is the load's kernel choices, DeviceProfile the device it
 	// records for (Resolve turns the two into the kernel family).
 	Config() Config

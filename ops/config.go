@@ -70,14 +70,23 @@ type Config struct {
 	// that anything else reads, or that is a graph input or output,
 	// stays float32.
 	HalfKVCache bool
-	// SkipKernels names linear-family table entries (linearKernels in
-	// linear_family.go; LinearKernelNames), comma-separated, that the
+	// HostPosition keeps a decoder's position (input_pos and the SymInts
+	// derived from it) in the uniform params of the ops that read it,
+	// rewritten by a SymInt refresh at every new position, instead of in
+	// a device buffer their kernels read and a pipelined greedy step
+	// advances on the device (package lower's device_pos pass,
+	// Builder.DevicePos); for benchmarks and tests of the refresh path.
+	HostPosition bool
+	// SkipKernels names kernel table entries (KernelNames: the linear
+	// family's, linearKernels in linear_family.go, and the device
+	// head's, headKernels in head_family.go), comma-separated, that the
 	// kernel choice passes over, so that the next entry that fits serves
 	// the call: "gpu/q4gemv,gpu/qcgemv" runs the 4-bit and int8 GEMVs
 	// they replaced (gpu/qgemv), "gpu/tiled128" the 64×64 tiled matmul,
-	// "gpu/skinny" the GEMV for 8 < M ≤ 16. For benchmarks that measure a
-	// new kernel against the one before it in the same run, and for tests
-	// of the kernels behind. A name that is no entry fails the load
+	// "gpu/skinny" the GEMV for 8 < M ≤ 16, "gpu/argmax-split" the
+	// one-workgroup argmax. For benchmarks that measure a new kernel
+	// against the one before it in the same run, and for tests of the
+	// kernels behind. A name that is no entry fails the load
 	// (ErrConfig).
 	SkipKernels string
 }

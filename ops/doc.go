@@ -66,16 +66,27 @@
 //	cpu/qlinear       every other weight-quantized call (qlinear.wgsl)
 //	any/q8ta          the int8 × int8 linears (q8ta_linear.wgsl)
 //
+// The device head's kernels (graph's Head) come from a table too
+// (headKernels in head_family.go, HeadKernels): gpu/argmax-split and
+// gpu/topk-split split a row of more than 32,768 logits over workgroups,
+// cpu/topk-split over 65,536 (lavapipe keeps one workgroup for argmax,
+// faster there), any/argmax and any/topk are the one-workgroup kernels.
+// The KV-cache attentions' too (attnKernels in attention.go):
+// gpu/attn-split splits a one-row attention over a cache of 1,024 rows or
+// more across workgroups by blocks of keys, then merges them (lavapipe
+// keeps any/attn, one workgroup per kv head: BenchmarkAttnKernels).
+//
 // Config.Matmul, NoQGEMV and NoHalfWeights override the choice in both
 // families (PackLinear only concerns the cpu family's tiled kernel);
 // Config.SkipKernels passes over entries by name, so that a kernel that
-// replaced another (gpu/q4gemv, gpu/qcgemv, gpu/tiled128, gpu/skinny) can
+// replaced another (gpu/q4gemv, gpu/qcgemv, gpu/tiled128, gpu/skinny,
+// gpu/attn-split) can
 // be measured against it in one run. Each
 // kernel's comment gives the measurements that chose its shape and the
 // adapter they were taken on; the GPU kernels' shapes come from published
 // designs and their H100 measurements are owed (linear_gpu.go). Every
 // other op records the same kernels in both families. The conformance
-// suite runs every case under the cpu family and the linear-family cases
-// under the gpu family, on whatever adapter it finds (all cases under both
+// suite runs every case under the cpu family and the cases of the ops
+// the family decides (FamilyOps) under the gpu family, on whatever adapter it finds (all cases under both
 // in the long sweeps).
 package ops

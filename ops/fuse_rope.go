@@ -26,7 +26,13 @@ import (
 // ropeShader is the template data of shaders/rope.wgsl.
 type ropeShader struct {
 	HF, Pair, Cache bool
-	WG              int
+	// DevStart (DevCache): the tables' start row (the cache rows)
+	// follow the position on the device (Builder.DevicePos).
+	DevStart, DevCache bool
+	// DevCacheOff: the cache rows start at an offset from the position
+	// (params k_row, v_row).
+	DevCacheOff bool
+	WG          int
 }
 
 func init() {
@@ -79,6 +85,7 @@ func fusedRopeCache(b Builder, g *Group) (int, error) {
 	if err != nil {
 		return 0, nil
 	}
+	kw.pos, vw.pos = call.pos, call.pos
 	if kw.n != c.numel2 || c.numel+c.numel2+vw.n >= 1<<32 {
 		return 0, nil
 	}
@@ -115,7 +122,7 @@ func ropeAt(b Builder, c ropeCall, t *RopeTables, direct bool) (ropeCall, error)
 	if ok != direct {
 		return c, errGuardMoved
 	}
-	if ok {
+	if ok && !c.pos.dev {
 		c.start = start
 	}
 	return c, nil
@@ -132,7 +139,19 @@ func recordRopeCache(b Builder, c ropeCall, v int32, nv int64, kw, vw cacheWrite
 	if total == 0 {
 		return nil
 	}
-	k, err := shaders.Render("rope.wgsl", ropeShader{Pair: true, Cache: true, WG: ropeWG}, "main", shaders.Layout(5, 3, true), ropeWG)
+	sh := ropeShader{Pair: true, Cache: true, DevStart: c.pos.dev, DevCache: kw.pos.dev, DevCacheOff: kw.pos.dev && (kw.pos.off != 0 || vw.pos.off != 0), WG: ropeWG}
+	ins := []int32{c.x, c.xk, c.cos, c.sin, v}
+	pos := c.pos
+	if kw.pos.dev {
+		pos = kw.pos
+	}
+	if kw.pos.dev != vw.pos.dev || (c.pos.dev && kw.pos.dev && c.pos.id != kw.pos.id) || (vw.pos.dev && vw.pos.id != kw.pos.id) {
+		return Errorf(-1, "the rope and its cache updates read the position from different places")
+	}
+	if pos.dev {
+		ins = append(ins, pos.id)
+	}
+	k, err := shaders.Render("rope.wgsl", sh, "main", shaders.Layout(len(ins), 3, true), ropeWG)
 	if err != nil {
 		return err
 	}
@@ -140,13 +159,26 @@ func recordRopeCache(b Builder, c ropeCall, v int32, nv int64, kw, vw cacheWrite
 	if err != nil {
 		return err
 	}
+	start := u32(c.start)
+	if c.pos.dev {
+		start = u32(c.pos.off)
+	}
+	kd, vd := u32(kw.dst0), u32(vw.dst0)
+	switch {
+	case sh.DevCacheOff:
+		kd, vd = u32(kw.pos.off*kw.row), u32(vw.pos.off*vw.row)
+	case sh.DevCache:
+		kd, vd = uint32(kw.row), uint32(vw.row) // the rows written start at the position
+	}
 	var p Params
 	p.U32(uint32(c.numel)).U32(uint32(c.d)).U32(uint32(c.rowDiv)).U32(uint32(c.seq))
-	p.U32(uint32(c.start)).U32(uint32(c.cosT)).U32(uint32(c.cosJ)).U32(uint32(c.sinO))
+	p.U32(start).U32(uint32(c.cosT)).U32(uint32(c.cosJ)).U32(uint32(c.sinO))
 	p.U32(uint32(c.rd)).U32(uint32(c.numel2)).U32(uint32(c.rowDiv2)).U32(0)
-	p.U32(uint32(nv)).U32(uint32(kw.block)).U32(uint32(kw.dst0)).U32(uint32(kw.bstride))
-	p.U32(uint32(vw.block)).U32(uint32(vw.dst0)).U32(uint32(vw.bstride)).U32(0)
-	ins := []int32{c.x, c.xk, c.cos, c.sin, v}
+	p.U32(uint32(nv)).U32(uint32(kw.block)).U32(kd).U32(uint32(kw.bstride))
+	p.U32(uint32(vw.block)).U32(vd).U32(uint32(vw.bstride)).U32(0)
+	if sh.DevCacheOff {
+		p.U32(uint32(kw.row)).U32(uint32(vw.row))
+	}
 	outs := []int32{c.out, kcache, vcache}
 	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: rope: %w", err)
@@ -164,6 +196,17 @@ func recordRopeCache(b Builder, c ropeCall, v int32, nv int64, kw, vw cacheWrite
 // which the slices and their ropes evaluate alike on the same start value,
 // is that start is a row of the table (ropeTablesAt); where it fails, the
 // slices record their copies and the ropes read them.
+
+// tablesPos asks b for the tables' start (t.Start) on the device for a
+// rope of s positions: its recording holds while rows [start, start+s)
+// are rows of the tables.
+func tablesPos(b Builder, t *RopeTables, s int64) posSource {
+	ct, err := b.Tensor(t.Cos)
+	if err != nil || len(ct.Dims) != 2 || s < 1 || s > ct.Dims[0] {
+		return posSource{}
+	}
+	return positionOf(b, t.Start, 0, ct.Dims[0]-s)
+}
 
 // ropeTablesAt returns the row of position 0 that the ropes reading t read
 // the whole tables from: t's start value, when it is a row of the cos
@@ -217,6 +260,13 @@ func fusedTableSlice(b Builder, g *Group) (int, error) {
 		return 0, err
 	}
 	_, skip := ropeTablesAt(b, g.Tables)
+	if skip {
+		// What it records (no copy; dims end − start) holds for every
+		// start in the table and end at most its rows.
+		rows := sl.in.Dims[sl.dim]
+		positionOf(b, args[2], 0, rows-1)
+		positionOf(b, args[3], 0, rows)
+	}
 	record := func(b Builder, sl sliceCall) error {
 		if !skip {
 			return recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])

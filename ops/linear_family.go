@@ -2,9 +2,7 @@ package ops
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -374,17 +372,6 @@ func LinearKernelNames() []string {
 	return names
 }
 
-// checkSkipKernels returns an error naming the first of cfg.SkipKernels
-// that is no entry of linearKernels.
-func checkSkipKernels(cfg Config) error {
-	for _, name := range cfg.skipped() {
-		if !slices.ContainsFunc(linearKernels, func(k linearKernel) bool { return k.name == name }) {
-			return fmt.Errorf("%w: Config.SkipKernels: no linear-family kernel %q (have %s)", ErrConfig, name, strings.Join(LinearKernelNames(), ", "))
-		}
-	}
-	return nil
-}
-
 // linearFamilyOps are the ops whose kernels come from linearKernels.
 var linearFamilyOps = []string{
 	"aten.linear.default", "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.matmul.default",
@@ -393,10 +380,17 @@ var linearFamilyOps = []string{
 	"et_vk.linear_q8ta_q8csw.default", "et_vk.q8ta_linear.default", "et_vk.q8ta_linear_gemv.default",
 }
 
-// LinearFamilyOps lists the ops whose kernels the kernel family decides
-// (the linear family's table): the ops a conformance run must cover under
-// every family. Every other op records the same kernels in every family.
+// LinearFamilyOps lists the ops whose kernels the linear family's table
+// decides.
 func LinearFamilyOps() []string { return slices.Clone(linearFamilyOps) }
+
+// FamilyOps lists the ops whose kernels the kernel family decides (the
+// linear family's table, and the attention's: the KV-cache attentions'
+// split kernel): the ops a conformance run must cover under every
+// family. Every other op records the same kernels in every family.
+func FamilyOps() []string {
+	return append(slices.Clone(linearFamilyOps), "sdpa_with_kv_cache.default", "llama.custom_sdpa.default")
+}
 
 // linearLoadPack is aten.linear's Op.LoadPack: its weight (argument 1) is
 // read only through a packing when the entries family fam picks for that

@@ -33,9 +33,12 @@ func (r *recorder) HostElement(id int32, flat int64) (float64, error) {
 func (r *recorder) PackWeight(id int32, spec PackSpec) (Tensor, error) { return Tensor{}, ErrNotPacked }
 func (r *recorder) Persistent(id int32) (Tensor, error)                { return r.Tensor(id) }
 func (r *recorder) OnRefresh(update func(Builder) error)               {}
-func (r *recorder) HalfCache(id int32) (Tensor, bool, error)           { return Tensor{}, false, nil }
-func (r *recorder) ChunkedWeight(id int32) bool                        { return false }
-func (r *recorder) ChunkBytes() int64                                  { return 0 }
+func (r *recorder) DevicePos(id int32, lo, hi int64) (Tensor, int64, bool) {
+	return Tensor{}, 0, false
+}
+func (r *recorder) HalfCache(id int32) (Tensor, bool, error) { return Tensor{}, false, nil }
+func (r *recorder) ChunkedWeight(id int32) bool              { return false }
+func (r *recorder) ChunkBytes() int64                        { return 0 }
 func (r *recorder) SliceWeight(id int32, dim int, begin, end int64) (Tensor, error) {
 	return Tensor{}, ErrNotPacked
 }

@@ -44,6 +44,9 @@ type ropeCall struct {
 	pair             bool
 	xk, outk         int32
 	numel2, rowDiv2  int64
+	// pos: the tables' start row is read on the device (start is then
+	// its offset from the position).
+	pos posSource
 }
 
 func recordRope(b Builder, c ropeCall) error {
@@ -53,13 +56,16 @@ func recordRope(b Builder, c ropeCall) error {
 	if c.numel+c.numel2 >= 1<<32 {
 		return Errorf(-1, "%d + %d elements is too many for one dispatch", c.numel, c.numel2)
 	}
-	layout := shaders.Layout(3, 1, true)
 	ins, outs := []int32{c.x, c.cos, c.sin}, []int32{c.out}
 	if c.pair {
-		layout = shaders.Layout(4, 2, true)
 		ins, outs = []int32{c.x, c.xk, c.cos, c.sin}, []int32{c.out, c.outk}
 	}
-	k, err := shaders.Render("rope.wgsl", ropeShader{HF: c.hf, Pair: c.pair, WG: ropeWG}, "main", layout, ropeWG)
+	start := u32(c.start)
+	if c.pos.dev {
+		ins, start = append(ins, c.pos.id), u32(c.pos.off)
+	}
+	layout := shaders.Layout(len(ins), len(outs), true)
+	k, err := shaders.Render("rope.wgsl", ropeShader{HF: c.hf, Pair: c.pair, DevStart: c.pos.dev, WG: ropeWG}, "main", layout, ropeWG)
 	if err != nil {
 		return err
 	}
@@ -69,7 +75,7 @@ func recordRope(b Builder, c ropeCall) error {
 	}
 	var p Params
 	p.U32(uint32(c.numel)).U32(uint32(c.d)).U32(uint32(c.rowDiv)).U32(uint32(c.seq))
-	p.U32(uint32(c.start)).U32(uint32(c.cosT)).U32(uint32(c.cosJ)).U32(uint32(c.sinO))
+	p.U32(start).U32(uint32(c.cosT)).U32(uint32(c.cosJ)).U32(uint32(c.sinO))
 	p.U32(uint32(c.rd)).U32(uint32(c.numel2)).U32(uint32(c.rowDiv2))
 	if err := b.Dispatch(k, ins, outs, p.Bytes(), groups); err != nil {
 		return fmt.Errorf("ops: rope: %w", err)
@@ -167,9 +173,11 @@ func ropeParse(b Builder, args []int32, t *RopeTables) (ropeCall, error) {
 		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]}
 	// The tables read whole, from the slices' start row (the slices,
 	// rows [start, start+s) of [T, d/2] tables as checked above,
-	// recorded nothing).
+	// recorded nothing), on the device for the positions whose rows
+	// are in the tables.
 	if start, ok := ropeTablesAt(b, t); ok {
 		c.cos, c.sin, c.start = t.Cos, t.Sin, start
+		c.pos = tablesPos(b, t, s)
 	}
 	return c, nil
 }

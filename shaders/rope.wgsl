@@ -25,32 +25,43 @@
 // kcache rows pos.. instead of to outk (cache element
 // f / k_block · k_bstride + k_dst0 + f % k_block, as attention.wgsl's
 // update), and the invocations past xk's do v's n3 elements into vcache.
+//
+// A decoder's position on the device (ops.Builder.DevicePos), read from
+// posbuf[0]: with DevStart the table row of position 0 is start plus it,
+// with DevCache the cache rows written start at it (k_dst0 and v_dst0
+// hold the row lengths), with DevCacheOff at k_dst0 (v_dst0) plus it
+// times k_row (v_row); the params then stay the same at every step.
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 {{- $ko := "outk[f]"}}
-{{- if .Cache}}
-{{- $ko = "kcache[f / params.k_block * params.k_bstride + params.k_dst0 + f % params.k_block]"}}
+{{- $b := 1}}
+{{- if .Pair}}
 @group(0) @binding(1) var<storage, read> xk: array<f32>;
-@group(0) @binding(2) var<storage, read> fcos: array<f32>;
-@group(0) @binding(3) var<storage, read> fsin: array<f32>;
-@group(0) @binding(4) var<storage, read> v: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> kcache: array<f32>;
-@group(0) @binding(7) var<storage, read_write> vcache: array<f32>;
-@group(0) @binding(8) var<uniform> params: Params;
-{{- else if .Pair}}
-@group(0) @binding(1) var<storage, read> xk: array<f32>;
-@group(0) @binding(2) var<storage, read> fcos: array<f32>;
-@group(0) @binding(3) var<storage, read> fsin: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> outk: array<f32>;
-@group(0) @binding(6) var<uniform> params: Params;
-{{- else}}
-@group(0) @binding(1) var<storage, read> fcos: array<f32>;
-@group(0) @binding(2) var<storage, read> fsin: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+{{- $b = 2}}
 {{- end}}
+@group(0) @binding({{$b}}) var<storage, read> fcos: array<f32>;
+@group(0) @binding({{add $b 1}}) var<storage, read> fsin: array<f32>;
+{{- $b = add $b 2}}
+{{- if .Cache}}
+{{- $ko = "kcache[f / params.k_block * params.k_bstride + k_dst0 + f % params.k_block]"}}
+@group(0) @binding({{$b}}) var<storage, read> v: array<f32>;
+{{- $b = add $b 1}}
+{{- end}}
+{{- if or .DevStart .DevCache}}
+@group(0) @binding({{$b}}) var<storage, read> posbuf: array<u32>;
+{{- $b = add $b 1}}
+{{- end}}
+@group(0) @binding({{$b}}) var<storage, read_write> out: array<f32>;
+{{- $b = add $b 1}}
+{{- if .Cache}}
+@group(0) @binding({{$b}}) var<storage, read_write> kcache: array<f32>;
+@group(0) @binding({{add $b 1}}) var<storage, read_write> vcache: array<f32>;
+{{- $b = add $b 2}}
+{{- else if .Pair}}
+@group(0) @binding({{$b}}) var<storage, read_write> outk: array<f32>;
+{{- $b = add $b 1}}
+{{- end}}
+@group(0) @binding({{$b}}) var<uniform> params: Params;
 
 struct Params {
   n: u32,        // elements of x
@@ -74,6 +85,12 @@ struct Params {
   v_dst0: u32,
   v_bstride: u32,
   _p3: u32,
+{{- if .DevCacheOff}}
+  k_row: u32,    // DevCacheOff: k_dst0 and v_dst0 are offsets from input_pos's row,
+  v_row: u32,    // input_pos (posbuf[0]) times k_row and v_row is added to them
+  _p4: u32,
+  _p5: u32,
+{{- end}}
 {{- end}}
 }
 
@@ -118,6 +135,25 @@ fn rotated(j: u32, t: u32, xe: f32, xp: f32) -> f32 {
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = gid.x + gid.y * (nwg.x * {{.WG}}u);
+{{- if .DevStart}}
+  let start = params.start + posbuf[0];
+{{- else}}
+  let start = params.start;
+{{- end}}
+{{- if .Cache}}
+{{- if .DevCacheOff}}
+  let k_dst0 = params.k_dst0 + posbuf[0] * params.k_row;
+  let v_dst0 = params.v_dst0 + posbuf[0] * params.v_row;
+{{- else if .DevCache}}
+  // k_dst0 (v_dst0) holds the row length: the rows written start at
+  // input_pos (posbuf[0]).
+  let k_dst0 = posbuf[0] * params.k_dst0;
+  let v_dst0 = posbuf[0] * params.v_dst0;
+{{- else}}
+  let k_dst0 = params.k_dst0;
+  let v_dst0 = params.v_dst0;
+{{- end}}
+{{- end}}
 {{- if .Pair}}
   if (e >= params.n) {
     let f = e - params.n;
@@ -125,14 +161,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (f >= params.n2) {
       let g = f - params.n2;
       if (g >= params.n3) { return; }
-      vcache[g / params.v_block * params.v_bstride + params.v_dst0 + g % params.v_block] = v[g];
+      vcache[g / params.v_block * params.v_bstride + v_dst0 + g % params.v_block] = v[g];
       return;
     }
 {{- else}}
     if (f >= params.n2) { return; }
 {{- end}}
     let jk = f % params.d;
-    let tk = (f / params.d / params.row_div2) % params.seq + params.start;
+    let tk = (f / params.d / params.row_div2) % params.seq + start;
 {{- if .HF}}
     if (jk >= params.rd) {
       {{$ko}} = xk[f];
@@ -146,7 +182,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (e >= params.n) { return; }
 {{- end}}
   let j = e % params.d;
-  let t = (e / params.d / params.row_div) % params.seq + params.start;
+  let t = (e / params.d / params.row_div) % params.seq + start;
 {{- if .HF}}
   if (j >= params.rd) {
     out[e] = x[e];

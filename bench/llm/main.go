@@ -100,6 +100,7 @@ func main() {
 	layers := flag.Int64("layers", 0, "decoder layers (0: the shape's): fewer layers of a large shape fit a smaller host")
 	dyn8 := flag.Bool("8da4w", false, "with -q4: write every linear as 8da4w (choose_qparams_affine + et_vk.linear_dq8ca_q4gsw, -qmode 8da4w)")
 	embedQ4 := flag.Int64("embed-q4", 0, "write the embedding as et_vk.embedding_q4gsw with 4-bit rows in groups of this size (-E 4,G)")
+	hostPosition := flag.Bool("host-position", false, "keep the position in uniform params, refreshed at every step (KernelConfig.HostPosition), instead of on the device")
 	long := flag.Int("long", -1, "after the runs, time -n steps more from this position on (decoding greedily up to it, untimed): decode speed at a long context, where attention reads a long cache (-1: the shape's, 1024 for 1b, none for the others; 0: none); the cache grows to fit unless -seq is set")
 	flag.Parse()
 
@@ -151,7 +152,7 @@ func main() {
 	if *pick != "device" && *pick != "host" && *pick != "both" {
 		log.Fatalf("llm: -pick %q is not device, host or both", *pick)
 	}
-	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline, baselineSkip: *baselineSkip, long: *long}
+	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline, baselineSkip: *baselineSkip, long: *long, hostPosition: *hostPosition}
 	fam, err := wgdelegate.ParseKernelFamily(*kernels)
 	if err != nil {
 		log.Fatalf("llm: -kernels: %v", err)
@@ -195,6 +196,8 @@ type options struct {
 	baselineSkip string
 	// kernels is the loads' kernel family (-kernels)
 	kernels wgdelegate.KernelFamily
+	// hostPosition keeps the position in uniform params (-host-position)
+	hostPosition bool
 	// cpuThreads is the device's llvmpipe worker setting
 	// (wgdelegate.DeviceOptions.CPUThreads); 0 keeps the default device.
 	cpuThreads int
@@ -302,7 +305,7 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	}
 	defer dev.Close()
 	lopts := []wgdelegate.Option{wgdelegate.WithDataFiles(ptd), wgdelegate.WithDevice(dev)}
-	kc := wgdelegate.KernelConfig{Family: o.kernels}
+	kc := wgdelegate.KernelConfig{Family: o.kernels, HostPosition: o.hostPosition}
 	m, err := wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(kc))...)
 	if err != nil {
 		return nil, err
@@ -329,6 +332,15 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		defer base.Close()
 	}
 
+	// The device head's dispatches (its argmax: one workgroup, or two
+	// levels at a long vocabulary) and kernels, from a head made for it.
+	headDispatches := 1
+	if h, err := m.NewHead(wgdelegate.HeadOptions{Logits: 0, Token: 0}); err == nil {
+		headDispatches = h.Dispatches()
+		am, tk := h.Kernels()
+		fmt.Printf("device head: argmax %s (%d dispatches), top-k %s (%d more)\n", am, h.Dispatches(), tk, h.TopKDispatches())
+		h.Close()
+	}
 	runner, err := llm.New(m, llm.ProgramInfo{MaxSeqLen: cfg.MaxSeq})
 	if err != nil {
 		return nil, err
@@ -353,7 +365,7 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 		res.rates = append(res.rates, float64(o.steps-1)/total.Seconds())
 		res.dispatches = m.MemoryStats().NumDispatches
 		if st.OnDevice {
-			res.dispatches++ // the head's argmax
+			res.dispatches += headDispatches
 			res.submitUs = append(res.submitUs, float64(st.Submit.Microseconds())/float64(o.steps))
 			res.waitUs = append(res.waitUs, float64(st.Wait.Microseconds())/float64(o.steps))
 		}
@@ -462,8 +474,12 @@ func (res *result) print(o options) {
 			summary(res.hostRates), quantile(res.hostStepMs, 0.5), quantile(res.hostStepMs, 0.1), quantile(res.hostStepMs, 0.9),
 			quantile(res.rates, 0.5)/quantile(res.hostRates, 0.5))
 	}
-	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched, %d plan nodes re-run, %d of them through their update functions)\n",
-		res.records.Rerecords, res.records.Refreshes, res.records.Patched, res.records.Rerun, res.records.Updated)
+	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched, %d plan nodes re-run, %d of them through their update functions), %d steps following the position on the device\n",
+		res.records.Rerecords, res.records.Refreshes, res.records.Patched, res.records.Rerun, res.records.Updated, res.records.Followed)
+	if steps := o.runs * o.steps; steps > 0 {
+		fmt.Printf("per step: %.2f refreshes, %.2f dispatches patched, %.2f following the position on the device\n",
+			float64(res.records.Refreshes)/float64(steps), float64(res.records.Patched)/float64(steps), float64(res.records.Followed)/float64(steps))
+	}
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
 		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
 	if len(res.longStepMs) > 0 {

@@ -124,6 +124,7 @@ type Device struct {
 	creating    sync.WaitGroup // Pipelines calls compiling outside mu
 	pipeHits    atomic.Int64
 	pipeCreated atomic.Int64
+	queueWrites atomic.Int64 // QueueWrites
 	pipelines   map[string]*Pipeline
 }
 
@@ -393,6 +394,10 @@ func (d *Device) Pipeline(label, source, entry string, layout []shaders.Binding)
 	}
 	return ps[0], nil
 }
+
+// QueueWrites counts the queue writes (Write calls, each chunk of a large
+// one counted) made on the device so far: what a decode step uploads.
+func (d *Device) QueueWrites() int64 { return d.queueWrites.Load() }
 
 // PipelineStats counts pipeline cache lookups: Hits found a pipeline,
 // Created made one.

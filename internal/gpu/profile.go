@@ -92,10 +92,13 @@ static int wgdp_submit_pass(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH
 	wgdpTimestampWrites tw = {qs, 0, 1};
 	wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
 	wgdH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
+	wgdH pipe = NULL, group = NULL; // set again only when they change, as raw.go's wgd_record
 	for (size_t i = 0; i < n; i++) {
 		if (d[i].x != 0 && d[i].y != 0 && d[i].z != 0) {
-			wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
-			wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+			if (d[i].pipe != pipe) wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
+			if (d[i].group != group) wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+			pipe = d[i].pipe;
+			group = d[i].group;
 			wgpuComputePassEncoderDispatchWorkgroups(pass, d[i].x, d[i].y, d[i].z);
 		}
 	}

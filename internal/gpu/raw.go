@@ -20,8 +20,14 @@ typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
 
 // wgd_record pushes an error scope and returns a command encoder holding
 // the pre copies, every dispatch in one compute pass, then the copies; or
-// NULL, with the scope popped into err.
-static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
+// NULL, with the scope popped into err. A dispatch whose pipeline (bind
+// group) is the one the previous dispatch set does not set it again:
+// wgpu-core validates and tracks every set, a few µs of host time a step
+// for nothing. binds[0] and binds[1] receive how many pipelines and bind
+// groups the pass set.
+static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err, uint32_t *binds) {
+	binds[0] = 0;
+	binds[1] = 0;
 	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
 	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
 	if (!enc) {
@@ -33,10 +39,19 @@ static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatc
 	}
 	if (nd > 0) {
 		wgdH pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
+		wgdH pipe = NULL, group = NULL;
 		for (size_t i = 0; i < nd; i++) {
 			if (d[i].x == 0 || d[i].y == 0 || d[i].z == 0) continue;
-			wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
-			wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+			if (d[i].pipe != pipe) {
+				wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
+				pipe = d[i].pipe;
+				binds[0]++;
+			}
+			if (d[i].group != group) {
+				wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+				group = d[i].group;
+				binds[1]++;
+			}
 			wgpuComputePassEncoderDispatchWorkgroups(pass, d[i].x, d[i].y, d[i].z);
 		}
 		wgpuComputePassEncoderEnd(pass);
@@ -51,16 +66,16 @@ static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatc
 // wgd_submit encodes the pre copies, every dispatch in one compute pass,
 // then the copies, and submits once. It returns 0, or -1 with err set
 // (nothing submitted).
-static int wgd_submit(wgdH dev, wgdH queue, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err) {
-	wgdH enc = wgd_record(dev, pre, np, d, nd, c, nc, err);
+static int wgd_submit(wgdH dev, wgdH queue, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err, uint32_t *binds) {
+	wgdH enc = wgd_record(dev, pre, np, d, nd, c, nc, err, binds);
 	if (!enc) return -1;
 	return wgd_finish_submit(dev, queue, enc, err);
 }
 
 // wgd_encode is wgd_submit without the submit: the finished command buffer
 // is released. It measures what encoding costs (see encodeOnly).
-static int wgd_encode(wgdH dev, const wgdDispatch *d, size_t nd, wgdErr *err) {
-	wgdH enc = wgd_record(dev, NULL, 0, d, nd, NULL, 0, err);
+static int wgd_encode(wgdH dev, const wgdDispatch *d, size_t nd, wgdErr *err, uint32_t *binds) {
+	wgdH enc = wgd_record(dev, NULL, 0, d, nd, NULL, 0, err, binds);
 	if (!enc) return -1;
 	wgdH cb = wgpuCommandEncoderFinish(enc, NULL);
 	wgd_pop(dev, err);
@@ -201,6 +216,7 @@ type program struct {
 	pre        []C.wgdCopy // copies before the compute pass
 	dispatches []C.wgdDispatch
 	copies     []C.wgdCopy
+	binds      [2]C.uint32_t // pipelines and bind groups the last encoding set
 }
 
 // setPre replaces the copies made before the compute pass.
@@ -238,7 +254,7 @@ func (d *Device) submit(p *program) error {
 	}
 	// Every submit also flushes the queue writes made before it.
 	d.flush.pending = 0
-	if C.wgd_submit(d.raw.dev, d.raw.queue, pp, C.size_t(len(p.pre)), dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err) != 0 {
+	if C.wgd_submit(d.raw.dev, d.raw.queue, pp, C.size_t(len(p.pre)), dp, C.size_t(len(p.dispatches)), cp, C.size_t(len(p.copies)), d.raw.err, &p.binds[0]) != 0 {
 		return d.scopeError("submit")
 	}
 	return nil
@@ -252,7 +268,7 @@ func (d *Device) encodeOnly(p *program) error {
 	if len(p.dispatches) == 0 {
 		return nil
 	}
-	if C.wgd_encode(d.raw.dev, &p.dispatches[0], C.size_t(len(p.dispatches)), d.raw.err) != 0 {
+	if C.wgd_encode(d.raw.dev, &p.dispatches[0], C.size_t(len(p.dispatches)), d.raw.err, &p.binds[0]) != 0 {
 		return d.scopeError("encode")
 	}
 	return nil
@@ -267,6 +283,7 @@ func (d *Device) write(b *Buffer, offset uint64, data []byte) error {
 	if C.wgd_write(d.raw.dev, d.raw.queue, rawBuffer(b.b), C.uint64_t(offset), unsafe.Pointer(&data[0]), C.size_t(len(data)), d.raw.err) != 0 {
 		return d.scopeError("write buffer")
 	}
+	d.queueWrites.Add(1)
 	return d.noteWriteLocked(len(data))
 }
 

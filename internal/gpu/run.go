@@ -103,6 +103,18 @@ func (p *Program) SetReadSize(i int, size uint64) {
 	p.p.copies[i].size = cUint64(size)
 }
 
+// BindCounts are how many pipelines and bind groups one encoding of a
+// program set in its compute pass: a dispatch sets neither when the
+// dispatch before it set the same.
+type BindCounts struct{ Pipelines, Groups int }
+
+// Binds returns what the program's latest submission set.
+func (p *Program) Binds() BindCounts {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	return BindCounts{Pipelines: int(p.p.binds[0]), Groups: int(p.p.binds[1])}
+}
+
 // Run submits the program once and waits for its readbacks (see
 // Device.Run).
 func (p *Program) Run(ctx context.Context) error {

@@ -15,20 +15,23 @@ import (
 // every step's logits against the reference replay whose attentions read
 // the cached k and v rounded to half. A float32 load of the same file runs
 // alongside: its caches take 4 bytes an element where the half load's
-// take 2, and MemoryStats must say so.
+// take 2, and MemoryStats must say so. With the position on the device
+// (the default) and in uniform params (HostPosition).
 func TestLlamaHalfKVCacheDecode(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		for _, plan := range Plans {
-			t.Run(fmt.Sprintf("split_cache=%v/plan=%s", split, plan), func(t *testing.T) {
-				cfg := testLlama
-				cfg.SplitCache = split
-				halfKVDecode(t, cfg, plan)
-			})
+			for _, host := range []bool{false, true} {
+				t.Run(fmt.Sprintf("split_cache=%v/plan=%s/host_position=%v", split, plan, host), func(t *testing.T) {
+					cfg := testLlama
+					cfg.SplitCache = split
+					halfKVDecode(t, cfg, plan, host)
+				})
+			}
 		}
 	}
 }
 
-func halfKVDecode(t *testing.T, cfg LlamaConfig, plan Plan) {
+func halfKVDecode(t *testing.T, cfg LlamaConfig, plan Plan, host bool) {
 	ctx := context.Background()
 	l, err := NewLlama(cfg, nil)
 	if err != nil {
@@ -39,12 +42,12 @@ func halfKVDecode(t *testing.T, cfg LlamaConfig, plan Plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	half, err := wgdelegate.Load(ctx, f.PTE, wgdelegate.WithData(f.PTD), wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: true}))
+	half, err := wgdelegate.Load(ctx, f.PTE, wgdelegate.WithData(f.PTD), wgdelegate.WithKernels(wgdelegate.KernelConfig{HalfKVCache: true, HostPosition: host}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer half.Close()
-	full, err := wgdelegate.Load(ctx, f.PTE, wgdelegate.WithData(f.PTD))
+	full, err := wgdelegate.Load(ctx, f.PTE, wgdelegate.WithData(f.PTD), wgdelegate.WithKernels(wgdelegate.KernelConfig{HostPosition: host}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -379,12 +379,12 @@ func mustBlob(b *serialization.Builder) []byte {
 }
 
 // FamilyCases returns the cases whose graphs hold an op whose kernels the
-// kernel family decides (ops.LinearFamilyOps): the cases a run under a
+// kernel family decides (ops.FamilyOps): the cases a run under a
 // second family must repeat. Outside the long sweeps (testenv.Long) it
 // leaves out the Heavy ones.
 func FamilyCases(cases []Case) []Case {
 	fam := map[string]bool{}
-	for _, n := range ops.LinearFamilyOps() {
+	for _, n := range ops.FamilyOps() {
 		fam[n] = true
 	}
 	var out []Case
