@@ -1,13 +1,11 @@
 package opstest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -16,11 +14,7 @@ import (
 // the load held the weights in as many chunks as the case says (so that a
 // case cannot pass on the unchunked path).
 func TestConformanceChunked(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
 		for _, c := range ChunkCases {
 			t.Run(fmt.Sprintf("%v/%s", fam, c.Name), func(t *testing.T) {
@@ -43,11 +37,7 @@ func TestConformanceChunked(t *testing.T) {
 // TestChunkedUnderLimit: the chunk cases under the device's own limits
 // hold nothing in chunks (the unchunked path, as before).
 func TestChunkedUnderLimit(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	for _, c := range ChunkCases[:3] {
 		be := GPU{Dev: dev, Inspect: func(g *graph.WebGPUGraph) error {
 			if s := g.MemoryStats(); s.NumChunkedWeights != 0 || s.NumWeightChunks != 0 || s.ChunkBytes != 0 {

@@ -1,7 +1,6 @@
 package opstest
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -17,11 +16,7 @@ import (
 // kernel family as TestConformance does (the gpu family the cases of the
 // linear family's ops, every case in the long sweeps).
 func TestConformanceFP16(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	cases := FP16Cases()
 	if len(cases) < 80 {
 		t.Fatalf("only %d fp16 cases: a family pattern no longer matches", len(cases))
@@ -52,11 +47,7 @@ func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
 // and matmuls under ops.Config.NoHalfWeights: FLOAT16 linear weights read
 // as their float32 copy by the float32 kernels.
 func TestConformanceFP16NoHalfWeights(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	var cases []Case
 	for _, c := range FP16Cases() {
 		if strings.Contains(c.Name, "linear") || strings.Contains(c.Name, "/mm/") || strings.Contains(c.Name, "addmm") {
@@ -76,11 +67,7 @@ func TestConformanceFP16NoHalfWeights(t *testing.T) {
 // results are checked by TestConformanceFP16 and
 // TestConformanceFP16NoHalfWeights.
 func TestHalfWeightPath(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	for _, c := range []struct {
 		in       []int64
 		n        int64

@@ -72,14 +72,10 @@ func kvShapes() (qs, ks, cs []int64) {
 	return []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}, []int64{kvB, kvMaxS, kvHkv, kvD}
 }
 
-// kvOpen opens the device and a random source seeded with seed.
+// kvOpen returns the shared device and a random source seeded with seed.
 func kvOpen(t *testing.T, seed uint64) (*gpu.Device, *rand.Rand) {
 	t.Helper()
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev, rand.New(rand.NewPCG(seed, 0x5eed))
+	return testDevice(t), rand.New(rand.NewPCG(seed, 0x5eed))
 }
 
 // writeRows is the host model of a cache update: rows pos.. of cache take
@@ -142,7 +138,6 @@ func TestKVCacheSteps(t *testing.T) {
 
 func kvCacheSteps(t *testing.T, direct bool) {
 	dev, r := kvOpen(t, 7)
-	defer dev.Close()
 	f := serialization.Float32
 	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
@@ -194,7 +189,6 @@ func kvCacheSteps(t *testing.T, direct bool) {
 // stale rows from the previous Execute must be overwritten, not mixed in.
 func TestKVCacheChain(t *testing.T) {
 	dev, r := kvOpen(t, 9)
-	defer dev.Close()
 	f := serialization.Float32
 	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
@@ -272,7 +266,6 @@ func customStepRef(q, kc, vc *reference.Tensor, pos int64) (*reference.Tensor, e
 // calls in the cache tensors' own buffers.
 func TestKVCachePersists(t *testing.T) {
 	dev, r := kvOpen(t, 11)
-	defer dev.Close()
 	f := serialization.Float32
 	const pos = 4
 	qs, ks, cs := kvShapes()

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -20,22 +19,6 @@ import (
 // rounded once. A helper is correct only if it is correct on every
 // adapter, so what they check is bits, not closeness. (They live here, not
 // in shaders, whose tests run without a device.)
-
-var (
-	helperDevOnce sync.Once
-	helperDev     *gpu.Device
-	helperDevErr  error
-)
-
-// helperDevice opens the device the helper tests share, once.
-func helperDevice(t *testing.T) *gpu.Device {
-	t.Helper()
-	helperDevOnce.Do(func() { helperDev, helperDevErr = gpu.Open(context.Background(), gpu.Options{}) })
-	if helperDevErr != nil {
-		t.Fatal(helperDevErr)
-	}
-	return helperDev
-}
 
 // runHelper renders body (WGSL template text over the shared templates
 // that defines fn f(a: u32, b: u32) -> u32) into a kernel mapping pairs of
@@ -57,7 +40,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := helperDevice(t)
+	d := testDevice(t)
 	p, err := d.Pipeline(t.Name(), src, "main", shaders.Layout(1, 1, false))
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -18,11 +16,7 @@ import (
 // are 32 or 64) run gemv_gpu.wgsl, the others (and all under NoQGEMV)
 // matmul_gpu.wgsl's tiled "q" form.
 func TestQuantLinearKernelChoice(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		quant := strings.HasPrefix(c.Name, "linear_q4gsw/epilogue/") || strings.HasPrefix(c.Name, "linear_dq8ca_q4gsw/epilogue/")
