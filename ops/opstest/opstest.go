@@ -133,6 +133,11 @@ func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlo
 	return outs, len(g.Dispatches()), nil
 }
 
+// CPUAdapter reports whether b's device is a CPU adapter (lavapipe), where
+// a large case's first seed runs under one memory plan outside the long
+// sweeps (LargeBytes).
+func (b GPU) CPUAdapter() bool { return graph.DeviceProfile(b.Dev).Class == ops.ClassCPU }
+
 // Reference is the Backend of the plain-Go reference interpreter, run
 // with Options (the counterparts of kernel choices that change results).
 type Reference struct {
@@ -165,8 +170,8 @@ func decode(raw []byte, named []serialization.NamedBlob) (*serialization.Blob, *
 }
 
 // Run runs every case on backend be and on the reference: the first input
-// set under both memory plans, and Seeds sets in the long sweeps
-// (testenv.Long).
+// set under both memory plans (a large case on a CPU adapter under one,
+// see LargeBytes), and Seeds sets in the long sweeps (testenv.Long).
 func Run(t *testing.T, be Backend, cases []Case) {
 	RunAgainst(t, be, Reference{}, cases)
 }
@@ -213,12 +218,56 @@ func plansFor(seed uint64) []Plan {
 	return []Plan{PlanDedicated}
 }
 
+// LargeBytes is the size from which a case is large: its inputs and
+// constants take at least this many bytes (a million float32 values).
+// On a backend that runs on a CPU adapter (GPU.CPUAdapter), outside the
+// long sweeps (testenv.Long), the first seed runs a large case under the
+// exporter's plan only: such a case is there for its size (grids past
+// 65535 workgroups, indices past 2^24, weights in chunks), and on
+// lavapipe each plan costs it seconds of host and kernel time (the 18
+// largest were almost half of the suite's). Its ops meet both plans in
+// smaller cases (TestDefaultCoverage), and the long sweeps run it under
+// both.
+const LargeBytes = 4 << 20
+
+// cpuAdapter is implemented by backends that can say they run on a CPU
+// adapter.
+type cpuAdapter interface{ CPUAdapter() bool }
+
+// plansOf is the plans a case built as b, with named constants named and
+// inputs, runs under with seed on be: plansFor(seed), less the dedicated
+// plan for a large case on a CPU adapter outside the long sweeps
+// (LargeBytes).
+func plansOf(be Backend, b *serialization.Builder, named []serialization.NamedBlob, inputs []*reference.Tensor, seed uint64) []Plan {
+	plans := plansFor(seed)
+	if len(plans) < 2 || (testenv.Long() && !testing.Short()) {
+		return plans
+	}
+	if a, ok := be.(cpuAdapter); !ok || !a.CPUAdapter() || caseBytes(b, named, inputs) < LargeBytes {
+		return plans
+	}
+	return []Plan{PlanExporter}
+}
+
+// caseBytes is the size of a case's constants and inputs.
+func caseBytes(b *serialization.Builder, named []serialization.NamedBlob, inputs []*reference.Tensor) int64 {
+	n := int64(len(b.InlineData()))
+	for _, nb := range named {
+		n += int64(len(nb.Data))
+	}
+	for _, in := range inputs {
+		n += int64(len(in.V)) * int64(in.DType.Size())
+	}
+	return n
+}
+
 // RunCase runs one case with one seed on be and returns the first
 // mismatch with the reference. The case runs under a dedicated buffer per
 // tensor and under the exporter's greedy memory plan (the first seed both,
-// later seeds alternately); both must match the reference and record as
-// many dispatches (a fusion the exporter's plan prevented would show
-// there).
+// later seeds alternately; a large case's first seed on a CPU adapter
+// only the exporter's outside the long sweeps, see LargeBytes); both must
+// match the reference and record as many dispatches (a fusion the
+// exporter's plan prevented would show there).
 func RunCase(be Backend, c Case, seed uint64) error {
 	return RunCaseAgainst(be, Reference{}, c, seed)
 }
@@ -236,7 +285,7 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 	// as ±0.
 	flush := flushes(be) && !c.SubnormalExact
 	dispatches := map[Plan]int{}
-	for _, plan := range plansFor(seed) {
+	for _, plan := range plansOf(be, b, named, inputs, seed) {
 		switch plan {
 		case PlanDedicated:
 			memplan.PlanDedicated(b.Graph())
@@ -326,22 +375,22 @@ func Compare(got, want *reference.Tensor, tol Tolerance) error {
 	return nil
 }
 
-// RandTensor returns a tensor of uniform values in [lo, hi) (integers for
-// integer dtypes).
+// RandTensor returns a tensor of uniform values in [lo, hi) (integers,
+// rounded down, for every dtype but float32). The loops are per dtype: the
+// large cases' inputs (16 million values) are a good part of what building
+// every case costs.
 func RandTensor(r *rand.Rand, dt serialization.DataType, shape []int64, lo, hi float64) *reference.Tensor {
 	t := reference.New(dt, shape)
+	if dt == serialization.Float32 {
+		for i := range t.V {
+			t.V[i] = float64(float32(lo + r.Float64()*(hi-lo)))
+		}
+		return t
+	}
 	for i := range t.V {
-		v := lo + r.Float64()*(hi-lo)
-		t.V[i] = reference.Round(dt, math.Floor(v)*boolf(dt != serialization.Float32)+v*boolf(dt == serialization.Float32))
+		t.V[i] = reference.Round(dt, math.Floor(lo+r.Float64()*(hi-lo)))
 	}
 	return t
-}
-
-func boolf(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Dims converts a shape to VkTensor dims.

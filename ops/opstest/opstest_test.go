@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,125 @@ func TestFamilyCases(t *testing.T) {
 		}
 	}
 	t.Logf("%d family cases of %d (%d heavy)", len(fc), len(Cases), len(heavy))
+}
+
+// TestDefaultCoverage checks what TestConformance covers outside the long
+// sweeps on this adapter: every registered op is in a case it runs under
+// each memory plan in the cpu family, and every op whose kernels the
+// kernel family decides is also in cases the gpu family runs under each
+// plan (FamilyCases, plansOf). Moving cases or plans to the long sweeps
+// cannot silently drop an op, a plan or a family.
+func TestDefaultCoverage(t *testing.T) {
+	t.Setenv(testenv.LongEnv, "")
+	be := GPU{Dev: testDevice(t)}
+	type run struct {
+		fam  ops.Family
+		plan Plan
+	}
+	ran := map[string]map[run]bool{}
+	large := 0
+	for _, c := range Cases {
+		b := serialization.NewBuilder()
+		inputs := c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+		named := b.NamedBlobs()
+		plans := plansOf(be, b, named, inputs, 1)
+		if len(plans) < 2 {
+			large++
+		}
+		fams := []ops.Family{ops.FamilyCPU}
+		if !c.Heavy && holdsFamilyOp(b.Graph()) {
+			fams = append(fams, ops.FamilyGPU)
+		}
+		for _, op := range b.Graph().Chain {
+			if ran[op.Name] == nil {
+				ran[op.Name] = map[run]bool{}
+			}
+			for _, f := range fams {
+				for _, p := range plans {
+					ran[op.Name][run{f, p}] = true
+				}
+			}
+		}
+	}
+	family := map[string]bool{}
+	for _, n := range ops.LinearFamilyOps() {
+		family[n] = true
+	}
+	for _, n := range ops.Names() {
+		fams := []ops.Family{ops.FamilyCPU}
+		if family[n] {
+			fams = append(fams, ops.FamilyGPU)
+		}
+		for _, f := range fams {
+			for _, p := range []Plan{PlanDedicated, PlanExporter} {
+				if !ran[n][run{f, p}] {
+					t.Errorf("op %s: no case runs it in the %v family under the %s plan outside the long sweeps", n, f, p)
+				}
+			}
+		}
+	}
+	t.Logf("%d ops, %d cases, %d of them large (one plan here)", len(ops.Names()), len(Cases), large)
+}
+
+// adapterBackend is a Backend that says whether it runs on a CPU adapter
+// (it runs nothing).
+type adapterBackend bool
+
+func (adapterBackend) Run(context.Context, []byte, []serialization.NamedBlob, []*reference.Tensor) ([]*reference.Tensor, int, error) {
+	return nil, 0, nil
+}
+
+func (a adapterBackend) CPUAdapter() bool { return bool(a) }
+
+// TestPlansOf checks the plans a case runs under: both for the first
+// seed, one each in turn after it, and for a large case (LargeBytes of
+// inputs and constants) on a CPU adapter only the exporter's outside the
+// long sweeps (which -short turns off).
+func TestPlansOf(t *testing.T) {
+	both := []Plan{PlanDedicated, PlanExporter}
+	exporter := []Plan{PlanExporter}
+	build := func(inputBytes, constBytes int) (*serialization.Builder, []*reference.Tensor) {
+		b := serialization.NewBuilder()
+		if constBytes > 0 {
+			b.NamedConst(serialization.Float32, []uint32{uint32(constBytes / 4)}, make([]byte, constBytes))
+		}
+		return b, []*reference.Tensor{reference.New(serialization.Float32, []int64{int64(inputBytes / 4)})}
+	}
+	for _, c := range []struct {
+		name              string
+		be                Backend
+		inputs, constants int
+		seed              uint64
+		long              bool
+		want              []Plan
+	}{
+		{"small/cpu", adapterBackend(true), 1024, 0, 1, false, both},
+		{"large input/cpu", adapterBackend(true), LargeBytes, 0, 1, false, exporter},
+		{"large constants/cpu", adapterBackend(true), 4, LargeBytes - 4, 1, false, exporter},
+		{"under the bound/cpu", adapterBackend(true), 4, LargeBytes - 8, 1, false, both},
+		{"large/gpu", adapterBackend(false), LargeBytes, 0, 1, false, both},
+		{"large/no adapter", Reference{}, LargeBytes, 0, 1, false, both},
+		{"large/cpu/long", adapterBackend(true), LargeBytes, 0, 1, true, both},
+		{"seed 2", adapterBackend(true), 1024, 0, 2, false, exporter},
+		{"seed 3", adapterBackend(true), 1024, 0, 3, false, []Plan{PlanDedicated}},
+		{"large/cpu/seed 3", adapterBackend(true), LargeBytes, 0, 3, true, []Plan{PlanDedicated}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			long := ""
+			if c.long {
+				long = "1"
+			}
+			t.Setenv(testenv.LongEnv, long)
+			b, inputs := build(c.inputs, c.constants)
+			got := plansOf(c.be, b, b.NamedBlobs(), inputs, c.seed)
+			if testing.Short() && c.long && len(c.want) == 2 {
+				c.want = exporter // -short keeps to the default's runs
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("plans %v, want %v", got, c.want)
+			}
+		})
+	}
 }
 
 // TestConformanceReference runs the suite with the reference interpreter
