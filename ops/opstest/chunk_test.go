@@ -14,6 +14,7 @@ import (
 // the load held the weights in as many chunks as the case says (so that a
 // case cannot pass on the unchunked path).
 func TestConformanceChunked(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
 		for _, c := range ChunkCases {
@@ -37,6 +38,7 @@ func TestConformanceChunked(t *testing.T) {
 // TestChunkedUnderLimit: the chunk cases under the device's own limits
 // hold nothing in chunks (the unchunked path, as before).
 func TestChunkedUnderLimit(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, c := range ChunkCases[:3] {
 		be := GPU{Dev: dev, Inspect: func(g *graph.WebGPUGraph) error {

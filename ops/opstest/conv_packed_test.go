@@ -57,6 +57,7 @@ func packable(t *testing.T, c Case) bool {
 // still matches the reference on every conv case. (The conformance suite
 // checks the packed kernel's values.)
 func TestConvPacking(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	cases := convCases()
 	npacked := 0

@@ -22,6 +22,12 @@ var shared struct {
 // conformance cases (the guard's builds, the suite, the fusion and kernel
 // choice checks) compiled the same kernels again, and lavapipe compiled
 // them again at their first dispatch. The tests do not close it.
+//
+// Every test of the package but those that set the environment (t.Setenv)
+// runs in parallel (t.Parallel) on it: the device serialises what must be
+// serialised, and the host's work (building cases, the reference, the
+// comparisons, shader translation) is most of a test's time on lavapipe,
+// so a second core is kept busy; on a GPU host's many cores, more so.
 func testDevice(t testing.TB) *gpu.Device {
 	t.Helper()
 	shared.once.Do(func() { shared.dev, shared.err = gpu.Open(context.Background(), gpu.Options{}) })

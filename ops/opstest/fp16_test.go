@@ -16,6 +16,7 @@ import (
 // kernel family as TestConformance does (the gpu family the cases of the
 // linear family's ops, every case in the long sweeps).
 func TestConformanceFP16(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	cases := FP16Cases()
 	if len(cases) < 80 {
@@ -47,6 +48,7 @@ func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
 // and matmuls under ops.Config.NoHalfWeights: FLOAT16 linear weights read
 // as their float32 copy by the float32 kernels.
 func TestConformanceFP16NoHalfWeights(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	var cases []Case
 	for _, c := range FP16Cases() {
@@ -67,6 +69,7 @@ func TestConformanceFP16NoHalfWeights(t *testing.T) {
 // results are checked by TestConformanceFP16 and
 // TestConformanceFP16NoHalfWeights.
 func TestHalfWeightPath(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, c := range []struct {
 		in       []int64

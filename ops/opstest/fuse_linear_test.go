@@ -13,6 +13,7 @@ import (
 // NoElementwiseFusion every op records one, and that both forms match the
 // reference under both memory plans.
 func TestLinearGroupFusion(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {

@@ -12,6 +12,7 @@ import (
 // nothing changes), under both memory plans, and that fused and unfused
 // (NoElementwiseFusion) both match the reference, the caches included.
 func TestRopeCacheFusion(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {

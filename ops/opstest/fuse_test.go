@@ -56,6 +56,7 @@ func buildCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config, exporter b
 // that with fusion off the same cases record one dispatch per op and still
 // match the reference (the unfused form of every chain).
 func TestFuseDecisions(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, c := range Cases {
 		want, ok := fuseDispatches[c.Name]
@@ -97,6 +98,7 @@ func TestFuseDecisions(t *testing.T) {
 // Under the exporter's plan every re-recording binds the transient tensors
 // again for its own lifetimes.
 func TestFuseReexecute(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	var c Case
 	for _, x := range Cases {

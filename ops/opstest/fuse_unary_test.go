@@ -72,6 +72,7 @@ var fuseUnaryEdges = func() []float64 {
 // output a graph output, which no chain may absorb. The fused result must
 // also match the reference, but for subnormal inputs.
 func TestFuseUnaryMatchesUnfused(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	f := serialization.Float32
 	for _, c := range fusableUnary {
@@ -159,6 +160,7 @@ func runFuseUnary(t *testing.T, dev *gpu.Device, o op, x *reference.Tensor, unfu
 // epilogue renders the unary op's formula. x·w reproduces x exactly: x's
 // rows are [v, 0, ...] and w's first row is ones, its others zeros.
 func TestFuseMatmulEpilogueMatchesUnfused(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
 		t.Run(fam.String(), func(t *testing.T) { testFuseMatmulEpilogue(t, dev, fam) })

@@ -133,6 +133,7 @@ var halfKVSpecs = []halfKVSpec{
 // ops.Config.HalfKVCache under both memory plans, against the reference
 // that reads the cached k and v rounded to half.
 func TestKVCacheHalf(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	var cases []Case
 	for _, s := range halfKVSpecs {
@@ -149,6 +150,7 @@ func TestKVCacheHalf(t *testing.T) {
 // head_dim is even); the outputs must match the half reference
 // within fp16's tolerance.
 func TestKVCacheHalfFallback(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	var cases []Case
 	for _, c := range Cases {
@@ -170,6 +172,7 @@ func TestKVCacheHalfFallback(t *testing.T) {
 // that is also a graph output, or has an odd head_dim, stays float32
 // and its output holds exactly the float32 values written.
 func TestKVCacheHalfBytes(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, c := range []struct {
 		spec      halfKVSpec
@@ -232,6 +235,7 @@ func TestKVCacheHalfBytes(t *testing.T) {
 // half holds exactly, half subnormals, which lavapipe's pack2x16float
 // keeps).
 func TestKVCacheHalfRounding(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	vals := []float64{
 		1 + 0x1p-11,    // tie: down to 1 (even)

@@ -124,6 +124,7 @@ func decodeOut(t *testing.T, g graph.Tensor) *reference.Tensor {
 // replays the steps, which only holds if every step's cache writes persist
 // in the caches' buffers into the next Execute.
 func TestKVCacheSteps(t *testing.T) {
+	t.Parallel()
 	// The caches come through et_vk.prepack, or (as the exporter passes them
 	// to sdpa_with_kv_cache, which prepacks its own inputs) as the
 	// constants themselves, which the op keeps a writable copy of.
@@ -188,6 +189,7 @@ func kvCacheSteps(t *testing.T, direct bool) {
 // step must see the rows the previous ops wrote in the same Execute, and
 // stale rows from the previous Execute must be overwritten, not mixed in.
 func TestKVCacheChain(t *testing.T) {
+	t.Parallel()
 	dev, r := kvOpen(t, 9)
 	f := serialization.Float32
 	qs, ks, cs := kvShapes()
@@ -265,6 +267,7 @@ func customStepRef(q, kc, vc *reference.Tensor, pos int64) (*reference.Tensor, e
 // match the replayed reference if cache writes persist across Execute
 // calls in the cache tensors' own buffers.
 func TestKVCachePersists(t *testing.T) {
+	t.Parallel()
 	dev, r := kvOpen(t, 11)
 	f := serialization.Float32
 	const pos = 4

@@ -31,6 +31,7 @@ func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *gra
 // belongs to the activation, in the unfused forms one does. (The
 // conformance suite checks the values.)
 func TestMatmulEpilogueFusion(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
@@ -77,6 +78,7 @@ func testEpilogueFusion(t *testing.T, dev *gpu.Device, c Case, fam ops.Family) {
 // blocks along the grid (the cpu kernel's y, the gpu kernel's z), which
 // the default choice never records.
 func TestLinearGEMVRowBlocks(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	var cases []Case
 	for _, c := range Cases {
@@ -101,6 +103,7 @@ func TestLinearGEMVRowBlocks(t *testing.T) {
 // the mm kernel, and the results must still match the reference. Cases
 // whose weight is a constant must have packed it.
 func TestLinearPacked(t *testing.T) {
+	t.Parallel()
 	cfg := ops.Config{Family: ops.FamilyCPU, PackLinear: true}
 	dev := testDevice(t)
 	var cases []Case

@@ -80,6 +80,7 @@ func TestNumericsGuard(t *testing.T) {
 		// parsing, and the full run (the README's command) checks it.
 		t.Skip("the numerics guard runs without -short")
 	}
+	t.Parallel()
 	dev := testDevice(t)
 	// kernels[family][case]: the kernels a case records under the plain
 	// cpu and gpu configs, to check that the family changes only the

@@ -138,6 +138,7 @@ func randomFloatBits(r *rand.Rand, n int) []uint32 {
 // operands and results, overflow), quotients near integers and exact
 // halves of subnormals (ties to even).
 func TestDivRN(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(25, 1))
 	var xs, ys []uint32
 	edge := edgeFloats()
@@ -202,6 +203,7 @@ fn f(a: u32, b: u32) -> u32 {
 // on quantizer-like operands (including quotients at and next to exact
 // halves, where the fast path must defer to div_rn) and random ones.
 func TestRoundDiv(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(25, 2))
 	var xs, ys []uint32
 	for i := 0; i < 100000; i++ {
@@ -265,6 +267,7 @@ func ulpDiff(got, want float32) float64 {
 // reduce), random ones at every exponent, and the edges (±0, subnormals,
 // Inf, NaN).
 func TestTrig(t *testing.T) {
+	t.Parallel()
 	const trigULPs = 4
 	r := rand.New(rand.NewPCG(25, 3))
 	var xs []uint32
@@ -330,6 +333,7 @@ fn f(a: u32, b: u32) -> u32 {
 // nor fclamp's bounds (the reference's clampNaN), -0 equals +0 but fmax
 // prefers +0 (math.Max), and subnormals compare as themselves.
 func TestNumHelpers(t *testing.T) {
+	t.Parallel()
 	edge := edgeFloats()
 	var xs, ys []uint32
 	for _, x := range edge {
@@ -444,6 +448,7 @@ fn f(a: u32, b: u32) -> u32 {
 // half and one float32 ulp on each side of them: the ties), the float32
 // edges, and random bit patterns.
 func TestRoundHalf(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(27, 1))
 	xs := edgeFloats()
 	for h := uint32(0); h < 0x7c00; h++ {

@@ -23,6 +23,7 @@ import (
 // family decides (FamilyCases; the Heavy ones only in the long sweeps,
 // testenv.Long): no other case's kernels depend on the family.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	runFamilies(t, dev, ops.Config{}, Cases)
 }
@@ -208,6 +209,7 @@ func TestConformanceReference(t *testing.T) {
 
 // TestEveryOpHasReference fails when a GPU op has no plain-Go reference.
 func TestEveryOpHasReference(t *testing.T) {
+	t.Parallel()
 	have := map[string]bool{}
 	for _, n := range reference.Names() {
 		have[n] = true
@@ -223,6 +225,7 @@ func TestEveryOpHasReference(t *testing.T) {
 // loaded graph, so every Execute sees other live shapes than the previous
 // one and must re-record, and compares each against the reference.
 func TestDynamicReexecute(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	for _, c := range Cases {
 		if !strings.HasPrefix(c.Name, "dynamic/") {

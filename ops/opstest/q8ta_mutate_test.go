@@ -16,6 +16,7 @@ import (
 // in 0..8, a dtype) with a fixed seed: every build must return an error or
 // a graph that executes; no op may panic.
 func TestQ8taMutations(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	rounds := 40
 	if testing.Short() {

@@ -16,6 +16,7 @@ import (
 // are 32 or 64) run gemv_gpu.wgsl, the others (and all under NoQGEMV)
 // matmul_gpu.wgsl's tiled "q" form.
 func TestQuantLinearKernelChoice(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {

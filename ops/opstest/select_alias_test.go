@@ -11,6 +11,7 @@ import (
 // no dispatch (a view of its input) and one with NoViewAliasing, under
 // both memory plans, and that both forms match the reference.
 func TestSelectAlias(t *testing.T) {
+	t.Parallel()
 	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
