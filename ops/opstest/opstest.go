@@ -5,6 +5,25 @@
 //
 // Cases are data (Case values in per-family tables); Run drives them. Add a
 // family by appending to Cases from an init in a cases_<family>.go file.
+//
+// What a run covers. TestConformance runs every case with its first input
+// set under both memory plans in the cpu kernel family, and the cases
+// whose graphs hold an op the family decides (FamilyCases) under both
+// plans in the gpu family too, whatever the adapter. Outside the long
+// sweeps two things are left out: a large case (LargeBytes) runs under
+// the exporter's plan only on a CPU adapter, and the gpu family skips the
+// Heavy cases. TestDefaultCoverage proves that every registered op still
+// runs under both plans in the cpu family, and every op the family decides
+// under both in the gpu family. The long sweeps (testenv.Long:
+// WGDELEGATE_TEST_LONG=1, as CI runs) add every seed (Seeds), the large
+// cases' dedicated plan, the Heavy cases in the gpu family and the
+// reference against itself. -short, the GPU host's op suite, runs what
+// the default runs: on a GPU adapter, every case under both plans.
+//
+// The package's tests share one device and run in parallel (testDevice in
+// device_test.go); about a minute on two cores for `go test ./ops/opstest`,
+// most of it TestConformance's 3,100 case runs and the numerics guard's
+// builds.
 package opstest
 
 import (
@@ -223,11 +242,11 @@ func plansFor(seed uint64) []Plan {
 // On a backend that runs on a CPU adapter (GPU.CPUAdapter), outside the
 // long sweeps (testenv.Long), the first seed runs a large case under the
 // exporter's plan only: such a case is there for its size (grids past
-// 65535 workgroups, indices past 2^24, weights in chunks), and on
-// lavapipe each plan costs it seconds of host and kernel time (the 18
-// largest were almost half of the suite's). Its ops meet both plans in
-// smaller cases (TestDefaultCoverage), and the long sweeps run it under
-// both.
+// 65535 workgroups, indices past 2^24, long rows), and on lavapipe each
+// plan costs it up to seconds of host and kernel time (the 18 largest
+// took 19 of the 41 s the cpu family's 2,792 cases took on two busy
+// cores). Its ops meet both plans in smaller cases (TestDefaultCoverage),
+// and the long sweeps run it under both.
 const LargeBytes = 4 << 20
 
 // cpuAdapter is implemented by backends that can say they run on a CPU
