@@ -134,15 +134,21 @@ func TestDefaultCoverage(t *testing.T) {
 	t.Logf("%d ops, %d cases, %d of them large (one plan here)", len(ops.Names()), len(Cases), large)
 }
 
-// adapterBackend is a Backend that says whether it runs on a CPU adapter
-// (it runs nothing).
-type adapterBackend bool
-
-func (adapterBackend) Run(context.Context, []byte, []serialization.NamedBlob, []*reference.Tensor) ([]*reference.Tensor, int, error) {
-	return nil, 0, nil
+// adapterBackend is the reference as a Backend that says whether it runs
+// on a CPU adapter, counting its runs.
+type adapterBackend struct {
+	cpu  bool
+	runs *int
 }
 
-func (a adapterBackend) CPUAdapter() bool { return bool(a) }
+func (a adapterBackend) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
+	if a.runs != nil {
+		*a.runs++
+	}
+	return Reference{}.Run(ctx, raw, named, inputs)
+}
+
+func (a adapterBackend) CPUAdapter() bool { return a.cpu }
 
 // TestPlansOf checks the plans a case runs under: both for the first
 // seed, one each in turn after it, and for a large case (LargeBytes of
@@ -166,16 +172,16 @@ func TestPlansOf(t *testing.T) {
 		long              bool
 		want              []Plan
 	}{
-		{"small/cpu", adapterBackend(true), 1024, 0, 1, false, both},
-		{"large input/cpu", adapterBackend(true), LargeBytes, 0, 1, false, exporter},
-		{"large constants/cpu", adapterBackend(true), 4, LargeBytes - 4, 1, false, exporter},
-		{"under the bound/cpu", adapterBackend(true), 4, LargeBytes - 8, 1, false, both},
-		{"large/gpu", adapterBackend(false), LargeBytes, 0, 1, false, both},
+		{"small/cpu", adapterBackend{cpu: true}, 1024, 0, 1, false, both},
+		{"large input/cpu", adapterBackend{cpu: true}, LargeBytes, 0, 1, false, exporter},
+		{"large constants/cpu", adapterBackend{cpu: true}, 4, LargeBytes - 4, 1, false, exporter},
+		{"under the bound/cpu", adapterBackend{cpu: true}, 4, LargeBytes - 8, 1, false, both},
+		{"large/gpu", adapterBackend{}, LargeBytes, 0, 1, false, both},
 		{"large/no adapter", Reference{}, LargeBytes, 0, 1, false, both},
-		{"large/cpu/long", adapterBackend(true), LargeBytes, 0, 1, true, both},
-		{"seed 2", adapterBackend(true), 1024, 0, 2, false, exporter},
-		{"seed 3", adapterBackend(true), 1024, 0, 3, false, []Plan{PlanDedicated}},
-		{"large/cpu/seed 3", adapterBackend(true), LargeBytes, 0, 3, true, []Plan{PlanDedicated}},
+		{"large/cpu/long", adapterBackend{cpu: true}, LargeBytes, 0, 1, true, both},
+		{"seed 2", adapterBackend{cpu: true}, 1024, 0, 2, false, exporter},
+		{"seed 3", adapterBackend{cpu: true}, 1024, 0, 3, false, []Plan{PlanDedicated}},
+		{"large/cpu/seed 3", adapterBackend{cpu: true}, LargeBytes, 0, 3, true, []Plan{PlanDedicated}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			long := ""
@@ -192,6 +198,41 @@ func TestPlansOf(t *testing.T) {
 				t.Errorf("plans %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRunCaseLargePlans checks that RunCase runs a case under the plans
+// plansOf gives: a large one once on a CPU adapter outside the long
+// sweeps, a small one twice, and a large one twice elsewhere.
+func TestRunCaseLargePlans(t *testing.T) {
+	t.Setenv(testenv.LongEnv, "")
+	neg := func(n int64) Case {
+		return Case{Name: "neg", Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
+			x := b.Tensor(serialization.Float32, []uint32{uint32(n)}, -1)
+			y := b.Tensor(serialization.Float32, []uint32{uint32(n)}, -1)
+			b.Op("aten.neg.default", x, y)
+			b.Inputs(x)
+			b.Outputs(y)
+			return []*reference.Tensor{RandTensor(r, serialization.Float32, []int64{n}, -1, 1)}
+		}}
+	}
+	for _, c := range []struct {
+		name string
+		cpu  bool
+		n    int64
+		want int
+	}{
+		{"large/cpu", true, LargeBytes / 4, 1},
+		{"small/cpu", true, 1024, 2},
+		{"large/gpu", false, LargeBytes / 4, 2},
+	} {
+		runs := 0
+		if err := RunCase(adapterBackend{cpu: c.cpu, runs: &runs}, neg(c.n), 1); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if runs != c.want {
+			t.Errorf("%s: %d runs, want %d", c.name, runs, c.want)
+		}
 	}
 }
 
