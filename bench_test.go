@@ -9,6 +9,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/bench/models"
+	imodels "github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -185,6 +186,46 @@ func BenchmarkModels(b *testing.B) {
 			slices.Sort(ts)
 			b.ReportMetric(ts[len(ts)/2], "median-ms")
 			b.ReportMetric(float64(m.MemoryStats().NumDispatches), "dispatches")
+		})
+	}
+}
+
+// BenchmarkLoadVerifyData loads a 3×3 convolution stack with 32 MiB of
+// weights in a .ptd, with and without WithVerifyData (run the two one
+// after the other, -count several, to compare; the README's "Loading"
+// section has 100 MiB figures from the CLI).
+func BenchmarkLoadVerifyData(b *testing.B) {
+	cs := imodels.NewConvStack(imodels.ConvStackForMiB(32, 8, 4))
+	blob, err := cs.B.Blob()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pte, err := serialization.EncodePTE(serialization.PTEOptions{Delegates: []serialization.DelegateSpec{{ID: serialization.VulkanBackendID, Blob: blob}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ptd, err := serialization.EncodePTD(cs.B.NamedBlobs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, verify := range []bool{false, true} {
+		b.Run(fmt.Sprintf("verify=%v", verify), func(b *testing.B) {
+			opts := []wgdelegate.Option{wgdelegate.WithDevice(device(b)), wgdelegate.WithData(ptd)}
+			if verify {
+				opts = append(opts, wgdelegate.WithVerifyData())
+			}
+			b.SetBytes(int64(len(ptd)))
+			for range b.N {
+				m, err := wgdelegate.Load(ctx, pte, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if verify && m.VerifyStats().Tensors == 0 {
+					b.Fatal("nothing verified")
+				}
+				m.Close()
+			}
 		})
 	}
 }

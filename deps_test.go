@@ -12,8 +12,10 @@ const module = "github.com/wgdelegate/wgdelegate"
 
 // TestPurePackages checks that the plain-Go packages link neither the cgo
 // WebGPU binding nor the GPU seam, so they build and test without cgo or a
-// device, and that two package edges stay cut: npy does not import
-// graph, prepack does not import ops. It asks the go tool for each
+// device, and that some package edges stay cut: npy does not import
+// graph, prepack does not import ops, ops imports neither graph nor lower
+// (a fused op reads its group, never the graph), lower does not import
+// graph. It asks the go tool for each
 // package's dependencies (not counting tests) and is skipped when the go
 // tool is not on PATH.
 func TestPurePackages(t *testing.T) {
@@ -35,7 +37,8 @@ func TestPurePackages(t *testing.T) {
 		{"./internal/numguard", nil},
 		{"./npy", []string{module + "/graph"}},
 		{"./prepack", []string{module + "/ops"}},
-		{"./ops", nil},
+		{"./ops", []string{module + "/graph", module + "/lower"}},
+		{"./lower", []string{module + "/graph"}},
 		{"./ops/reference", nil},
 	} {
 		t.Run(strings.TrimPrefix(tc.pkg, "./"), func(t *testing.T) {

@@ -14,11 +14,17 @@
 //	if err != nil { ... }
 //	defer m.Close()
 //	outs, err := m.Execute(ctx, wgdelegate.FromFloat32([]int64{1, 4}, x))
+//	if err != nil { ... } // a *InputError for a wrong dtype or shape, ...
 //	y, err := outs[0].Float32s()
+//	if err != nil { ... }
 //
 // Options choose the device (WithDevice; by default a process-wide device
 // shared by all models), extra .ptd files (WithDataFiles, WithData), a
-// logger (WithLogger) and a progress callback (WithProgress). Tensors are
+// logger (WithLogger), a progress callback (WithProgress) and whether every
+// weight is checked against its SHA-256 key (WithVerifyData). A model that
+// keeps state across Executes (a decoder's KV caches) holds one sequence:
+// its user claims it with ClaimState, as llm.New does, so that a second
+// user is refused rather than interleaved. Tensors are
 // built from Go slices with FromFloat32, FromInt32, FromInt64, FromFloat64,
 // FromBool and FromUint8, and read with Float32s, Int32s, ...; both share
 // memory with the slice on little-endian hosts.

@@ -68,6 +68,6 @@ func Example_errors() {
 	// not a model file
 	// malformed file at byte 12: bad header (truncated: false)
 	// malformed file at byte 8: truncated data (truncated: true)
-	// bad input: graph takes 1 inputs, got 0
+	// bad input: the model takes 1 input(s) (float32 [2 3]), got 0
 	// model closed
 }

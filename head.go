@@ -40,7 +40,7 @@ const MaxTopK = graph.MaxTopK
 // its heads.
 func (m *Model) NewHead(o HeadOptions) (*Head, error) {
 	if m.closed.Load() {
-		return nil, graph.ErrClosed
+		return nil, m.closedErr()
 	}
 	if !m.direct {
 		return nil, fmt.Errorf("wgdelegate: head: %w: the program calls %d delegates", ErrUnsupported, len(m.steps))

@@ -2,15 +2,18 @@ package wgdelegate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
+	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -28,7 +31,13 @@ type Model struct {
 	direct bool
 	cache  string
 	closed atomic.Bool
-	once   sync.Once
+	// devClosed: the model was closed by its Device's Close.
+	devClosed atomic.Bool
+	once      sync.Once
+	// state is the claim on the model's mutable state (ClaimState).
+	state stateOwner
+	// verified counts the named data WithVerifyData checked.
+	verified VerifyStats
 }
 
 // step is one DelegateCall: run g on the values in, store its outputs as out.
@@ -111,28 +120,54 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 	}
 	// A delegate called several times is built once.
 	var total int64
-	distinct := map[int]bool{}
+	weights := map[int]int64{} // per delegate, its constants' bytes
 	for _, cl := range calls {
-		if !distinct[cl.delegate] {
-			distinct[cl.delegate] = true
-			total += constantBytes(cl.blob.Graph)
+		if _, seen := weights[cl.delegate]; !seen {
+			weights[cl.delegate] = constantBytes(cl.blob.Graph)
+			total += weights[cl.delegate]
 		}
 	}
-	nGraphs := len(distinct)
+	nGraphs := len(weights)
 	report(Progress{Phase: PhaseParse, Delegates: nGraphs, BytesTotal: total})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var verified VerifyStats
+	if c.verifyData {
+		v := newVerifier(named, log)
+		checked := map[int]bool{}
+		for _, cl := range calls {
+			if !checked[cl.delegate] {
+				checked[cl.delegate] = true
+				if err := v.blob(ctx, cl.delegate, cl.blob); err != nil {
+					return nil, err
+				}
+			}
+		}
+		verified = v.stats
+		log.Debug("wgdelegate: named data verified", "tensors", verified.Tensors, "bytes", verified.Bytes,
+			"unverifiable", verified.Unverifiable, "elapsed", verified.Elapsed)
+	}
 
-	m := &Model{dev: c.device, cache: c.packedCache}
+	m := &Model{dev: c.device, cache: c.packedCache, verified: verified}
 	if m.dev == nil {
 		if m.dev, m.release, err = acquireDefaultDevice(ctx, log); err != nil {
 			return nil, err
 		}
 	}
+	if err := m.dev.usable(); err != nil {
+		if m.release != nil {
+			m.release()
+		}
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			m.Close()
+			if derr := m.dev.usable(); derr != nil && !errors.Is(err, ErrClosed) {
+				// The device was closed during the load: that is why.
+				err = fmt.Errorf("%w (the load failed with: %v)", derr, err)
+			}
 		}
 	}()
 	var cacheFile string
@@ -155,11 +190,16 @@ func load(ctx context.Context, data []byte, c *config) (_ *Model, err error) {
 			}
 			built[cl.delegate] = g
 			m.graphs = append(m.graphs, g)
-			done += constantBytes(cl.blob.Graph)
+			done += weights[cl.delegate]
 		}
 		m.steps = append(m.steps, step{g: g, delegate: cl.delegate, in: cl.in, out: cl.out})
 	}
 	if err := m.route(calls); err != nil {
+		return nil, err
+	}
+	// Registered only now, so that a Device.Close during the build fails
+	// the load instead of closing a model still being built.
+	if err := m.dev.register(m); err != nil {
 		return nil, err
 	}
 	report(Progress{Phase: PhaseDone, Delegate: nGraphs, Delegates: nGraphs, BytesDone: total, BytesTotal: total})
@@ -261,13 +301,13 @@ func (m *Model) route(calls []call) error {
 // read them in plan order (through host memory today).
 func (m *Model) Execute(ctx context.Context, inputs ...Tensor) ([]Tensor, error) {
 	if m.closed.Load() {
-		return nil, graph.ErrClosed
+		return nil, m.closedErr()
+	}
+	if len(inputs) != len(m.inputs) {
+		return nil, m.inputCountError(len(inputs))
 	}
 	if m.direct {
 		return m.steps[0].g.Execute(ctx, inputs)
-	}
-	if len(inputs) != len(m.inputs) {
-		return nil, &graph.InputError{Index: -1, Msg: fmt.Sprintf("model takes %d inputs, got %d", len(m.inputs), len(inputs))}
 	}
 	vals := make(map[int32]Tensor, len(m.inputs)+len(m.outputs))
 	for i, s := range m.inputs {
@@ -293,6 +333,25 @@ func (m *Model) Execute(ctx context.Context, inputs ...Tensor) ([]Tensor, error)
 	return outs, nil
 }
 
+// inputCountError is the *InputError for n inputs given to a model that
+// takes another number: it lists what the model takes.
+func (m *Model) inputCountError(n int) error {
+	want := make([]string, len(m.inputs))
+	for i, s := range m.inputs {
+		want[i] = fmt.Sprintf("%v %v", s.dtype, s.shape)
+	}
+	return &InputError{Index: -1, Msg: fmt.Sprintf("the model takes %d input(s) (%s), got %d", len(m.inputs), strings.Join(want, ", "), n)}
+}
+
+// closedErr is the error of a call on a closed model: ErrClosed, saying
+// so when the model's Device was closed.
+func (m *Model) closedErr() error {
+	if m.devClosed.Load() {
+		return fmt.Errorf("wgdelegate: the model's Device was closed: %w", ErrClosed)
+	}
+	return ErrClosed
+}
+
 // NumInputs and NumOutputs give the model's I/O arity.
 func (m *Model) NumInputs() int { return len(m.inputs) }
 
@@ -303,8 +362,12 @@ func (m *Model) NumOutputs() int { return len(m.outputs) }
 // int32 (float32) input also accepts int64 (float64) data. For a FLOAT16
 // input it is the host dtype (its staging_datatype: float32 for a
 // force_fp16 export, else float16), and the input accepts either. An i
-// outside [0, NumInputs()) is an *IndexError (ErrIndex).
+// outside [0, NumInputs()) is an *IndexError (ErrIndex); after Close
+// it is ErrClosed.
 func (m *Model) InputInfo(i int) (DataType, []int64, error) {
+	if m.closed.Load() {
+		return serialization.Unset, nil, m.closedErr()
+	}
 	if i < 0 || i >= len(m.inputs) {
 		return serialization.Unset, nil, &IndexError{What: "input", Index: i, Count: len(m.inputs)}
 	}
@@ -313,8 +376,12 @@ func (m *Model) InputInfo(i int) (DataType, []int64, error) {
 }
 
 // OutputInfo returns the dtype and (largest) shape of output i as Execute
-// returns it. An i outside [0, NumOutputs()) is an *IndexError (ErrIndex).
+// returns it. An i outside [0, NumOutputs()) is an *IndexError
+// (ErrIndex); after Close it is ErrClosed.
 func (m *Model) OutputInfo(i int) (DataType, []int64, error) {
+	if m.closed.Load() {
+		return serialization.Unset, nil, m.closedErr()
+	}
 	if i < 0 || i >= len(m.outputs) {
 		return serialization.Unset, nil, &IndexError{What: "output", Index: i, Count: len(m.outputs)}
 	}
@@ -326,15 +393,13 @@ func (m *Model) OutputInfo(i int) (DataType, []int64, error) {
 func (m *Model) NumDelegates() int { return len(m.graphs) }
 
 // PackedCacheStats sums the packed-weight counters of the model's graphs:
-// weights taken from the cache (Hits), packed at load (Misses), and the
-// bytes of all packed weights.
+// weights taken from the cache (Hits), packed at load (Misses; Corrupt of
+// them had a cache entry that failed its checksum), and the bytes of all
+// packed weights.
 func (m *Model) PackedCacheStats() PackedCacheStats {
 	var s PackedCacheStats
 	for _, g := range m.graphs {
-		p := g.PackedCacheStats()
-		s.Hits += p.Hits
-		s.Misses += p.Misses
-		s.Bytes += p.Bytes
+		s.Add(g.PackedCacheStats())
 	}
 	return s
 }
@@ -342,43 +407,60 @@ func (m *Model) PackedCacheStats() PackedCacheStats {
 // PackedCacheStats counts a model's packed weights.
 type PackedCacheStats = graph.PackedCacheStats
 
+// PackedCacheErrors returns what went wrong with the WithPackedCache file
+// during the load, none of which failed it: the file could not be read
+// (Op PackedCacheOpen), it or some entries were corrupt (errors.Is
+// ErrPackedCacheCorrupt; PackedCacheOpen, or PackedCacheVerify once per
+// entry), it could not be written (PackedCacheSave: the weights packed at
+// load were not kept). Each is also logged. The file is read once per
+// process, so the problems of reading it go to the first model loaded
+// with it. Nil when there were none, or without a cache.
+func (m *Model) PackedCacheErrors() []*PackedCacheError {
+	var errs []*PackedCacheError
+	for _, g := range m.graphs {
+		for _, e := range g.PackedCacheErrors() {
+			if !slices.Contains(errs, e) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// PackedCacheError is a problem the packed-weight cache worked around; see
+// Model.PackedCacheErrors.
+type PackedCacheError = prepack.CacheError
+
+// ErrPackedCacheCorrupt: the packed-weight cache file, or an entry of it,
+// failed its checks (a PackedCacheError wraps it). Nothing corrupt is
+// used: the weights are packed again and the file rewritten.
+var ErrPackedCacheCorrupt = prepack.ErrCorrupt
+
+// PackedCacheOp is what a PackedCacheError was doing.
+type PackedCacheOp = prepack.CacheOp
+
+// The operations a PackedCacheError reports.
+const (
+	PackedCacheOpen   = prepack.CacheOpen   // reading the file: the cache started empty
+	PackedCacheRead   = prepack.CacheRead   // reading one entry: packed again
+	PackedCacheVerify = prepack.CacheVerify // an entry failed its checksum: packed again
+	PackedCacheSave   = prepack.CacheSave   // writing the file: new packings not kept
+	PackedCachePut    = prepack.CachePut    // an entry dropped: not kept
+)
+
 // PackedCache returns the WithPackedCache directory ("" when unset).
 func (m *Model) PackedCache() string { return m.cache }
 
 // MemoryStats reports what the model allocated, summed over its delegate
-// graphs; the pipeline and shader counts are the device's.
+// graphs; the pipeline and shader counts are the device's. After Close it
+// is the zero MemoryStats: a closed model holds nothing.
 func (m *Model) MemoryStats() MemoryStats {
 	var s MemoryStats
+	if m.closed.Load() {
+		return s
+	}
 	for _, g := range m.graphs {
-		gs := g.MemoryStats()
-		s.NumTensors += gs.NumTensors
-		s.UnsharedTensorBufferBytes += gs.UnsharedTensorBufferBytes
-		s.SharedBufferBytes += gs.SharedBufferBytes
-		s.NumSharedObjects += gs.NumSharedObjects
-		s.TensorBufferBytes += gs.TensorBufferBytes
-		s.StagingBufferBytes += gs.StagingBufferBytes
-		s.UniformBufferBytes += gs.UniformBufferBytes
-		s.NumDispatches += gs.NumDispatches
-		s.NumDeferredConstants += gs.NumDeferredConstants
-		s.DeferredConstantBytes += gs.DeferredConstantBytes
-		s.PackedWeightBytes += gs.PackedWeightBytes
-		s.PersistentCopyBytes += gs.PersistentCopyBytes
-		s.NumHalfKVCaches += gs.NumHalfKVCaches
-		s.HalfKVCacheBytes += gs.HalfKVCacheBytes
-		s.MovedTensors += gs.MovedTensors
-		s.AddedSharedObjects += gs.AddedSharedObjects
-		s.AddedSharedBytes += gs.AddedSharedBytes
-		s.NumQuantizedWeights += gs.NumQuantizedWeights
-		s.QuantizedParams += gs.QuantizedParams
-		s.QuantizedWeightBytes += gs.QuantizedWeightBytes
-		s.NumFloat16Tensors += gs.NumFloat16Tensors
-		s.Float16TensorBytes += gs.Float16TensorBytes
-		s.NumChunkedWeights += gs.NumChunkedWeights
-		s.ChunkedWeightBytes += gs.ChunkedWeightBytes
-		s.NumWeightChunks += gs.NumWeightChunks
-		s.ChunkBytes += gs.ChunkBytes
-		s.ScratchBytes += gs.ScratchBytes
-		s.NumCachedPipelines, s.NumCachedShaders = gs.NumCachedPipelines, gs.NumCachedShaders
+		s.Add(g.MemoryStats())
 	}
 	return s
 }
@@ -388,22 +470,22 @@ func (m *Model) MemoryStats() MemoryStats {
 func (m *Model) RecordStats() RecordStats {
 	var s RecordStats
 	for _, g := range m.graphs {
-		gs := g.RecordStats()
-		s.Rerecords += gs.Rerecords
-		s.Refreshes += gs.Refreshes
-		s.Patched += gs.Patched
+		s.Add(g.RecordStats())
 	}
 	return s
 }
 
 // Close releases the model's GPU objects (and its reference to the default
-// device, if it uses it). Further Executes return ErrClosed. Close
-// is idempotent.
+// device, if it uses it). Further Executes, InputInfo and OutputInfo
+// return ErrClosed. Close is idempotent.
 func (m *Model) Close() error {
 	m.once.Do(func() {
 		m.closed.Store(true)
 		for _, g := range m.graphs {
 			g.Close()
+		}
+		if m.dev != nil {
+			m.dev.unregister(m)
 		}
 		if m.release != nil {
 			m.release()

@@ -88,16 +88,13 @@ func planCalls(data []byte, named *serialization.NamedDataMap) ([]call, error) {
 	}
 	// A program without any VulkanBackend delegate says so, naming the
 	// delegates it has, before its plan is looked at.
-	if _, err := p.DelegateBlob(serialization.VulkanBackendID); err != nil {
+	first, err := p.DelegateBlob(serialization.VulkanBackendID)
+	if err != nil {
 		return nil, err
 	}
 	if plan == nil || plan.NumInstructions() == 0 {
 		// Nothing calls a delegate: run the first VulkanBackend one as is.
-		blob, err := p.DelegateBlob(serialization.VulkanBackendID)
-		if err != nil {
-			return nil, err
-		}
-		b, err := serialization.DecodeBlob(blob)
+		b, err := serialization.DecodeBlob(first)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package wgdelegate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 )
@@ -22,8 +23,10 @@ type Profile struct {
 // delegate graph's dispatches once more, each in a compute pass of its own
 // and timed on its own: with GPU timestamp queries when the device has them,
 // on the CPU otherwise. The times show where GPU time goes; their sum is an
-// upper bound of Execute's GPU time. A model that keeps state across calls
-// (a KV cache) sees both runs.
+// upper bound of Execute's GPU time; Profile.Pass is the same dispatches'
+// time in one pass each, as Execute runs them. A model that keeps state
+// across calls (a KV cache) sees every run (each replays the step Execute
+// ran, on the same inputs).
 func (m *Model) Profile(ctx context.Context, inputs ...Tensor) (Profile, error) {
 	if _, err := m.Execute(ctx, inputs...); err != nil {
 		return Profile{}, err
@@ -40,6 +43,19 @@ func (m *Model) Profile(ctx context.Context, inputs ...Tensor) (Profile, error) 
 		p.Graphs = append(p.Graphs, gp)
 	}
 	return p, nil
+}
+
+// Pass is the GPU time of one run of the model's dispatches as Execute
+// runs them, one compute pass per delegate graph (the sum of the graphs'
+// graph.Profile.Pass): the step's own GPU time, which the sum of the
+// per-dispatch times (each in a pass of its own) overstates by a pass's
+// cost per dispatch.
+func (p Profile) Pass() time.Duration {
+	var t time.Duration
+	for _, g := range p.Graphs {
+		t += g.Pass
+	}
+	return t
 }
 
 // NumCalls returns how many delegate calls one Execute makes: one GPU

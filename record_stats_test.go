@@ -36,12 +36,12 @@ func TestModelRecordStats(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := m.RecordStats()
-		got.Patched = 0
+		got.Patched, got.Rerun, got.Updated = 0, 0, 0
 		if got != s.want {
 			t.Errorf("after input_pos %d, %d tokens: %+v, want %+v", s.pos, len(s.tokens), got, s.want)
 		}
 	}
-	if m.RecordStats().Patched == 0 {
-		t.Error("no params patched")
+	if st := m.RecordStats(); st.Patched == 0 || st.Rerun == 0 || st.Updated != st.Rerun {
+		t.Errorf("%d params patched by %d nodes re-run, %d through their update functions; want some, all through them", st.Patched, st.Rerun, st.Updated)
 	}
 }

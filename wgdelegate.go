@@ -3,8 +3,10 @@ package wgdelegate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -64,6 +66,10 @@ const MaxCPUThreads = gpu.MaxCPUThreads
 type Device struct {
 	d   *gpu.Device
 	log *slog.Logger
+
+	mu     sync.Mutex
+	models map[*Model]struct{} // loaded on d and not closed
+	closed bool
 }
 
 // OpenDevice opens the default adapter (Vulkan first). Pass the device to
@@ -142,8 +148,59 @@ func (d *Device) Limits() Limits {
 		MaxComputeWorkgroupsPerDimension: l.MaxComputeWorkgroupsPerDimension}
 }
 
-// Close releases the device. Close every Model loaded on it first.
-func (d *Device) Close() error { return d.d.Close() }
+// Close closes every Model still loaded on the device (their Executes,
+// InputInfo and OutputInfo then return an error matching ErrClosed that
+// says the device was closed), then releases the device. Loads on a
+// closed device fail with ErrClosed. Close is idempotent.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	open := make([]*Model, 0, len(d.models))
+	for m := range d.models {
+		open = append(open, m)
+	}
+	d.mu.Unlock()
+	for _, m := range open {
+		m.devClosed.Store(true)
+		m.Close()
+	}
+	return d.d.Close()
+}
+
+// errDeviceClosed is a load's error on a closed Device.
+var errDeviceClosed = fmt.Errorf("wgdelegate: the device is closed: %w", ErrClosed)
+
+// usable is ErrClosed once d is closed.
+func (d *Device) usable() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errDeviceClosed
+	}
+	return nil
+}
+
+// register records m, just loaded on d, so that Close closes it; a
+// closed device is ErrClosed.
+func (d *Device) register(m *Model) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errDeviceClosed
+	}
+	if d.models == nil {
+		d.models = map[*Model]struct{}{}
+	}
+	d.models[m] = struct{}{}
+	return nil
+}
+
+// unregister forgets m (closed).
+func (d *Device) unregister(m *Model) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.models, m)
+}
 
 // LoadFile is Open(ctx, path, WithDevice(d), WithDataFiles(dataFiles...)).
 func (d *Device) LoadFile(ctx context.Context, path string, dataFiles ...string) (*Model, error) {

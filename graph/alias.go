@@ -5,11 +5,10 @@ import (
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
-	"github.com/wgdelegate/wgdelegate/ops"
 )
 
-// viewAlias records that a view-like op's output shares another value's
-// buffer for the current recording (ops.Aliaser).
+// viewAlias records that a view op's output shares another value's buffer
+// for the current recording (alias).
 type viewAlias struct {
 	root int32 // the value whose buffer it shares (never itself an alias)
 	at   int   // the chain index of the view op
@@ -18,82 +17,36 @@ type viewAlias struct {
 	ownBuf    *gpu.Buffer
 }
 
-var _ ops.Aliaser = (*opBuilder)(nil)
-
-// Alias implements ops.Aliaser. Tensors are flat and contiguous, so a
-// view_copy (squeeze, unsqueeze, clone, alias_copy) output holds exactly its
-// input's bytes; sharing the buffer saves the copy dispatch. It is safe when
-// neither value can change once out is defined:
-//   - the root (the input, or what the input itself aliases) is not a
-//     persistent buffer (a prepacked tensor, which ops update in place
-//     across Execute calls) nor a constant deferred to its prepack;
-//   - no op later in the chain writes the root, out, or another alias of
-//     the root in place (ops.WritesArgs: the KV-cache updates);
-//   - out is an ordinary op output (not a constant or prepacked buffer)
-//     whose serialized size the root's buffer holds.
-//
-// The root is otherwise written only by the op that produces it, before
-// out is defined, since values are single-assignment; Dispatch checks that
-// no later dispatch writes an aliased value. A transient (exporter-planned)
-// root and its aliases are bound to one buffer for their joint lifetime by
-// bindTransients; a dedicated root's buffer is shared at once.
-func (b *opBuilder) Alias(out, in int32) bool {
-	g := b.g
+// alias makes view op at's output out share the buffer of its input in
+// (or of in's root, when in is itself a view's output) for the current
+// recording, instead of a copy: package lower's views pass planned the
+// node where that is safe whatever the recording, and the op's View said
+// the bytes are the input's at the live shapes. In a refresh the alias
+// made when the op was recorded stands, and one it did not make is a
+// change of structure.
+func (g *WebGPUGraph) alias(out, in int32, at int, refresh bool) error {
 	root := in
 	if a, ok := g.aliases[in]; ok {
 		root = a.root
 	}
-	if out == root || out < 0 || int(out) >= len(g.tensors) || root < 0 || int(root) >= len(g.tensors) {
-		return false
+	if a, ok := g.aliases[out]; ok && a.root == root {
+		return nil
 	}
-	if a, ok := g.aliases[out]; ok {
-		// The op runs again on the same recording (a refresh for new
-		// SymInt values): the alias stands.
-		return a.root == root
+	if refresh {
+		return errRefresh
+	}
+	if out == root || out < 0 || int(out) >= len(g.tensors) || root < 0 || int(root) >= len(g.tensors) ||
+		g.tensors[out] == nil || g.tensors[root] == nil {
+		return fmt.Errorf("%w: view of value %d as value %d", ErrInvalidGraph, in, out)
 	}
 	rt, ot := g.tensors[root], g.tensors[out]
-	switch {
-	case rt == nil || ot == nil:
-		return false
-	case rt.materialized || rt.deferred || (!rt.shared && rt.buf == nil):
-		return false
-	case ot.constant || ot.materialized || ot.deferred || (!ot.shared && ot.buf == nil):
-		return false
-	case ot.nbytes > rt.nbytes:
-		return false
-	}
-	if g.writtenLater(root, b.index) || g.writtenLater(out, b.index) {
-		return false
-	}
-	for m, a := range g.aliases {
-		if a.root == root && g.writtenLater(m, b.index) {
-			return false
-		}
-	}
-	g.aliases[out] = viewAlias{root: root, at: b.index, ownShared: ot.shared, ownBuf: ot.buf}
+	g.aliases[out] = viewAlias{root: root, at: at, ownShared: ot.shared, ownBuf: ot.buf}
 	ot.shared = rt.shared
 	ot.buf = nil
 	if !rt.shared {
 		ot.buf = rt.buf
 	}
-	return true
-}
-
-// writtenLater reports whether an op after chain index after writes value
-// id in place.
-func (g *WebGPUGraph) writtenLater(id int32, after int) bool {
-	for _, i := range g.consumers[id] {
-		if i <= after {
-			continue
-		}
-		op := g.graph.Chain[i]
-		for _, a := range ops.WritesArgs(op.Name) {
-			if a < len(op.Args) && op.Args[a] == id {
-				return true
-			}
-		}
-	}
-	return false
+	return nil
 }
 
 // resetAliases gives every aliased output back its own buffer state before
@@ -108,9 +61,9 @@ func (g *WebGPUGraph) resetAliases() {
 
 // checkAliasWrite is Dispatch's guard: a dispatch of op index must not
 // write a value an earlier view aliases (its root, after the view op, or
-// one of its aliases). Alias refuses the cases it can foresee; an op that
-// writes an argument in place without declaring it (ops.Op.Writes) would
-// end here instead of in a wrong answer. (A refresh re-runs ops against a
+// one of its aliases). The views pass refuses the cases it can foresee;
+// an op that writes an argument in place without declaring it
+// (ops.Op.Writes) would end here instead of in a wrong answer. (A refresh re-runs ops against a
 // finished recording, so the root's own producer runs with the alias in
 // place.)
 func (g *WebGPUGraph) checkAliasWrite(index int, outputs []int32) error {

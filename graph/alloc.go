@@ -17,10 +17,10 @@ func (g *WebGPUGraph) constantBytes(id int32, ts *tensorState) ([]byte, error) {
 	return g.an.Tensors[id].Bytes, nil
 }
 
-// allocate creates the shared and dedicated buffers and writes every
-// non-deferred constant into its own buffer. The dedicated buffer of a
-// prepack output (not a graph input or output) is made by its et_vk.prepack,
-// which creates it with the constant's bytes (MaterializeConstant).
+// allocate creates the shared and dedicated buffers and places every
+// non-deferred constant with its bytes (weights.go). A prepack output (not
+// a graph input or output) is placed by its et_vk.prepack, with the
+// constant's bytes (MaterializeConstant).
 func (g *WebGPUGraph) allocate() error {
 	lazy := g.an.Lazy
 	for _, id := range g.plan.SharedIDs() {
@@ -44,9 +44,7 @@ func (g *WebGPUGraph) allocate() error {
 			if err != nil {
 				return err
 			}
-			if ts.buf, err = g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", i)); err != nil {
-				return fmt.Errorf("graph: constant value %d: %w", i, err)
-			}
+			g.place(placement{id: int32(i), size: uint64(pl.Size), data: data, label: fmt.Sprintf("constant value %d", i)})
 		case lazy[int32(i)]:
 		default:
 			b, err := g.newBuffer(gpu.Storage, uint64(pl.Size), fmt.Sprintf("value %d", i))

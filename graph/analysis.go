@@ -2,10 +2,12 @@ package graph
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate/internal/tensor"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -49,12 +51,12 @@ type Analysis struct {
 	Lazy map[int32]bool
 	// HostRead: tensors whose values an op reads on the host.
 	HostRead map[int32]bool
-	// Consumers maps a value to the chain indices of the ops that read it
-	// (ValueList members included).
-	Consumers map[int32][]int
-	// Producers maps a value to the chain index of the op that writes it
-	// as its output (the last argument, or a member of that ValueList).
-	Producers map[int32]int
+	// Uses are the chain's reads and writes of every value (consumers,
+	// producers, graph outputs).
+	*lower.Uses
+	// Lowered is the plan the graph records (package lower): the chain's
+	// ops and the fused ops standing for several, decided once here.
+	Lowered *lower.Plan
 	// Plan is the exporter's memory plan (see package memplan).
 	Plan *memplan.Plan
 	// ReadBeforeWrite is the chain's read-before-write error (a tensor read
@@ -159,12 +161,8 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	if err := ops.CheckSupported(names); err != nil {
 		return nil, fmt.Errorf("graph: %w: %w", ErrUnsupported, err)
 	}
-	a := &Analysis{Graph: g, Deferred: prepack.Deferred(g, ops.PackedArgs), Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
-	a.Chunked, a.blocked = chunkedWeights(g, a.Deferred, lim)
-	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
-	if lim.HalfKVCache {
-		a.HalfKV = halfKV(g, a.Deferred)
-	}
+	a := &Analysis{Graph: g, Lazy: map[int32]bool{}, HostRead: map[int32]bool{}}
+	a.deferrals(lim)
 	if err := a.values(blob, named); err != nil {
 		return nil, err
 	}
@@ -187,7 +185,7 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 	for _, id := range g.OutputIDs {
 		delete(a.Lazy, int32(id))
 	}
-	a.consumers()
+	a.Uses = lower.NewUses(g)
 	need := a.Plan.Stats.TensorBufferBytes()
 	for id := range a.Chunked {
 		if ti := a.Tensors[id]; ti != nil && ti.Constant {
@@ -201,7 +199,90 @@ func Analyze(blob *serialization.Blob, named serialization.NamedData, lim Limits
 		return nil, err
 	}
 	a.ReadBeforeWrite = a.checkWrites()
+	lowered, err := lowerSafely(a.lowerInput(lim.Kernels))
+	if err != nil {
+		return nil, err
+	}
+	a.Lowered = lowered
 	return a, nil
+}
+
+// lowerSafely is lower.Lower, with a panic (a bug a hostile graph found)
+// turned into an error, like an op's.
+func lowerSafely(in lower.Input) (p *lower.Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("graph: %w: lowering panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return lower.Lower(in), nil
+}
+
+// lowerInput is what package lower reads of the analysis.
+func (a *Analysis) lowerInput(cfg ops.Config) lower.Input {
+	in := lower.Input{Graph: a.Graph, Uses: a.Uses, Tensors: make([]*lower.Tensor, len(a.Tensors)),
+		Options: lower.Options{NoElementwiseFusion: cfg.NoElementwiseFusion, NoViewAliasing: cfg.NoViewAliasing}}
+	prepacked := map[int32]bool{}
+	for _, op := range a.Graph.Chain {
+		if op.Name == prepack.Op && len(op.Args) == 2 {
+			prepacked[op.Args[1]] = true
+		}
+	}
+	for i, ti := range a.Tensors {
+		if ti == nil {
+			continue
+		}
+		id := int32(i)
+		in.Tensors[i] = &lower.Tensor{DType: ti.DType, Bytes: ti.NBytes, Constant: ti.Constant, Transient: a.Plan.Placements[id].Shared,
+			Deferred: ti.Deferred, Prepacked: prepacked[id], Chunked: a.Chunked[id]}
+	}
+	return in
+}
+
+// deferrals decides which values get no buffer of their own (Deferred):
+// constants read only through et_vk.prepack or packed
+// (prepack.Deferred), the weights held in chunks (Chunked), those read
+// only through a packing made at load (LoadPacked) and, with
+// lim.HalfKVCache, the half KV caches (HalfKV).
+func (a *Analysis) deferrals(lim Limits) {
+	g := a.Graph
+	a.Deferred = prepack.Deferred(g, ops.PackedArgs)
+	a.Chunked, a.blocked = chunkedWeights(g, a.Deferred, lim)
+	a.LoadPacked = loadPacked(g, a.Deferred, lim.Device, lim.Kernels)
+	if lim.HalfKVCache {
+		a.HalfKV = halfKV(g, a.Deferred)
+	}
+}
+
+// MemoryPlan is the memory plan a load of g under lim (its buffer and
+// binding limits, device profile, kernel choices; the zero values: none,
+// the defaults) makes, without a device or the constants' bytes: the
+// values Analyze defers get no buffer, every other tensor its device size
+// (FLOAT16 held as float32) in its dedicated buffer or shared object
+// (package memplan). A tensor whose dims or dtype Analyze would reject is
+// left out. deferred are the values the load defers. For tools that show
+// what a load would allocate (wgdelegate inspect).
+func MemoryPlan(g *serialization.Graph, lim Limits) (p *memplan.Plan, deferred map[int32]bool, err error) {
+	a := &Analysis{Graph: g}
+	a.deferrals(lim)
+	var ts []memplan.Tensor
+	for i := range g.Values {
+		t := g.Values[i].Tensor
+		if g.Values[i].Kind != serialization.KindTensor || t == nil {
+			continue
+		}
+		n, err := serialization.TensorNBytes(t)
+		if err != nil {
+			continue
+		}
+		id := int32(i)
+		n = n / int64(t.DataType.Size()) * int64(DeviceDType(t.DataType).Size())
+		ts = append(ts, memplan.Tensor{ID: id, NBytes: n, MemObjID: t.MemObjID, Constant: t.IsConstant(), Deferred: a.Deferred[id]})
+	}
+	if p, err = memplan.Build(ts); err != nil {
+		return nil, nil, fmt.Errorf("graph: memory plan: %w", err)
+	}
+	return p, a.Deferred, nil
 }
 
 // loadPacked finds the weights Analysis.LoadPacked describes, adds them to
@@ -335,7 +416,7 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 			return invalidf("value %d: tensor of %d bytes is too large", i, ti.NBytes)
 		}
 		if ti.Constant {
-			b, err := resolveConstant(a.Graph, blob, named, id, ti, ti.Numel*int64(t.DataType.Size()))
+			b, err := resolveConstant(blob, named, id, t)
 			if err != nil {
 				return err
 			}
@@ -366,38 +447,32 @@ func (a *Analysis) values(blob *serialization.Blob, named serialization.NamedDat
 	return nil
 }
 
-// resolveConstant returns constant tensor id's nbytes serialized bytes:
-// inline in the blob's constant region, or named data looked up by key.
-// The slice aliases the caller's (usually memory-mapped) bytes.
-func resolveConstant(g *serialization.Graph, blob *serialization.Blob, named serialization.NamedData, id int32, ti *TensorInfo, nbytes int64) ([]byte, error) {
-	if int(ti.ConstID) >= len(g.Constants) {
-		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("constant id out of range (%d constants)", len(g.Constants))}
+// resolveConstant returns constant tensor id's (t's) serialized bytes,
+// inline in the blob's constant region or named data looked up by key
+// (serialization.Blob.ResolveConstant), aliasing the caller's (usually
+// memory-mapped) bytes; its error is a *ConstantError naming the value and
+// the key.
+func resolveConstant(blob *serialization.Blob, named serialization.NamedData, id int32, t *serialization.Tensor) ([]byte, error) {
+	b, err := blob.ResolveConstant(t, named)
+	if err == nil {
+		return b, nil
 	}
-	c := g.Constants[ti.ConstID]
-	if c.IsNamed() {
-		if !c.HasKey || c.NamedKey == "" {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: "named constant without a key"}
+	ce := &ConstantError{ValueID: id, ConstantID: t.ConstantID, Msg: err.Error()}
+	if int(t.ConstantID) < len(blob.Graph.Constants) {
+		if c := blob.Graph.Constants[t.ConstantID]; c.IsNamed() {
+			ce.Key = c.NamedKey
 		}
-		if named == nil {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "no named data was provided (pass the .pte or .ptd that holds it)"}
-		}
-		b, ok := named.Get(c.NamedKey)
-		if !ok {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: "key not found in named data"}
-		}
-		if int64(len(b)) < nbytes {
-			return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Key: c.NamedKey, Msg: fmt.Sprintf("named data has %d bytes, tensor needs %d", len(b), nbytes)}
-		}
-		return b[:nbytes], nil
 	}
-	region := blob.Constants
-	if nbytes == 0 {
-		return nil, nil
+	var fe *serialization.FormatError
+	switch {
+	case errors.Is(err, serialization.ErrMissingKey) && named == nil:
+		ce.Msg = "no named data was provided (pass the .pte or .ptd that holds it)"
+	case errors.Is(err, serialization.ErrMissingKey):
+		ce.Msg = "key not found in named data"
+	case errors.As(err, &fe):
+		ce.Msg = fe.Msg
 	}
-	if c.Offset >= uint64(len(region)) || uint64(nbytes) > uint64(len(region))-c.Offset {
-		return nil, &ConstantError{ValueID: id, ConstantID: ti.ConstID, Msg: fmt.Sprintf("inline bytes [%d, +%d) outside the %d-byte constant region", c.Offset, nbytes, len(region))}
-	}
-	return region[c.Offset : c.Offset+uint64(nbytes)], nil
+	return nil, ce
 }
 
 // checkIO requires inputs to be non-constant tensors or SymInts, and
@@ -427,38 +502,6 @@ func (a *Analysis) checkIO() error {
 		}
 	}
 	return nil
-}
-
-// consumers indexes, for every value, the ops that read it and the op
-// that writes it.
-func (a *Analysis) consumers() {
-	a.Consumers = map[int32][]int{}
-	a.Producers = map[int32]int{}
-	vals := a.Graph.Values
-	for i, op := range a.Graph.Chain {
-		if len(op.Args) == 0 {
-			continue
-		}
-		if out := op.Args[len(op.Args)-1]; out >= 0 && int(out) < len(vals) {
-			a.Producers[out] = i
-			if vals[out].Kind == serialization.KindValueList {
-				for _, m := range vals[out].IDs {
-					a.Producers[m] = i
-				}
-			}
-		}
-		for _, arg := range op.Args[:len(op.Args)-1] {
-			if arg < 0 || int(arg) >= len(vals) {
-				continue
-			}
-			a.Consumers[arg] = append(a.Consumers[arg], i)
-			if vals[arg].Kind == serialization.KindValueList {
-				for _, m := range vals[arg].IDs {
-					a.Consumers[m] = append(a.Consumers[m], i)
-				}
-			}
-		}
-	}
 }
 
 // checkDeviceLimits rejects a tensor or shared memory object larger than

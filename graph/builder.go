@@ -30,7 +30,10 @@ type opBuilder struct {
 	g     *WebGPUGraph
 	op    string
 	index int // position in the chain
-	ctx   context.Context
+	// slot is the chain index of the plan's top-level node being
+	// recorded, under which refresh notes the node's reads (refresh.go).
+	slot int
+	ctx  context.Context
 	// refresh, when set: the op is re-run by refresh and must record
 	// what it recorded last time (refresh.go).
 	refresh *refreshState
@@ -120,7 +123,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 			return ops.Errorf(-1, "value %d is not a tensor", id)
 		}
 		ts := g.tensors[id]
-		if ts.buf == nil && !ts.shared {
+		if ts.buf == nil && !ts.shared && !ts.placed {
 			if !ts.constant && !ts.deferred && ts.memObj < 0 {
 				// A prepack output whose et_vk.prepack has not run yet.
 				return fmt.Errorf("%w: %w: value %d is read before the et_vk.prepack that writes it", ErrInvalidGraph, ErrReadBeforeWrite, id)
@@ -139,7 +142,7 @@ func (b *opBuilder) Dispatch(k *shaders.Kernel, inputs, outputs []int32, params 
 	// can clash; checkBindings verifies every binding once all are known.
 	for i := len(inputs); i < len(ids); i++ {
 		for j := range ids {
-			if j != i && b.SameBuffer(ids[j], ids[i]) {
+			if j != i && b.sameBuffer(ids[j], ids[i]) {
 				return fmt.Errorf("%w: values %d and %d are one buffer but are bound together, one writable",
 					ErrInvalidGraph, ids[j], ids[i])
 			}
@@ -202,8 +205,8 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		g.prepackSrc[dst] = src
 		return nil
 	}
-	if g.replay {
-		if d.buf == nil {
+	if g.replay || d.placed {
+		if d.buf == nil && !d.placed {
 			return ops.Errorf(1, "prepack output %d was not written when the graph was loaded", dst)
 		}
 		g.prepackSrc[dst] = src
@@ -214,14 +217,9 @@ func (b *opBuilder) MaterializeConstant(src, dst int32) error {
 		return err
 	}
 	if d.buf == nil {
-		// Created now, with the bytes (allocate left it to us): on
-		// lavapipe a direct, possibly deferred, upload.
-		pl := g.plan.Placements[dst]
-		buf, err := g.newBufferData(uint64(pl.Size), data, fmt.Sprintf("value %d", dst))
-		if err != nil {
-			return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
-		}
-		d.buf = buf
+		// Placed with the bytes (allocate left it to us): on lavapipe a
+		// direct, possibly deferred, upload.
+		g.place(placement{id: dst, size: uint64(g.plan.Placements[dst].Size), data: data, label: fmt.Sprintf("value %d", dst)})
 	} else if err := g.dev.Write(d.buf, 0, data); err != nil {
 		return fmt.Errorf("prepack %d -> %d: %w", src, dst, err)
 	}
@@ -364,67 +362,22 @@ func (g *WebGPUGraph) releaseOwned(b *gpu.Buffer) {
 	b.Release()
 }
 
-var _ ops.Configurer = (*opBuilder)(nil)
-
-// Config implements ops.Configurer: the load's kernel choices.
+// Config implements ops.Builder: the load's kernel choices.
 func (b *opBuilder) Config() ops.Config { return b.g.kernels }
 
-var _ ops.Profiler = (*opBuilder)(nil)
+// OnRefresh implements ops.Builder: update becomes the recording unit's
+// update function (refresh.go).
+func (b *opBuilder) OnRefresh(update func(ops.Builder) error) {
+	g := b.g
+	if b.refresh == nil && b.slot >= 0 && b.slot < len(g.opUpdates) {
+		g.opUpdates[b.slot] = append(g.opUpdates[b.slot], nodeUpdate{index: b.index, fn: update})
+	}
+}
 
-// DeviceProfile implements ops.Profiler: the device the load records for.
+// DeviceProfile implements ops.Builder: the device the load records for.
 func (b *opBuilder) DeviceProfile() ops.DeviceProfile { return b.g.profile }
 
-var _ ops.Fuser = (*opBuilder)(nil)
-
-// Consumers implements ops.Fuser.
-func (b *opBuilder) Consumers(id int32) []int {
-	var out []int
-	for _, i := range b.g.consumers[id] {
-		if i > b.index {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// OpAt implements ops.Fuser.
-func (b *opBuilder) OpAt(i int) (string, []int32) {
-	if i < 0 || i >= len(b.g.graph.Chain) {
-		return "", nil
-	}
-	op := b.g.graph.Chain[i]
-	return op.Name, append([]int32(nil), op.Args...)
-}
-
-// Defined implements ops.Fuser.
-func (b *opBuilder) Defined(id int32) bool {
-	i, written := b.g.producers[id]
-	return !written || i < b.index
-}
-
-// IsOutput implements ops.Fuser.
-func (b *opBuilder) IsOutput(id int32) bool {
-	for _, o := range b.g.graph.OutputIDs {
-		if int32(o) == id {
-			return true
-		}
-	}
-	return false
-}
-
-// Absorb implements ops.Fuser.
-func (b *opBuilder) Absorb(i int) error {
-	if i <= b.index || i >= len(b.g.graph.Chain) {
-		return ops.Errorf(-1, "cannot absorb op %d from op %d", i, b.index)
-	}
-	if b.refresh != nil && !b.g.absorbed[i] {
-		return errRefresh
-	}
-	b.g.absorbed[i] = true
-	return nil
-}
-
-// SameBuffer reports whether tensors x and y are bound to one GPU buffer
+// sameBuffer reports whether tensors x and y are bound to one GPU buffer
 // whatever the recording decides: the same value, or two tensors with
 // fixed buffers (constants, dedicated tensors, prepacked weights) that are
 // one buffer. Transient tensors, which the exporter let share objects, are
@@ -432,7 +385,7 @@ func (b *opBuilder) Absorb(i int) error {
 // after the recording so that tensors live in one dispatch never share,
 // which lets a fused kernel read a tensor and write one the exporter gave
 // the same mem_obj_id.
-func (b *opBuilder) SameBuffer(x, y int32) bool {
+func (b *opBuilder) sameBuffer(x, y int32) bool {
 	t := b.g.tensors
 	if x < 0 || y < 0 || int(x) >= len(t) || int(y) >= len(t) || t[x] == nil || t[y] == nil {
 		return false

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -164,9 +163,7 @@ type sliceState struct {
 	data       []byte // the slice's bytes (aliasing the constant's along dim 0)
 }
 
-var _ ops.Chunker = (*opBuilder)(nil)
-
-// ChunkedWeight implements ops.Chunker.
+// ChunkedWeight implements ops.Builder.
 func (b *opBuilder) ChunkedWeight(id int32) bool {
 	g := b.g
 	if g.chunked[id] {
@@ -176,10 +173,10 @@ func (b *opBuilder) ChunkedWeight(id int32) bool {
 	return ok && g.chunked[src]
 }
 
-// ChunkBytes implements ops.Chunker.
+// ChunkBytes implements ops.Builder.
 func (b *opBuilder) ChunkBytes() int64 { return b.g.bindLimit }
 
-// SliceWeight implements ops.Chunker.
+// SliceWeight implements ops.Builder.
 func (b *opBuilder) SliceWeight(id int32, dim int, begin, end int64) (ops.Tensor, error) {
 	g := b.g
 	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
@@ -234,17 +231,14 @@ func (b *opBuilder) SliceWeight(id int32, dim int, begin, end int64) (ops.Tensor
 	dims[dim] = end - begin
 	numel := ops.NumelOf(dims)
 	nbytes := numel * es
-	buf, err := g.newBufferData(uint64(memplan.AllocSize(nbytes)), data, fmt.Sprintf("value %d rows [%d, %d) along %d", src, begin, end, dim))
-	if err != nil {
-		return ops.Tensor{}, fmt.Errorf("graph: value %d: %w", id, err)
-	}
-	ts := &tensorState{dtype: ws.dtype, half: ws.half, dims: dims, numel: numel, nbytes: nbytes, constant: true, constID: -1, memObj: -1, buf: buf}
+	ts := &tensorState{dtype: ws.dtype, half: ws.half, dims: dims, numel: numel, nbytes: nbytes, constant: true, constID: -1, memObj: -1}
 	ts.setLive(dims, numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.sliceKeys[key] = vid
 	g.slices[vid] = &sliceState{src: src, dim: dim, begin: begin, end: end, data: data}
-	g.stats.ChunkBytes += int64(buf.Size())
+	g.place(placement{id: vid, size: uint64(memplan.AllocSize(nbytes)), data: data, stat: &g.stats.ChunkBytes,
+		label: fmt.Sprintf("value %d rows [%d, %d) along %d", src, begin, end, dim)})
 	if g.chunked[src] && dim == 0 {
 		g.stats.NumWeightChunks++
 	}
@@ -273,7 +267,7 @@ func (g *WebGPUGraph) chunkOf(ids []int32) int {
 	return -1
 }
 
-// Scratch implements ops.Chunker.
+// Scratch implements ops.Builder.
 func (b *opBuilder) Scratch(key int, dt serialization.DataType, dims []int64) (ops.Tensor, error) {
 	g := b.g
 	k := [2]int{b.index, key}
@@ -292,16 +286,12 @@ func (b *opBuilder) Scratch(key int, dt serialization.DataType, dims []int64) (o
 		return ops.Tensor{}, ops.Errorf(-1, "bad scratch shape %v %v", dt, dims)
 	}
 	nbytes := numel * int64(dt.Size())
-	buf, err := g.newBuffer(gpu.Storage, uint64(memplan.AllocSize(nbytes)), fmt.Sprintf("op %d scratch %d", b.index, key))
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	ts := &tensorState{dtype: dt, dims: slices.Clone(dims), numel: numel, nbytes: nbytes, constID: -1, memObj: -1, buf: buf}
+	ts := &tensorState{dtype: dt, dims: slices.Clone(dims), numel: numel, nbytes: nbytes, constID: -1, memObj: -1}
 	ts.setLive(ts.dims, numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.scratchTensors[k] = vid
 	g.scratchKeys[vid] = key
-	g.stats.ScratchBytes += int64(buf.Size())
+	g.place(placement{id: vid, size: uint64(memplan.AllocSize(nbytes)), stat: &g.stats.ScratchBytes, label: fmt.Sprintf("op %d scratch %d", b.index, key)})
 	return b.Tensor(vid)
 }

@@ -28,7 +28,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], spec)
+		packed, err := b.PackWeight(args[0], spec)
 		if err != nil {
 			return err
 		}

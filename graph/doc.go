@@ -1,8 +1,9 @@
 // Package graph builds a decoded VkGraph on a WebGPU device and executes it.
 //
 // Build runs in phases, like the reference runtimes. Phases 1-3, the
-// memory plan of phase 4 and every check of a graph are Analyze: device-free,
-// one reading of the graph, done before the first GPU object exists.
+// memory plan of phase 4, the plan of phase 5 (package lower) and every
+// check of a graph are Analyze: device-free, one reading of the graph,
+// done before the first GPU object exists.
 //
 //  1. Every op in the chain is looked up in the ops registry; all missing ops
 //     are reported at once, before any GPU object exists.
@@ -21,9 +22,22 @@
 //     decided after recording (step 5), from the lifetimes the recorded
 //     dispatches give the tensors, so that a fused kernel never reads a
 //     buffer it writes (see package memplan).
-//  5. Ops record their dispatches in chain order; prepack writes its constant
-//     straight into its output's dedicated buffer. Then the transient
-//     tensors are bound to the shared buffers (memplan.Place) and every
+//  5. Package lower turns the chain into a plan (Analysis.Lowered): one
+//     node per op, or a fused op standing for several (the elementwise
+//     chains, a linear with its epilogue, rms_norm with the linears that
+//     read it, the rope with its KV-cache attention, the rope tables read
+//     whole, the views that share their input's buffer), every fusion
+//     decided there once. The nodes record their dispatches in order
+//     (record.go: an op through its registered function, a fused op
+//     through its kind's kernel, or its fallback where the live shapes do
+//     not fit it); prepack places its constant's bytes for its output's
+//     dedicated buffer. Every form of a weight (as exported, prepacked,
+//     packed, sliced into chunks, a persistent or half KV cache) is placed
+//     and gets its buffer in one place, placeWeights (weights.go): what
+//     the analysis decides before the recording, what the ops asked for
+//     right after it; no buffer is made while an op records. Then the
+//     transient tensors are bound to the shared buffers (memplan.Place)
+//     and every
 //     dispatch is checked to bind no buffer twice with one binding
 //     writable. Parameters go to one uniform arena; bind groups are created
 //     once.
@@ -41,8 +55,8 @@
 // buffers, new uniforms and grids) and outputs come back with their live
 // shapes. New SymInt input values alone (a decoder's input_pos) only
 // re-run the ops that read them and rewrite their uniform params in place
-// (refresh.go); the chain is re-recorded only when they change a shape,
-// kernel or grid. Same shapes and values as last time: nothing is
+// (refresh.go: the plan nodes whose SymInt reads moved); the chain is
+// re-recorded only when they change a shape, kernel or grid. Same shapes and values as last time: nothing is
 // re-recorded, and Execute makes no allocation beyond its outputs.
 //
 // # Float16
@@ -81,12 +95,12 @@
 //
 // Build hands every op the device's profile (DeviceProfile: the adapter's
 // class, CPU, integrated or discrete GPU, its vendor, name, limits and
-// timestamp support; ops.Profiler) with the load's kernel choices
-// (Options.Kernels, ops.Configurer). ops.Resolve turns the two into the
+// timestamp support; ops.Builder.DeviceProfile) with the load's kernel
+// choices (Options.Kernels, ops.Builder.Config). ops.Resolve turns the two into the
 // kernel family the ops record with: Kernels.Family when set (the CLI's
 // --kernels cpu|gpu), else the class's (cpu on lavapipe, gpu on a GPU).
 // The family only changes which kernels record; the graph, its memory plan
-// and its fusion decisions are the same in both.
+// and its plan (package lower's fusion decisions) are the same in both.
 //
 // # Half KV caches
 //
@@ -114,9 +128,9 @@
 // directly or through et_vk.prepack, is held in chunks instead: Analyze
 // defers it (Analysis.Chunked; it still counts against the memory limit)
 // and the ops ask for the row ranges they need while recording
-// (ops.Chunker: SliceWeight, each range a buffer made from the constant's
+// (ops.Builder.SliceWeight, each range a buffer made from the constant's
 // bytes through the deferred upload path, shared between the values of one
-// named key, such as a tied embedding and classifier; Scratch, an op's
+// named key, such as a tied embedding and classifier; Builder.Scratch, an op's
 // private output). A linear then runs its kernel once per chunk of output
 // columns into a scratch output and copies it into its columns of the
 // output (packing each chunk, e.g. as halves, with its own packed-weight

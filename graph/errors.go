@@ -58,13 +58,19 @@ func (e *ConstantError) Error() string {
 
 func (e *ConstantError) Unwrap() error { return ErrConstant }
 
-// InputError reports an Execute input that does not match the graph.
+// InputError reports an Execute input that does not match the graph;
+// Index is -1 when the number of inputs is wrong.
 type InputError struct {
 	Index int
 	Msg   string
 }
 
-func (e *InputError) Error() string { return fmt.Sprintf("graph: input %d: %s", e.Index, e.Msg) }
+func (e *InputError) Error() string {
+	if e.Index < 0 { // the inputs as a whole: their number
+		return "graph: inputs: " + e.Msg
+	}
+	return fmt.Sprintf("graph: input %d: %s", e.Index, e.Msg)
+}
 
 func (e *InputError) Unwrap() error { return ErrInput }
 

@@ -104,24 +104,8 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 	if len(inputs) != len(g.inputs) {
 		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("graph takes %d inputs, got %d", len(g.inputs), len(inputs))}
 	}
-	if err := g.prepare(ctx, inputs); err != nil {
+	if err := g.upload(ctx, inputs, -1); err != nil {
 		return nil, err
-	}
-	for i, in := range inputs {
-		ts := g.tensors[g.inputs[i]]
-		if ts == nil {
-			continue
-		}
-		data, err := g.hostToDevice(i, in, ts)
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == 0 {
-			continue
-		}
-		if err := g.dev.Write(ts.buf, 0, data); err != nil {
-			return nil, fmt.Errorf("graph: input %d: %w", i, err)
-		}
 	}
 	if err := g.prog.Run(ctx); err != nil {
 		return nil, fmt.Errorf("graph: execute: %w", err)
@@ -157,6 +141,32 @@ func (g *WebGPUGraph) Execute(ctx context.Context, inputs []Tensor) ([]Tensor, e
 		outs[i] = Tensor{DType: o.host, Shape: append([]int64(nil), ts.live...), Data: data}
 	}
 	return outs, nil
+}
+
+// upload brings the recording up to date with inputs (prepare) and writes
+// the tensor inputs to their buffers, but input skip (-1: none), which the
+// step takes from the device (a Head's fed token). The caller holds g.mu.
+func (g *WebGPUGraph) upload(ctx context.Context, inputs []Tensor, skip int) error {
+	if err := g.prepare(ctx, inputs); err != nil {
+		return err
+	}
+	for i, in := range inputs {
+		ts := g.tensors[g.inputs[i]]
+		if ts == nil || i == skip {
+			continue
+		}
+		data, err := g.hostToDevice(i, in, ts)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			continue
+		}
+		if err := g.dev.Write(ts.buf, 0, data); err != nil {
+			return fmt.Errorf("graph: input %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // prepare checks the inputs' shapes and SymInt values and brings the
@@ -235,7 +245,10 @@ func (g *WebGPUGraph) checkInputShape(i int, in Tensor, ts *tensorState) error {
 		return &InputError{Index: i, Msg: fmt.Sprintf("shape %v has rank %d, graph expects rank %d (at most %v)", in.Shape, len(in.Shape), len(ts.dims), ts.dims)}
 	}
 	for j := range in.Shape {
-		if in.Shape[j] < 0 || in.Shape[j] > ts.dims[j] {
+		if in.Shape[j] < 0 {
+			return &InputError{Index: i, Msg: fmt.Sprintf("shape %v has a negative size in dim %d", in.Shape, j)}
+		}
+		if in.Shape[j] > ts.dims[j] {
 			return &InputError{Index: i, Msg: fmt.Sprintf("shape %v is larger than the graph's bound %v in dim %d", in.Shape, ts.dims, j)}
 		}
 	}

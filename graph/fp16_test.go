@@ -220,15 +220,11 @@ func testHalfWeightTentative(t *testing.T, shared bool) {
 	if shared {
 		b.Outputs(w)
 	}
-	raw, err := b.Blob()
+	blob, named, err := b.Decode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Build(ctx, device(t), blob, Options{NamedData: namedOf(t, b)})
+	g, err := Build(ctx, device(t), blob, Options{NamedData: named})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,16 +262,4 @@ func testHalfWeightTentative(t *testing.T, shared bool) {
 			}
 		}
 	}
-}
-
-// namedOf returns b's named data as a NamedData.
-func namedOf(t *testing.T, b *serialization.Builder) serialization.NamedData {
-	t.Helper()
-	nd := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := nd.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return nd
 }

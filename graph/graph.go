@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/prepack"
@@ -79,6 +80,9 @@ type tensorState struct {
 	shared bool
 	// materialized: a prepacked (persistent) buffer filled at load.
 	materialized bool
+	// placed: a weight form that gets its buffer at the next placeWeights
+	// (weights.go); buf is nil until then.
+	placed bool
 	// live is the current shape (see ops.Tensor); liveNumel its size.
 	live      []int64
 	liveNumel int64
@@ -101,88 +105,57 @@ type outputSlot struct {
 	read    int                    // index into reads, -1 for a SymInt
 }
 
-// WebGPUGraph is a loaded delegate graph, ready to Execute.
+// WebGPUGraph is a loaded delegate graph, ready to Execute. Its state is
+// split by lifetime: what the load fixes (fixedState), the GPU objects
+// (gpuResources) and weights (weightState) it made, the current
+// recording (recordingState) and what a refresh needs of it
+// (refreshRecord), per-Execute scratch (executeScratch), and what only
+// the load uses (loadState, dropped when Build returns).
 type WebGPUGraph struct {
-	// For the graph's whole life, fixed by the load:
+	fixedState
+	gpuResources
+	weightState
+	recordingState
+	refreshRecord
+	executeScratch
+	loadState
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// fixedState is what the load fixes for the graph's whole life.
+type fixedState struct {
 	dev     *gpu.Device
 	log     *slog.Logger
 	graph   *serialization.Graph
-	kernels ops.Config        // the load's kernel choices (ops.Configurer)
-	profile ops.DeviceProfile // the device's (ops.Profiler)
+	kernels ops.Config        // the load's kernel choices (ops.Builder.Config)
+	profile ops.DeviceProfile // the device's (ops.Builder.DeviceProfile)
 	inputs  []int32
 	outputs []outputSlot
 	// what recording reads of the analysis: host reads (select_as_symint
-	// inputs whose values ops read while recording), the consumers of
-	// every value (ops.Fuser), the memory limit and the exporter plan's
-	// tensor bytes (for the buffers bindTransients may add)
+	// inputs whose values ops read while recording), the memory limit and
+	// the exporter plan's tensor bytes (for the buffers bindTransients may
+	// add)
 	hostRead            map[int32]bool
-	consumers           map[int32][]int
-	producers           map[int32]int
+	lowered             *lower.Plan // the nodes recordOps records (package lower)
 	memLimit, planBytes int64
 	mutatesState        bool // some op writes a prepacked buffer (a KV cache): state across Executes
+}
 
-	// GPU objects, released by Close:
+// gpuResources are the graph's GPU objects, released by Close.
+type gpuResources struct {
 	tensors  []*tensorState        // per value id; nil for non-tensors
 	shared   map[int32]*gpu.Buffer // shared objects (the exporter's, and any bindTransients added)
 	owned    []*gpu.Buffer         // every buffer this graph created
 	arenaBuf *gpu.Buffer           // the uniform arena
+	heads    []*Head               // open Heads, closed with the graph
+}
 
-	// Per recording (load, then each re-recording for new input shapes or
-	// SymInt values):
-	sym             map[int32]int64 // live SymInt values, by value id
-	groups          []*gpu.BindGroup
-	groupKeys       []bindKey // per group: what it binds (reused by a re-recording)
-	kernelPipes     map[*shaders.Kernel]*gpu.Pipeline
-	records         []gpu.Dispatch
-	reads           []gpu.Readback
-	prog            *gpu.Program        // records and reads, prepared for replay
-	dispatchOps     []int               // per record: the chain index of its op
-	dispatchKernels []string            // per record: its kernel's name
-	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
-	absorbed        map[int]bool        // ops fused into an earlier op
-	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
-	recordedIn      [][]int64           // per input, the key the records were built for
-	stale           bool                // the records do not match any inputs yet
-	replay          bool                // re-recording: constants are already written
-	rerecords       int
-	pend            []pendingDispatch // being recorded
-	// What the recording read of the SymInts, for refresh (refresh.go):
-	opSyms             [][]symRead       // per chain index: the SymInt values the op read
-	opHost             []bool            // per chain index: the op read input values on the host
-	opPend             [][2]int          // per chain index: its dispatches, indices into lastPend
-	lastPend           []pendingDispatch // the recorded dispatches
-	lastArena          []byte            // the uniform arena as written
-	recordedSym        [][]int64         // per input, the SymInt value or host-read data the params hold
-	refreshes, patched int
-	symSet, symEarly   map[int32]bool // SymInts an op set; read before any op set them
-	refreshable        bool           // refresh can bring the recording up to date
-	arena              []byte         // uniforms being recorded
-
-	// Per Execute (scratch reused across calls):
-	scratch [][]byte         // per input, for int64/float64 narrowing
-	liveKey []int64          // for comparing input keys
-	hostIn  map[int32]Tensor // host-read inputs' data
-	stats   MemoryStats
-
-	// Load only (dropped when Build returns):
-	an   *Analysis
-	plan *memplan.Plan
-	// prefetch compiles pipelines in the background (see prefetch.go).
-	prefetch *pipelinePrefetch
-	// warmEarly: pipelines are warmed up as soon as they are compiled
-	// (unless SkipWarmup or SymInt inputs); warmed holds those warmed up
-	// so far, which the final warm-up leaves out; warmIn and warmOut are
-	// the early warm-ups' scratch buffers.
-	warmEarly bool
-	warmed    map[*gpu.Pipeline]bool
-	warmIn    *gpu.Buffer
-	warmOut   []*gpu.Buffer
-	// uploads deferred and not yet finished, and the bytes finishUploads
-	// had the loading goroutine and the driver's thread touch
-	uploads          []pendingUpload
-	upMain, upDriver int64
-
-	// Packed weights (ops.Packer), kept for re-recordings:
+// weightState is how the load holds its weights beyond their buffers as
+// exported, kept for re-recordings: packed (ops.Builder.PackWeight),
+// persistent copies, half KV caches, chunks.
+type weightState struct {
 	packCache  *prepack.Cache
 	packed     map[string]int32 // cache key -> packed tensor id
 	prepackSrc map[int32]int32  // prepack output -> its constant
@@ -201,11 +174,76 @@ type WebGPUGraph struct {
 	hostConst      map[hostKey]float64 // constant elements read at load
 	packStaging    []*gpu.Buffer       // mapped readbacks the cache holds until Save
 	packStats      PackedCacheStats
+	packMark       int                   // packCache.Mark() when the load began
+	packErrs       []*prepack.CacheError // the cache's problems during the load
+	placing        []placement           // placed weight forms waiting for their buffers (weights.go)
+}
 
-	heads []*Head // open Heads, closed with the graph
+// recordingState is the current recording (the load's, then each
+// re-recording for new input shapes or SymInt values).
+type recordingState struct {
+	sym             map[int32]int64 // live SymInt values, by value id
+	groups          []*gpu.BindGroup
+	groupKeys       []bindKey // per group: what it binds (reused by a re-recording)
+	kernelPipes     map[*shaders.Kernel]*gpu.Pipeline
+	records         []gpu.Dispatch
+	reads           []gpu.Readback
+	prog            *gpu.Program        // records and reads, prepared for replay
+	dispatchOps     []int               // per record: the chain index of its op
+	dispatchKernels []string            // per record: its kernel's name
+	dispatchChunks  []int               // per record: the weight chunk it reads, or -1 (chunk.go)
+	aliases         map[int32]viewAlias // view outputs sharing their input's buffer
+	recordedIn      [][]int64           // per input, the key the records were built for
+	stale           bool                // the records do not match any inputs yet
+	replay          bool                // re-recording: constants are already written
+	rerecords       int
+	pend            []pendingDispatch // being recorded
+	arena           []byte            // uniforms being recorded
+}
 
-	mu     sync.Mutex
-	closed bool
+// refreshRecord is what the recording read of the SymInts, for refresh
+// (refresh.go), and what the refreshes did.
+type refreshRecord struct {
+	opSyms             [][]symRead       // per plan node (by chain index): the SymInt values it read
+	opHost             []bool            // per plan node: it read input values on the host
+	opPend             [][2]int          // per plan node: its dispatches, indices into lastPend
+	lastPend           []pendingDispatch // the recorded dispatches
+	lastArena          []byte            // the uniform arena as written
+	recordedSym        [][]int64         // per input, the SymInt value or host-read data the params hold
+	refreshes, patched int
+	rerun, updated     int            // nodes refresh re-ran; of them, through their update functions
+	opUnits            []int          // per plan node: the ops, fused ops and views it recorded
+	opUpdates          [][]nodeUpdate // per plan node: the update functions they gave
+	symSet, symEarly   map[int32]bool // SymInts an op set; read before any op set them
+	refreshable        bool           // refresh can bring the recording up to date
+}
+
+// executeScratch is Execute's scratch, reused across calls.
+type executeScratch struct {
+	scratch [][]byte         // per input, for int64/float64 narrowing
+	liveKey []int64          // for comparing input keys
+	hostIn  map[int32]Tensor // host-read inputs' data
+	stats   MemoryStats
+}
+
+// loadState is what only the load uses (dropped when Build returns).
+type loadState struct {
+	an   *Analysis
+	plan *memplan.Plan
+	// prefetch compiles pipelines in the background (see prefetch.go).
+	prefetch *pipelinePrefetch
+	// warmEarly: pipelines are warmed up as soon as they are compiled
+	// (unless SkipWarmup or SymInt inputs); warmed holds those warmed up
+	// so far, which the final warm-up leaves out; warmIn and warmOut are
+	// the early warm-ups' scratch buffers.
+	warmEarly bool
+	warmed    map[*gpu.Pipeline]bool
+	warmIn    *gpu.Buffer
+	warmOut   []*gpu.Buffer
+	// uploads deferred and not yet finished, and the bytes finishUploads
+	// had the loading goroutine and the driver's thread touch
+	uploads          []pendingUpload
+	upMain, upDriver int64
 }
 
 // Load decodes a VH00 delegate blob and builds it on dev. The blob and the
@@ -221,10 +259,16 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 
 // Build builds an already decoded blob on dev.
 func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
-	g := &WebGPUGraph{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, shared: map[int32]*gpu.Buffer{}, sym: map[int32]int64{},
-		packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{}, halfKV: map[int32]int32{},
-		hostRead: map[int32]bool{}, hostIn: map[int32]Tensor{}, hostConst: map[hostKey]float64{}, warmed: map[*gpu.Pipeline]bool{},
-		sliceKeys: map[string]int32{}, slices: map[int32]*sliceState{}, scratchTensors: map[[2]int]int32{}, scratchKeys: map[int32]int{}}
+	g := &WebGPUGraph{
+		fixedState:     fixedState{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, hostRead: map[int32]bool{}},
+		gpuResources:   gpuResources{shared: map[int32]*gpu.Buffer{}},
+		recordingState: recordingState{sym: map[int32]int64{}},
+		weightState: weightState{packed: map[string]int32{}, prepackSrc: map[int32]int32{}, weightKeys: map[int32]string{}, persistent: map[int32]int32{},
+			halfKV: map[int32]int32{}, hostConst: map[hostKey]float64{}, sliceKeys: map[string]int32{}, slices: map[int32]*sliceState{},
+			scratchTensors: map[[2]int]int32{}, scratchKeys: map[int32]int{}},
+		executeScratch: executeScratch{hostIn: map[int32]Tensor{}},
+		loadState:      loadState{warmed: map[*gpu.Pipeline]bool{}},
+	}
 	g.packCache = openPackedCache(opts.PackedCache, g)
 	if g.log == nil {
 		g.log = slog.Default()
@@ -233,6 +277,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.stopPrefetch()
 		g.releaseWarmScratch()
 		g.finishPacking()
+		if g.packCache != nil {
+			g.packErrs = g.packCache.ErrorsSince(g.packMark)
+		}
 		// Re-recording (dynamic shapes) writes no constants, so the
 		// blob and the named data are not kept.
 		g.an, g.plan, g.pend, g.arena = nil, nil, nil, nil
@@ -259,7 +306,7 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err != nil {
 		return nil, err
 	}
-	g.an, g.plan, g.inputs, g.hostRead, g.consumers, g.producers = a, a.Plan, a.Inputs, a.HostRead, a.Consumers, a.Producers
+	g.an, g.plan, g.inputs, g.hostRead, g.lowered = a, a.Plan, a.Inputs, a.HostRead, a.Lowered
 	g.chunked = a.Chunked
 	g.bindLimit = bindLimit(Limits{MaxBufferSize: lim.MaxBufferSize, MaxStorageBufferBindingSize: lim.MaxStorageBufferBindingSize})
 	g.memLimit, g.planBytes = opts.MemoryLimit, a.Plan.Stats.TensorBufferBytes()
@@ -289,6 +336,9 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 	if err := g.makeHalfKV(); err != nil {
 		return nil, err
 	}
+	if err := g.placeWeights(ctx); err != nil {
+		return nil, err
+	}
 	allocated := time.Now()
 	tentative := false
 	if err := g.recordOps(ctx); err != nil {
@@ -301,6 +351,11 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log.Debug("graph: load-time recording deferred to the first Execute", "err", err)
 		tentative = true
 		g.pend, g.arena = nil, nil
+	}
+	// The weight forms the ops asked for get their buffers (the pack
+	// kernels run) now, between the recording and the bind groups.
+	if err := g.placeWeights(ctx); err != nil {
+		return nil, err
 	}
 	// Transient tensors get their buffers now that the recording has
 	// decided who writes what (a tentative recording binds the inputs and
@@ -348,17 +403,4 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		"allocate", allocated.Sub(start), "record", recorded.Sub(allocated), "pipelines", pipelined.Sub(recorded),
 		"warmup", time.Since(pipelined))
 	return g, nil
-}
-
-// DeferredConstants is prepack.Deferred with the ops' packed arguments
-// (ops.PackedArgs), plus the weights read only through a packing made at
-// load (Analysis.LoadPacked: FLOAT16 linear weights held as packed
-// halves): what a load with the default kernel choices gives no buffer,
-// for callers that only import graph and have no device (asked for no
-// device profile, the cpu family; both families read the same weights
-// packed today, TestLoadPackedByFamily).
-func DeferredConstants(g *serialization.Graph) map[int32]bool {
-	d := prepack.Deferred(g, ops.PackedArgs)
-	loadPacked(g, d, ops.DeviceProfile{}, ops.Config{})
-	return d
 }

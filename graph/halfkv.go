@@ -9,9 +9,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-var _ ops.HalfCacher = (*opBuilder)(nil)
-
-// HalfCache implements ops.HalfCacher: the packed-halves buffer makeHalfKV
+// HalfCache implements ops.Builder: the packed-halves buffer makeHalfKV
 // made for KV cache id (ops.Config.HalfKVCache, Analysis.HalfKV).
 func (b *opBuilder) HalfCache(id int32) (ops.Tensor, bool, error) {
 	vid, ok := b.g.halfKV[id]
@@ -22,8 +20,8 @@ func (b *opBuilder) HalfCache(id int32) (ops.Tensor, bool, error) {
 	return t, err == nil, err
 }
 
-// makeHalfKV gives each cache Analysis.HalfKV lists its packed-halves
-// buffer, before the first recording: HalfCacheWords u32 words holding its
+// makeHalfKV places each cache Analysis.HalfKV lists as packed halves,
+// before the first recording (weights.go): HalfCacheWords u32 words holding its
 // constant's values rounded to half (round to nearest even), two a word,
 // the lower element in the low 16 bits. The buffer is writable and
 // persists across Execute calls like a prepacked tensor; the cache itself
@@ -61,18 +59,14 @@ func (g *WebGPUGraph) makeHalfKV() error {
 		for int64(len(halves)) < words*4 {
 			halves = append(halves, 0)
 		}
-		buf, err := g.newBufferData(uint64(words*4), halves, fmt.Sprintf("half KV cache %d", id))
-		if err != nil {
-			return err
-		}
 		g.stats.NumHalfKVCaches++
-		g.stats.HalfKVCacheBytes += int64(buf.Size())
 		ts := &tensorState{dtype: serialization.Int32, dims: []int64{words}, numel: words, nbytes: words * 4,
-			constID: -1, memObj: -1, buf: buf, materialized: true}
+			constID: -1, memObj: -1, materialized: true}
 		ts.setLive(ts.dims, words)
 		vid := int32(len(g.tensors))
 		g.tensors = append(g.tensors, ts)
 		g.halfKV[id] = vid
+		g.place(placement{id: vid, size: uint64(words * 4), data: halves, stat: &g.stats.HalfKVCacheBytes, label: fmt.Sprintf("half KV cache %d", id)})
 	}
 	return nil
 }

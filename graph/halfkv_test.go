@@ -66,19 +66,9 @@ func TestAnalyzeHalfKV(t *testing.T) {
 				outs = append(outs, c.extra(b, kc, vc)...)
 			}
 			b.Outputs(outs...)
-			raw, err := b.Blob()
+			blob, named, err := b.Decode()
 			if err != nil {
 				t.Fatal(err)
-			}
-			blob, err := serialization.DecodeBlob(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			named := serialization.NewNamedDataMap()
-			for _, nb := range b.NamedBlobs() {
-				if err := named.Add(nb.Key, nb.Data); err != nil {
-					t.Fatal(err)
-				}
 			}
 			a, err := Analyze(blob, named, Limits{HalfKVCache: !c.off})
 			if err != nil {

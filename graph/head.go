@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -46,17 +47,22 @@ const headRing = 2
 // (a vocabulary of 32,000 to 128,256 logits).
 const headWG = 256
 
-// argmaxParams is the Go twin of argmax.wgsl's Params.
+// argmaxParams is the Go twin of argmax.wgsl's Params (16 bytes).
 type argmaxParams struct {
-	Base, N, _, _ uint32
+	Base, N uint32
+	_       [2]uint32
 }
 
-// topkParams is the Go twin of topk.wgsl's Params.
+// topkParams is the Go twin of topk.wgsl's Params (32 bytes).
 type topkParams struct {
 	Base, N, K, Cap uint32
 	InvTemp         float32
-	_, _, _         uint32
+	_               [3]uint32
 }
+
+// headParamsSize is the bytes each head kernel binds of the params buffer:
+// the larger of the two structs.
+const headParamsSize = 32
 
 // MaxTopK is the largest StepOptions.TopK. The read-back holds topkSlack
 // more pairs than k, for ties at the k-th largest logit.
@@ -130,10 +136,10 @@ type Head struct {
 	vocab  int64
 	argmax *gpu.Pipeline
 	topk   *gpu.Pipeline
-	result *gpu.Buffer // the pick, u32
-	tops   *gpu.Buffer // topk.wgsl's out
-	params *gpu.Buffer // argmax params at 0, topk params at 256
-	last   [2][32]byte // params as last written
+	result *gpu.Buffer             // the pick, u32
+	tops   *gpu.Buffer             // topk.wgsl's out
+	params *gpu.Buffer             // argmax params at 0, topk params at 256
+	last   [2][headParamsSize]byte // params as last written
 	wrote  [2]bool
 	groups [2]*gpu.BindGroup
 	bound  *gpu.Buffer // the logits buffer the groups bind
@@ -269,24 +275,12 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	if o.Fed && Numel(inputs[h.opts.Token].Shape) != 1 {
 		return HeadStep{}, &InputError{Index: h.opts.Token, Msg: fmt.Sprintf("a fed step takes one token, got shape %v", inputs[h.opts.Token].Shape)}
 	}
-	if err := g.prepare(ctx, inputs); err != nil {
-		return HeadStep{}, err
+	skip := -1
+	if o.Fed {
+		skip = h.opts.Token
 	}
-	for i, in := range inputs {
-		ts := g.tensors[g.inputs[i]]
-		if ts == nil || (o.Fed && i == h.opts.Token) {
-			continue
-		}
-		data, err := g.hostToDevice(i, in, ts)
-		if err != nil {
-			return HeadStep{}, err
-		}
-		if len(data) == 0 {
-			continue
-		}
-		if err := g.dev.Write(ts.buf, 0, data); err != nil {
-			return HeadStep{}, fmt.Errorf("graph: input %d: %w", i, err)
-		}
+	if err := g.upload(ctx, inputs, skip); err != nil {
+		return HeadStep{}, err
 	}
 	if err := h.refreshLocked(); err != nil {
 		return HeadStep{}, err
@@ -297,20 +291,14 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 		return HeadStep{}, fmt.Errorf("graph: head: %w: logits of live shape %v", ErrInvalidGraph, lt.live)
 	}
 	base := uint32((rows - 1) * h.vocab)
-	var b [32]byte
-	binary.LittleEndian.PutUint32(b[0:], base)
-	binary.LittleEndian.PutUint32(b[4:], uint32(h.vocab))
-	if err := h.writeParams(0, b); err != nil {
+	if err := h.writeParams(0, uniformBytes(argmaxParams{Base: base, N: uint32(h.vocab)})); err != nil {
 		return HeadStep{}, err
 	}
 	top := 0
 	if o.TopK > 0 {
 		top = 1
-		k := min(int64(o.TopK), h.vocab)
-		binary.LittleEndian.PutUint32(b[8:], uint32(k))
-		binary.LittleEndian.PutUint32(b[12:], topkCap)
-		binary.LittleEndian.PutUint32(b[16:], math.Float32bits(float32(1/o.Temperature)))
-		if err := h.writeParams(1, b); err != nil {
+		p := topkParams{Base: base, N: uint32(h.vocab), K: uint32(min(int64(o.TopK), h.vocab)), Cap: topkCap, InvTemp: float32(1 / o.Temperature)}
+		if err := h.writeParams(1, uniformBytes(p)); err != nil {
 			return HeadStep{}, err
 		}
 	}
@@ -330,10 +318,12 @@ func (h *Head) Submit(ctx context.Context, inputs []Tensor, o StepOptions) (Head
 	return st, nil
 }
 
-// writeParams writes kernel i's params (at offset 256·i) when they
-// changed: queue writes land before the next submission, after the
-// previous ones.
-func (h *Head) writeParams(i int, b [32]byte) error {
+// writeParams writes kernel i's params p (at most headParamsSize bytes,
+// at offset 256·i) when they changed: queue writes land before the next
+// submission, after the previous ones.
+func (h *Head) writeParams(i int, p []byte) error {
+	var b [headParamsSize]byte
+	copy(b[:], p)
 	if h.wrote[i] && b == h.last[i] {
 		return nil
 	}
@@ -342,6 +332,16 @@ func (h *Head) writeParams(i int, b [32]byte) error {
 	}
 	h.last[i], h.wrote[i] = b, true
 	return nil
+}
+
+// uniformBytes packs p, a Go twin of a WGSL uniform struct (fixed-size
+// fields only, explicit padding), little-endian as WGSL lays it out.
+func uniformBytes(p any) []byte {
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.LittleEndian, p); err != nil {
+		panic(err) // a programming error: a field of no fixed size
+	}
+	return buf.Bytes()
 }
 
 // refreshLocked rebuilds the bind groups and the programs when the graph
@@ -361,7 +361,7 @@ func (h *Head) refreshLocked() error {
 			pipe *gpu.Pipeline
 			out  *gpu.Buffer
 		}{{h.argmax, h.result}, {h.topk, h.tops}} {
-			bg, err := g.dev.NewBindGroup(k.pipe, []gpu.BindEntry{{Buf: lbuf}, {Buf: k.out}, {Buf: h.params, Offset: uint64(256 * i), Size: 32}}, "head")
+			bg, err := g.dev.NewBindGroup(k.pipe, []gpu.BindEntry{{Buf: lbuf}, {Buf: k.out}, {Buf: h.params, Offset: uint64(256 * i), Size: headParamsSize}}, "head")
 			if err != nil {
 				return fmt.Errorf("graph: head: %w", err)
 			}

@@ -53,15 +53,11 @@ func TestLoadPackedByFamily(t *testing.T) {
 			}
 			b.Inputs(x)
 			b.Outputs(outs...)
-			raw, err := b.Blob()
+			blob, named, err := b.Decode()
 			if err != nil {
 				t.Fatal(err)
 			}
-			blob, err := serialization.DecodeBlob(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := Analyze(blob, namedOf(t, b), Limits{Device: ops.DeviceProfile{Class: c.device}, Kernels: c.cfg})
+			a, err := Analyze(blob, named, Limits{Device: ops.DeviceProfile{Class: c.device}, Kernels: c.cfg})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -16,9 +17,12 @@ import (
 
 // PackedCacheStats counts a graph's packed weights: Hits came from the
 // packed-weight cache, Misses were packed on the device at load; Bytes is
-// the size of all packed weights.
+// the size of all packed weights. Corrupt counts the misses whose cache
+// entry was there but failed its checksum (they were packed again, and the
+// cache rewrites them).
 type PackedCacheStats struct {
 	Hits, Misses int
+	Corrupt      int
 	Bytes        int64
 }
 
@@ -29,15 +33,26 @@ func (g *WebGPUGraph) PackedCacheStats() PackedCacheStats {
 	return g.packStats
 }
 
-var _ ops.Packer = (*opBuilder)(nil)
+// PackedCacheErrors returns the problems the packed-weight cache met
+// during the load (prepack.Cache.ErrorsSince): the file could not be read
+// or written, or it or some of its entries were corrupt. The first load of
+// the process that uses a cache file also gets the problems of opening
+// it; problems of other loads sharing the file at the same time may show
+// up too. Nil when there were none, or without a cache.
+func (g *WebGPUGraph) PackedCacheErrors() []*prepack.CacheError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.packErrs)
+}
 
-// PackWeight implements ops.Packer. The packed tensor is a new read-only
-// value (an id past the serialized values) with its own buffer. On a cache
-// hit its bytes go from the cache file's mapping straight into that buffer;
-// on a miss the pack kernel runs on the device right away (on lavapipe a
-// GPU transpose is several times faster than Go) and, with a cache, the
-// result is read back into a staging buffer whose mapping the cache writes
-// to disk when the load ends — no Go heap copy either way.
+// PackWeight implements ops.Builder. The packed tensor is a new read-only
+// value (an id past the serialized values) placed for a buffer of its own
+// (weights.go). On a cache hit its bytes go from the cache file's mapping
+// straight into that buffer; on a miss the pack kernel runs on the device
+// when the buffer is made (on lavapipe a GPU transpose is several times
+// faster than Go) and, with a cache, the result is read back into a
+// staging buffer whose mapping the cache writes to disk when the load
+// ends — no Go heap copy either way.
 func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) {
 	g := b.g
 	if b.refresh != nil {
@@ -91,42 +106,36 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 			return ops.Tensor{}, err
 		}
 	} else if g.packCache != nil {
-		if d, ok := g.packCache.Get(key, seed); ok && int64(len(d)) == nbytes {
+		// The cache verified the bytes' checksum; a corrupt entry is a
+		// miss, packed again below, and its Put replaces it.
+		switch d, o := g.packCache.Lookup(key, seed); {
+		case o == prepack.Hit && int64(len(d)) == nbytes:
 			data, have, hit = d, true, true
+		case o == prepack.Corrupt:
+			g.packStats.Corrupt++
 		}
 	}
 	if !have && g.replay {
 		// Packing runs at load only; fail before allocating anything.
 		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s) while re-recording: %w", id, spec.Name, ops.ErrNotPacked)
 	}
-	var buf *gpu.Buffer
-	if have {
-		buf, err = g.newBufferData(uint64(nbytes), data, label)
-	} else {
-		buf, err = g.newBuffer(gpu.Storage, uint64(nbytes), label)
-	}
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	g.stats.PackedWeightBytes += int64(buf.Size())
 	ts := &tensorState{dtype: spec.DType, dims: append([]int64(nil), spec.Dims...), numel: numel, nbytes: nbytes,
-		constant: true, constID: -1, memObj: -1, buf: buf}
+		constant: true, constID: -1, memObj: -1}
 	ts.setLive(ts.dims, numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, ts)
 	g.packed[key] = vid
-	if have {
-		if hit {
-			g.packStats.Hits++
-			g.packStats.Bytes += nbytes
-		}
-		return b.Tensor(vid)
+	p := placement{id: vid, size: uint64(nbytes), data: data, stat: &g.stats.PackedWeightBytes, label: label}
+	switch {
+	case hit:
+		g.packStats.Hits++
+		g.packStats.Bytes += nbytes
+	case !have:
+		g.packStats.Bytes += nbytes
+		g.packStats.Misses++
+		p.pack = &packJob{src: src, id: id, weight: weight, spec: spec, key: key, seed: seed}
 	}
-	g.packStats.Bytes += nbytes
-	g.packStats.Misses++
-	if err := g.runPack(b.ctx, src, id, weight, ts, spec, key, seed); err != nil {
-		return ops.Tensor{}, fmt.Errorf("graph: packing value %d (%s): %w", id, spec.Name, err)
-	}
+	g.place(p)
 	return b.Tensor(vid)
 }
 
@@ -288,17 +297,18 @@ func (g *WebGPUGraph) finishPacking() {
 	g.packStaging = nil
 }
 
-// openPackedCache returns the process-wide cache for path, or nil.
+// openPackedCache returns the process-wide cache for path, or nil, and
+// marks where the load's problems with it begin.
 func openPackedCache(path string, g *WebGPUGraph) *prepack.Cache {
 	if path == "" {
 		return nil
 	}
-	return prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	c := prepack.Shared(path, prepack.CacheOptions{Logger: g.log})
+	g.packMark = c.Mark()
+	return c
 }
 
-var _ ops.Persister = (*opBuilder)(nil)
-
-// Persistent implements ops.Persister.
+// Persistent implements ops.Builder.
 func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	g := b.g
 	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
@@ -318,23 +328,17 @@ func (b *opBuilder) Persistent(id int32) (ops.Tensor, error) {
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	buf, err := g.newBufferData(uint64(ts.nbytes), data, fmt.Sprintf("persistent copy of %d", id))
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	g.stats.PersistentCopyBytes += int64(buf.Size())
 	cp := &tensorState{dtype: ts.dtype, dims: ts.dims, numel: ts.numel, nbytes: ts.nbytes, constID: -1, memObj: -1,
-		buf: buf, materialized: true}
+		materialized: true}
 	cp.setLive(ts.dims, ts.numel)
 	vid := int32(len(g.tensors))
 	g.tensors = append(g.tensors, cp)
 	g.persistent[id] = vid
+	g.place(placement{id: vid, size: uint64(ts.nbytes), data: data, stat: &g.stats.PersistentCopyBytes, label: fmt.Sprintf("persistent copy of %d", id)})
 	return b.Tensor(vid)
 }
 
-var _ ops.HostReader = (*opBuilder)(nil)
-
-// HostElement implements ops.HostReader for graph inputs (the data given to
+// HostElement implements ops.Builder for graph inputs (the data given to
 // the current Execute) and constants.
 func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	g := b.g
@@ -346,8 +350,8 @@ func (b *opBuilder) HostElement(id int32, flat int64) (float64, error) {
 	dt := ts.dtype
 	switch {
 	case g.hostRead[id]:
-		if b.index < len(g.opHost) {
-			g.opHost[b.index] = true // refresh re-runs the op when the data changes
+		if b.slot >= 0 && b.slot < len(g.opHost) {
+			g.opHost[b.slot] = true // refresh re-runs the node when the data changes
 		}
 		in, ok := g.hostIn[id]
 		if !ok && !g.replay {
@@ -412,7 +416,7 @@ func (g *WebGPUGraph) packAtLoad(ctx context.Context) error {
 		}
 	}
 	for _, lp := range g.an.LoadPacked {
-		b := &opBuilder{g: g, op: lp.Op, index: -1, ctx: ctx}
+		b := &opBuilder{g: g, op: lp.Op, index: -1, slot: -1, ctx: ctx}
 		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		w, err := b.Tensor(lp.ID)
 		if err != nil {

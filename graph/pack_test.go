@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/prepack"
 	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
@@ -39,7 +42,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], ops.IdentitySpec(w))
+		packed, err := b.PackWeight(args[0], ops.IdentitySpec(w))
 		if err != nil {
 			return err
 		}
@@ -54,9 +57,30 @@ func init() {
 		if err != nil {
 			return err
 		}
-		packed, err := b.(ops.Packer).PackWeight(args[0], spec)
+		packed, err := b.PackWeight(args[0], spec)
 		if err != nil {
 			return err
+		}
+		return testCopy(b, packed, args[1])
+	})
+	// The same, failing when the packing already has a buffer while the
+	// op records: weights get their buffers in one place, after the
+	// recording (weights.go).
+	ops.Register("test.packed_transpose_placed", func(b ops.Builder, args []int32) error {
+		w, err := b.Tensor(args[0])
+		if err != nil {
+			return err
+		}
+		spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
+		if err != nil {
+			return err
+		}
+		packed, err := b.PackWeight(args[0], spec)
+		if err != nil {
+			return err
+		}
+		if ts := b.(*opBuilder).g.tensors[packed.ID]; ts.buf != nil || !ts.placed {
+			return fmt.Errorf("packed value %d has a buffer while its op records", packed.ID)
 		}
 		return testCopy(b, packed, args[1])
 	})
@@ -121,6 +145,28 @@ func checkTransposed(t *testing.T, g *WebGPUGraph, w []float32, r, c int) {
 	}
 }
 
+// TestPackedWeightPlaced: a packing asked for while recording gets its
+// buffer, and its pack kernel runs, after the recording (placeWeights),
+// and holds the packed weight then.
+func TestPackedWeightPlaced(t *testing.T) {
+	blob, named, w := packedGraph(t, 5, 7, 3)
+	b, err := serialization.DecodeBlob(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.Graph.Chain {
+		if b.Graph.Chain[i].Name == "test.packed_transpose" {
+			b.Graph.Chain[i].Name = "test.packed_transpose_placed"
+		}
+	}
+	g, err := Build(context.Background(), device(t), b, Options{NamedData: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	checkTransposed(t, g, w, 5, 7)
+}
+
 // TestPackedWeightCache: the first load packs on the device and saves the
 // packing; a second load takes it from the cache file and packs nothing;
 // both give the transposed weight.
@@ -152,6 +198,69 @@ func TestPackedWeightCache(t *testing.T) {
 		t.Errorf("no cache: %+v", s)
 	}
 	checkTransposed(t, g, w, 37, 45)
+}
+
+// TestPackedWeightCacheCorrupt: a cache file whose packed region has a
+// flipped byte is not served: the load counts the entry corrupt, packs the
+// weight again (the output is the right transpose), and rewrites the
+// entry, so the next load (here, and in a process that opens the file
+// afresh) hits. The cache reports the problem to the load that met it.
+func TestPackedWeightCacheCorrupt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.cache")
+	blob, named, w := packedGraph(t, 37, 45, 3)
+	load := func(path string, want PackedCacheStats) *WebGPUGraph {
+		t.Helper()
+		g, err := Load(ctx, device(t), blob, Options{NamedData: named, PackedCache: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := g.PackedCacheStats(); s != want {
+			t.Errorf("%s: %+v, want %+v", filepath.Base(path), s, want)
+		}
+		checkTransposed(t, g, w, 37, 45)
+		return g
+	}
+	const size = 37 * 45 * 4
+	load(first, PackedCacheStats{Misses: 1, Bytes: size}).Close()
+	b, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cache is per path and process: a new path reads the file anew.
+	// The one region starts the file.
+	flipped := filepath.Join(dir, "flipped.cache")
+	b[size/2] ^= 0x20
+	if err := os.WriteFile(flipped, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := load(flipped, PackedCacheStats{Misses: 1, Corrupt: 1, Bytes: size})
+	errs := g.PackedCacheErrors()
+	if len(errs) != 1 || errs[0].Op != prepack.CacheVerify || !errors.Is(errs[0], prepack.ErrCorrupt) {
+		t.Errorf("cache errors %v, want one corrupt entry", errs)
+	}
+	g.Close()
+	// The next load in this process hits the rewritten entry and is told
+	// of no problem: the errors are the load's own.
+	g = load(flipped, PackedCacheStats{Hits: 1, Bytes: size})
+	if e := g.PackedCacheErrors(); len(e) != 0 {
+		t.Errorf("cache errors %v in the load after the rewrite", e)
+	}
+	g.Close()
+	rewritten, err := os.ReadFile(flipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "fresh.cache")
+	if err := os.WriteFile(fresh, rewritten, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g = load(fresh, PackedCacheStats{Hits: 1, Bytes: size})
+	if e := g.PackedCacheErrors(); len(e) != 0 {
+		t.Errorf("cache errors %v after the rewrite", e)
+	}
+	g.Close()
 }
 
 // TestPackedWeightLoadHeap: a load whose packing comes from the cache

@@ -46,6 +46,54 @@ func randomPlan(g *serialization.Graph, r *rand.Rand) {
 
 // mlpSeed is linear -> relu -> linear -> relu -> linear with prepacked
 // weights: every linear absorbs its relu.
+// decodeGroupsSeed is a decode step's fused groups (package lower) on
+// activations in shared objects: rms_norm read by SwiGLU's linears, and
+// the rope over table slices with the KV-cache attention.
+func decodeGroupsSeed(t testing.TB) []byte {
+	f := serialization.Float32
+	b := serialization.NewBuilder()
+	h := b.Tensor(f, []uint32{1, 1, 8}, -1)
+	x := b.Tensor(f, []uint32{1, 1, 8}, 0)
+	b.Op("et_vk.rms_norm.default", h, b.InlineConst(f, []uint32{8}, f32Bytes(8, 1)), b.Double(1e-5), x)
+	g, s, sg := b.Tensor(f, []uint32{1, 1, 4}, 1), b.Tensor(f, []uint32{1, 1, 4}, 2), b.Tensor(f, []uint32{1, 1, 4}, 1)
+	b.Op("aten.linear.default", x, b.InlineConst(f, []uint32{4, 8}, f32Bytes(32, 2)), b.Null(), g)
+	b.Op("aten.sigmoid.default", g, s)
+	b.Op("aten.mul.Tensor", g, s, sg)
+	u, y := b.Tensor(f, []uint32{1, 1, 4}, 2), b.Tensor(f, []uint32{1, 1, 4}, 0)
+	b.Op("aten.linear.default", x, b.InlineConst(f, []uint32{4, 8}, f32Bytes(32, 3)), b.Null(), u)
+	b.Op("aten.mul.Tensor", sg, u, y)
+	q, k, v := b.Tensor(f, []uint32{1, 1, 2, 4}, -1), b.Tensor(f, []uint32{1, 1, 2, 4}, -1), b.Tensor(f, []uint32{1, 1, 2, 4}, -1)
+	ct, st := b.InlineConst(f, []uint32{8, 2}, f32Bytes(16, 4)), b.InlineConst(f, []uint32{8, 2}, f32Bytes(16, 5))
+	kc, vc := b.Tensor(f, []uint32{1, 8, 2, 4}, -1), b.Tensor(f, []uint32{1, 8, 2, 4}, -1)
+	b.Op("et_vk.prepack.default", b.InlineConst(f, []uint32{1, 8, 2, 4}, f32Bytes(64, 6)), kc)
+	b.Op("et_vk.prepack.default", b.InlineConst(f, []uint32{1, 8, 2, 4}, f32Bytes(64, 7)), vc)
+	pos, end := b.Int(3), b.Int(4)
+	ci, si := b.Tensor(f, []uint32{1, 2}, 1), b.Tensor(f, []uint32{1, 2}, 2)
+	b.Op("aten.slice_copy.Tensor", ct, b.Int(0), pos, end, b.Int(1), ci)
+	b.Op("aten.slice_copy.Tensor", st, b.Int(0), pos, end, b.Int(1), si)
+	qo, ko := b.Tensor(f, []uint32{1, 1, 2, 4}, 0), b.Tensor(f, []uint32{1, 1, 2, 4}, 1)
+	b.Op("et_vk.apply_rotary_emb.default", q, k, ci, si, b.ValueList(qo, ko))
+	out := b.Tensor(f, []uint32{1, 1, 2, 4}, 2)
+	b.Op("sdpa_with_kv_cache.default", qo, ko, v, kc, vc, pos, b.Int(1), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
+	b.Inputs(h, q, k, v)
+	b.Outputs(y, out)
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob
+}
+
+// f32Bytes is n float32s of a fixed pattern (seed k), small and varied.
+func f32Bytes(n, k int) []byte {
+	out := make([]byte, 0, 4*n)
+	for i := range n {
+		v := float32((i*7+k*3)%11-5) / 8
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+	}
+	return out
+}
+
 func mlpSeed(t testing.TB) []byte {
 	f := serialization.Float32
 	b := serialization.NewBuilder()
@@ -90,7 +138,7 @@ func randBytes(n int, seed uint64) []byte {
 // re-binding of transient tensors after recording must make the plan
 // invisible.
 func FuzzPlan(f *testing.F) {
-	seeds := append(seedGraphs(f), mlpSeed(f))
+	seeds := append(seedGraphs(f), mlpSeed(f), decodeGroupsSeed(f))
 	for i := range seeds {
 		f.Add(uint8(i), uint64(i))
 	}

@@ -61,7 +61,10 @@ func TestProfile(t *testing.T) {
 	if prof.Total() <= 0 {
 		t.Errorf("total %v", prof.Total())
 	}
-	t.Logf("%s: %+v", prof.Source, prof.Dispatches)
+	if prof.Pass <= 0 {
+		t.Errorf("one pass %v", prof.Pass)
+	}
+	t.Logf("%s: %+v; one pass %v", prof.Source, prof.Dispatches, prof.Pass)
 	// The graph still executes correctly afterwards.
 	outs, err := g.Execute(ctx, []Tensor{Float32Tensor([]int64{n}, in), Float32Tensor([]int64{n}, in)})
 	if err != nil {

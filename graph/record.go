@@ -6,38 +6,135 @@ import (
 	"fmt"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
-// recordOps runs every op function in chain order.
+// recordOps records every node of the plan (package lower) in order.
 func (g *WebGPUGraph) recordOps(ctx context.Context) error {
-	g.absorbed = map[int]bool{}
 	g.resetAliases()
 	n := len(g.graph.Chain)
 	g.opSyms, g.opHost, g.opPend = make([][]symRead, n), make([]bool, n), make([][2]int, n)
+	g.opUnits, g.opUpdates = make([]int, n), make([][]nodeUpdate, n)
 	g.symSet, g.symEarly, g.refreshable = map[int32]bool{}, map[int32]bool{}, true
-	for i, op := range g.graph.Chain {
-		if g.absorbed[i] {
-			continue
-		}
+	for _, node := range g.lowered.Nodes {
+		i := node.Index
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fn, _ := ops.Lookup(op.Name)
-		b := &opBuilder{g: g, op: op.Name, index: i, ctx: ctx}
-		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		lo := len(g.pend)
-		err := safeCall(fn, b, op.Args)
+		err := g.recordNode(ctx, node, i, nil)
 		g.opPend[i] = [2]int{lo, len(g.pend)}
 		if err != nil {
-			var ae *ops.ArgError
-			if errors.As(err, &ae) && ae.Op == "" {
-				ae.Op = op.Name
-			}
-			return &OpError{Index: i, Name: op.Name, Err: err}
+			return err
 		}
 	}
 	return nil
+}
+
+// recordNode records one node of the plan; slot is the chain index of
+// the plan's top-level node it belongs to, under which refresh notes what
+// it reads (refresh.go); rs, when set, is the refresh that re-runs it.
+func (g *WebGPUGraph) recordNode(ctx context.Context, node lower.Node, slot int, rs *refreshState) error {
+	switch node.Kind {
+	case lower.KindOp:
+		return g.recordOp(ctx, node.Index, slot, rs)
+	case lower.KindView:
+		return g.recordView(ctx, node.Index, slot, rs)
+	}
+	fn, _ := ops.LookupFused(node.Group.Kind)
+	calls := node.Group.Calls
+	for len(calls) > 0 {
+		if len(calls) == 1 && node.Fallback == nil && len(node.Ops) > 1 {
+			return g.recordOp(ctx, calls[0].Index, slot, rs) // the rest of a chain
+		}
+		b := g.builder(ctx, calls[0].Index, slot, rs)
+		grp := *node.Group
+		grp.Calls = calls
+		n, err := safeFused(fn, b, &grp)
+		if err != nil {
+			return g.opError(calls[0].Index, err)
+		}
+		if n > 0 {
+			g.unit(slot, rs)
+			calls = calls[n:]
+			continue
+		}
+		if node.Fallback != nil {
+			// Recorded where the group would have been: the passes made
+			// the group only where nothing between its members touches
+			// what it reads or writes.
+			for _, f := range node.Fallback {
+				if err := g.recordNode(ctx, f, slot, rs); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := g.recordOp(ctx, calls[0].Index, slot, rs); err != nil {
+			return err
+		}
+		calls = calls[1:]
+	}
+	return nil
+}
+
+// recordView records view op i: its output shares its input's buffer when
+// the op's View says the bytes are the input's, else the op records its
+// copy.
+func (g *WebGPUGraph) recordView(ctx context.Context, i, slot int, rs *refreshState) error {
+	op := g.graph.Chain[i]
+	view := ops.ViewOf(op.Name)
+	in, ok, err := safeView(view, g.builder(ctx, i, slot, rs), op.Args)
+	if err != nil {
+		return g.opError(i, err)
+	}
+	if !ok {
+		return g.recordOp(ctx, i, slot, rs)
+	}
+	if err := g.alias(op.Args[len(op.Args)-1], in, i, rs != nil); err != nil {
+		return g.opError(i, err)
+	}
+	g.unit(slot, rs)
+	return nil
+}
+
+// recordOp records chain op i through its registered function.
+func (g *WebGPUGraph) recordOp(ctx context.Context, i, slot int, rs *refreshState) error {
+	op := g.graph.Chain[i]
+	fn, _ := ops.Lookup(op.Name)
+	if err := safeCall(fn, g.builder(ctx, i, slot, rs), op.Args); err != nil {
+		return g.opError(i, err)
+	}
+	g.unit(slot, rs)
+	return nil
+}
+
+// unit counts one op, fused op or view recorded in top-level node slot
+// (refresh.go: a node whose every unit gave an update function is
+// refreshed through them).
+func (g *WebGPUGraph) unit(slot int, rs *refreshState) {
+	if rs == nil && slot >= 0 && slot < len(g.opUnits) {
+		g.opUnits[slot]++
+	}
+}
+
+// builder is the ops.Builder of chain op i's recording in top-level node
+// slot.
+func (g *WebGPUGraph) builder(ctx context.Context, i, slot int, rs *refreshState) *opBuilder {
+	b := &opBuilder{g: g, op: g.graph.Chain[i].Name, index: i, slot: slot, ctx: ctx, refresh: rs}
+	b.Values = ops.Values{G: g.graph, Sym: b.symRead}
+	return b
+}
+
+// opError is chain op i's error err as Build and Execute report it.
+func (g *WebGPUGraph) opError(i int, err error) error {
+	name := g.graph.Chain[i].Name
+	var ae *ops.ArgError
+	if errors.As(err, &ae) && ae.Op == "" {
+		ae.Op = name
+	}
+	return &OpError{Index: i, Name: name, Err: err}
 }
 
 // symValue is the ops.Values hook for live SymInt values.
@@ -55,6 +152,30 @@ func safeCall(fn ops.Func, b ops.Builder, args []int32) (err error) {
 		}
 	}()
 	return fn(b, args)
+}
+
+// safeView is safeCall for a view op's View.
+func safeView(fn func(ops.Builder, []int32) (int32, bool, error), b ops.Builder, args []int32) (in int32, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			in, ok, err = 0, false, fmt.Errorf("%w: op implementation panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return fn(b, args)
+}
+
+// safeFused is safeCall for a fused op's kernel.
+func safeFused(fn ops.FusedFunc, b ops.Builder, grp *ops.Group) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("%w: fused op %v panicked: %v", ErrInvalidGraph, grp, r)
+		}
+	}()
+	n, err = fn(b, grp)
+	if err == nil && (n < 0 || n > len(grp.Calls)) {
+		return 0, fmt.Errorf("%w: fused op %v recorded %d of its %d ops", ErrInvalidGraph, grp, n, len(grp.Calls))
+	}
+	return n, err
 }
 
 // inputKey is what the shape of a recording depends on for input id: a
@@ -131,6 +252,9 @@ func (g *WebGPUGraph) rerecord(ctx context.Context) error {
 	g.replay = true
 	defer func() { g.pend, g.arena = nil, nil }()
 	if err := g.recordOps(ctx); err != nil {
+		return err
+	}
+	if err := g.placeWeights(ctx); err != nil {
 		return err
 	}
 	// finishDispatches reuses or releases the previous bind groups.

@@ -3,8 +3,10 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
+	"github.com/wgdelegate/wgdelegate/lower"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -17,14 +19,18 @@ import (
 // for that (every op, transient binding, bind group check) costs more
 // than the step itself on small layers.
 //
-// So a recording remembers, per op, which SymInt values the op read
+// So a recording remembers, per plan node, which SymInt values it read
 // (through any Builder accessor) and whether it read input values on the
 // host (select_as_symint). When only SymInt inputs or host-read input
-// values change, refresh re-runs, in chain order, just the ops whose
-// reads changed, with a Builder that checks the op decides everything
-// exactly as it did — the same output shapes, the same dispatches (kernel,
-// tensors, grid, params size), no constant written, weight packed or op
-// absorbed anew; only the SymInts it sets may take new values — and
+// values change, refresh re-runs, in plan order, just the nodes whose
+// reads changed: through the update functions their ops gave while they
+// were recorded (ops.Builder.OnRefresh: the cache ops, the ropes and
+// their tables, the SymInt ops), which re-read the values and record the
+// same dispatches with new params, parsing nothing; a node one of whose
+// ops gave none is recorded again. Either way with a Builder that checks
+// the node decides everything exactly as it did — the same output shapes, the same dispatches (kernel,
+// tensors, grid, params size), no constant written or weight packed
+// anew; only the SymInts it sets may take new values — and
 // collects the new params. If every re-run op matches, the params that
 // differ are written into the uniform arena in place — the equivalent of the
 // reference runtime's SymInt uniform buffers, rewritten when their value
@@ -78,14 +84,14 @@ func (b *opBuilder) symRead(id int32) (int64, bool) {
 	if b.refresh == nil && !g.symSet[id] && !g.isInput(id) {
 		g.symEarly[id] = true // read before any op set it (see SetInt)
 	}
-	if b.index < len(g.opSyms) {
-		reads := g.opSyms[b.index]
+	if b.slot >= 0 && b.slot < len(g.opSyms) {
+		reads := g.opSyms[b.slot]
 		for _, r := range reads {
 			if r.id == id {
 				return v, true
 			}
 		}
-		g.opSyms[b.index] = append(reads, symRead{id, v})
+		g.opSyms[b.slot] = append(reads, symRead{id, v})
 	}
 	return v, true
 }
@@ -116,22 +122,21 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 	}
 	g.replay = true // constants were written at load
 	var patches []paramPatch
-	for i, op := range chain {
-		if g.absorbed[i] || (!g.opHost[i] && !g.symsMoved(g.opSyms[i])) {
+	for _, node := range g.lowered.Nodes {
+		i := node.Index
+		if !g.opHost[i] && !g.symsMoved(g.opSyms[i]) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		fn, _ := ops.Lookup(op.Name)
 		rs := &refreshState{next: g.opPend[i][0], end: g.opPend[i][1]}
-		b := &opBuilder{g: g, op: op.Name, index: i, ctx: ctx, refresh: rs}
-		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		g.opSyms[i] = g.opSyms[i][:0]
-		if err := safeCall(fn, b, op.Args); err != nil || rs.next != rs.end {
+		if err := g.refreshNode(ctx, node, rs); err != nil || rs.next != rs.end {
 			return false, nil
 		}
 		patches = append(patches, rs.patches...)
+		g.rerun++
 	}
 	// One write from the first patched block to the end of the last:
 	// the arena is a few KiB, and each write is a call into the driver.
@@ -148,6 +153,42 @@ func (g *WebGPUGraph) refresh(ctx context.Context) (bool, error) {
 	g.refreshes++
 	g.patched += len(patches)
 	return true, nil
+}
+
+// nodeUpdate is an update function a unit of a node gave while it was
+// recorded (ops.Builder.OnRefresh), with the chain index it records at.
+type nodeUpdate struct {
+	index int
+	fn    func(ops.Builder) error
+}
+
+// refreshNode re-runs node for a refresh: through the update functions
+// its units gave when every unit gave one (they re-read the SymInt values
+// and record the same dispatches with new params, parsing nothing), else
+// by recording it again.
+func (g *WebGPUGraph) refreshNode(ctx context.Context, node lower.Node, rs *refreshState) error {
+	i := node.Index
+	ups := g.opUpdates[i]
+	if len(ups) == 0 || len(ups) != g.opUnits[i] {
+		return g.recordNode(ctx, node, i, rs)
+	}
+	for _, u := range ups {
+		if err := safeUpdate(u.fn, g.builder(ctx, u.index, i, rs)); err != nil {
+			return g.opError(u.index, err)
+		}
+	}
+	g.updated++
+	return nil
+}
+
+// safeUpdate is safeCall for an update function.
+func safeUpdate(fn func(ops.Builder) error, b ops.Builder) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: update function panicked: %v", ErrInvalidGraph, r)
+		}
+	}()
+	return fn(b)
 }
 
 // refreshDispatch is Dispatch during a refresh: the op's next dispatch of
@@ -183,13 +224,16 @@ type RecordStats struct {
 	Rerecords int
 	// Refreshes counts Executes whose new SymInt (or host-read input)
 	// values only changed uniform params, rewritten in place; Patched
-	// sums the dispatches whose params they rewrote.
-	Refreshes, Patched int
+	// sums the dispatches whose params they rewrote, Rerun the plan
+	// nodes they re-ran (those whose SymInt reads moved), Updated those
+	// of them re-run through their update functions (parsing nothing)
+	// rather than recorded again.
+	Refreshes, Patched, Rerun, Updated int
 }
 
 // RecordStats reports the graph's re-recordings and refreshes so far.
 func (g *WebGPUGraph) RecordStats() RecordStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched}
+	return RecordStats{Rerecords: g.rerecords, Refreshes: g.refreshes, Patched: g.patched, Rerun: g.rerun, Updated: g.updated}
 }

@@ -1,5 +1,11 @@
 package graph
 
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
 // MemoryStats mirrors the reference runtime's memory statistics.
 type MemoryStats struct {
 	NumTensors                int
@@ -131,4 +137,36 @@ func (g *WebGPUGraph) MemoryStats() MemoryStats {
 	s := g.stats
 	s.NumCachedShaders, s.NumCachedPipelines = g.dev.CacheStats()
 	return s
+}
+
+// Add adds o's counts to s, as a model sums its graphs'. The pipeline and
+// shader counts are the device's, the same for every graph of it: s takes
+// o's.
+func (s *MemoryStats) Add(o MemoryStats) {
+	addCounts(s, o, "NumCachedPipelines", "NumCachedShaders")
+}
+
+// Add adds o's counts to s, as a model sums its graphs'.
+func (s *RecordStats) Add(o RecordStats) { addCounts(s, o) }
+
+// Add adds o's counts to s, as a model sums its graphs'.
+func (s *PackedCacheStats) Add(o PackedCacheStats) { addCounts(s, o) }
+
+// addCounts adds every int and int64 field of o to *s (a pointer to a
+// struct of o's type), but those named in take, which it sets to o's. A
+// field of another kind is a programming error and panics (so a new stat
+// cannot be left out of a sum by mistake).
+func addCounts[T any](s *T, o T, take ...string) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o)
+	for i := range sv.NumField() {
+		f := sv.Field(i)
+		switch {
+		case slices.Contains(take, sv.Type().Field(i).Name):
+			f.Set(ov.Field(i))
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		default:
+			panic(fmt.Sprintf("graph: %s.%s is no count", sv.Type().Name(), sv.Type().Field(i).Name))
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package llm
 
 import (
-	"strings"
-	"unicode"
+	"fmt"
+	"sync"
+
+	"github.com/wgdelegate/wgdelegate/llm/chat"
 )
 
 // ChatMessage is one message of a conversation.
@@ -21,8 +23,11 @@ type ChatMessage struct {
 //
 //	<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n
 //
-// Each message's content is trimmed of leading and trailing whitespace
-// (as Python's str.strip, the template's trim filter, does). Encode the
+// It renders the built-in llama3 format of package chat
+// (chat.Builtin("llama3")) with add_generation_prompt; package chat
+// renders a model's own template (chat.Find) and the other formats. Each
+// message's content is trimmed of leading and trailing whitespace (as
+// Python's str.strip, the template's trim filter, does). Encode the
 // prompt with bos false: it starts with <|begin_of_text|> already (unless
 // messages is empty, where the template writes the assistant's header
 // alone). A reply ends with <|eot_id|>, one of Llama 3's StopTokens.
@@ -32,23 +37,24 @@ type ChatMessage struct {
 // them, reject or escape such content first (Tiktoken.EncodeOrdinary
 // encodes text without recognising them).
 func Llama3ChatPrompt(messages []ChatMessage) string {
-	var b strings.Builder
+	msgs := make([]chat.Message, len(messages))
 	for i, m := range messages {
-		if i == 0 {
-			b.WriteString("<|begin_of_text|>")
-		}
-		b.WriteString("<|start_header_id|>")
-		b.WriteString(m.Role)
-		b.WriteString("<|end_header_id|>\n\n")
-		b.WriteString(strings.TrimFunc(m.Content, isPythonSpace))
-		b.WriteString("<|eot_id|>")
+		msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
-	return b.String()
+	out, err := llama3Template().Render(chat.Conversation{Messages: msgs}, chat.Options{AddGenerationPrompt: true})
+	if err != nil {
+		// The built-in template raises nothing and reads only role and
+		// content: a failure is a bug here.
+		panic(fmt.Sprintf("llm: the built-in Llama 3 template: %v", err))
+	}
+	return out
 }
 
-// isPythonSpace is Python's str.isspace for one character: Go's
-// unicode.IsSpace and the four ASCII information separators 0x1C..0x1F.
-func isPythonSpace(r rune) bool {
-	return unicode.IsSpace(r) || 0x1c <= r && r <= 0x1f
-}
+// llama3Template is chat's built-in llama3 format, compiled once.
+var llama3Template = sync.OnceValue(func() *chat.Template {
+	t, err := chat.Builtin("llama3")
+	if err != nil {
+		panic(fmt.Sprintf("llm: the built-in Llama 3 template: %v", err))
+	}
+	return t
+})

@@ -8,6 +8,7 @@
 //	if err != nil { ... }
 //	defer r.Close()
 //	res, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: 64})
+//	if err != nil { ... }
 //	fmt.Println(res.Tokens, res.Stats.DecodeTokensPerSecond())
 //
 // # Calling conventions
@@ -96,7 +97,73 @@
 //
 // A Runner holds one sequence: Generate continues it (the next prompt goes
 // after the tokens already generated) until Reset. It is not safe for
-// concurrent use.
+// concurrent use. The sequence lives in the model's KV cache, which a
+// second sequence would overwrite, so a Runner owns its model's cache from
+// New (or Open, Load) to Close (wgdelegate.Model.ClaimState): New on a
+// model another Runner (or a Pool) holds fails with an error wrapping
+// ErrCacheOwned, and works again once that runner is closed.
+//
+// # Sessions: many sequences on one model
+//
+// A Pool (NewPool) holds the model's cache for Sessions, each a sequence
+// of its own, which share the model's weights on the device:
+//
+//	p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 16})
+//	if err != nil { ... } // ErrCacheOwned: a Runner or another Pool holds m
+//	s, err := p.New()
+//	if err != nil { ... } // ErrSessionsFull past the bounds
+//	res, err := s.Generate(ctx, conversation, opts)
+//	if err != nil { ... }
+//	// next turn: the whole conversation again; only its new tokens are prefilled
+//	res, err = s.Generate(ctx, append(conversation, more...), opts)
+//	if err != nil { ... }
+//
+// Design. The model's cache buffers hold the state of one session, the
+// resident one. When another session's turn comes, the pool saves the
+// resident's cache into that session's store and restores the incoming
+// session's (wgdelegate.StateClaim.Save and Restore: buffer copies the
+// device runs in order with the steps, so nothing waits on the host).
+// Only positions [0, pos) are copied: a [1, S, H, D] cache holds them as
+// its first pos·H·D elements, float32 or packed halves alike, and the
+// rows past pos are written before attention reads them. A session that
+// runs alone copies nothing. The other design, a clone of the cache
+// tensors per session with bind groups of its own (every dispatch that
+// binds a cache recorded once per session), would make a switch free
+// where this one copies 2·layers·pos·H·D elements each way. The copies
+// cost what bandwidth allows: Stories 110M at 256 positions, float32,
+// copies 2·12·256·768·4 = 18.9 MB out and in, about 40 µs at a GPU's
+// 1 TB/s against a decode step that reads 440 MB of weights. On lavapipe
+// (BenchmarkSessionSwitch, Stories 260K's shape, 2 shared vCPUs) a switch
+// copied 0.2 MB (64 positions) to 0.7 MB (256), and two sessions
+// switching at every step took 10-40% more time a token (1.8-3.0 ms)
+// than two runners on two loads of the model (1.4-2.4 ms; what the clone
+// would cost, less its bind groups), over 6 runs with the host's load
+// varying: the copies and the pipelining a switch gives up. The clone
+// pays off for
+// long contexts and small weights switched every step, and would need
+// per-session recordings in graph. Both designs hold one cache per
+// session; this one also keeps one in the model (Model.StateBytes more).
+//
+// Prefix reuse. A session remembers the tokens its cache holds. Generate
+// takes the whole sequence each time (a chat's conversation so far);
+// the tokens its cache holds from the start are reused and the rest
+// prefilled (Stats.ReusedTokens, PromptTokens), at least the last one,
+// whose logits start the generation. An edited conversation reuses their
+// common prefix. Fork copies a session (its tokens and cache), Reset
+// forgets them, Close frees its store.
+//
+// Scheduling. The device runs one step at a time, so sessions take turns
+// through a first-come-first-served queue. A generation gives the device
+// to the waiting sessions between its steps and between the chunks of a
+// long prefill (Stats.Yields, Queued), so a long generation does not hold
+// short ones back and a long prompt does not delay others' first tokens
+// by its whole prefill. Alone, a greedy generation pipelines its steps on
+// the device (above); when another session waits it reads its pending
+// step's token first, so that no step of it is in flight when its state
+// is saved, and feeds that token from the host when its turn comes back.
+// OnToken runs while the session holds the device: keep it short. The
+// penalties look at the whole prompt given, reused or not, so a session's
+// tokens are those of a fresh sequence on that prompt.
 //
 // # Tokenizers
 //
@@ -134,7 +201,9 @@
 // piece's length. StopTokens gives the ids a
 // generation should stop at: EOS, and the end-of-turn tokens of instruct
 // models (<|eot_id|>, <|im_end|>). Llama3ChatPrompt formats a
-// conversation for a Llama 3 instruct model.
+// conversation for a Llama 3 instruct model; package chat (llm/chat)
+// renders a model's own chat template, as Hugging Face transformers does,
+// and built-in Llama 3, Llama 2, ChatML and Mistral formats.
 //
 // Malformed tokenizer files are errors wrapping ErrTokenizer.
 package llm

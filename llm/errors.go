@@ -3,6 +3,8 @@ package llm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/wgdelegate/wgdelegate"
 )
 
 // Errors the runner wraps; test for them with errors.Is.
@@ -25,6 +27,14 @@ var (
 	// ErrTokenizer: a tokenizer file that cannot be read, or text it
 	// cannot encode.
 	ErrTokenizer = errors.New("llm: bad tokenizer")
+	// ErrUnknownTokenizer: a tokenizer file in none of the formats
+	// DetectTokenizer knows; it also matches ErrTokenizer.
+	ErrUnknownTokenizer = fmt.Errorf("%w: format not recognised", ErrTokenizer)
+	// ErrCacheOwned: New on a model whose KV cache another Runner holds
+	// (until that runner's Close); the error is a
+	// *wgdelegate.StateClaimedError. It is wgdelegate.ErrStateClaimed,
+	// the very value.
+	ErrCacheOwned = wgdelegate.ErrStateClaimed
 )
 
 // NotDecoderError says why a model is not a Llama-style decoder.

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -146,4 +147,27 @@ func checkRoundTrip(t *testing.T, tk llm.Tokenizer, text, want string) []int32 {
 		t.Fatalf("Decode(Encode(%q)) = %q, want %q", text, b.String(), want)
 	}
 	return ids
+}
+
+// FuzzParseTokenizer: any bytes are told apart without panicking; a file
+// DetectTokenizer does not recognise is ErrUnknownTokenizer, and every
+// failure wraps ErrTokenizer.
+func FuzzParseTokenizer(f *testing.F) {
+	f.Add(writeLlama2CTokenizer(testPieces(false)))
+	f.Add(spModel(true, true, false))
+	f.Add(tinyTiktoken("ab"))
+	f.Add([]byte{0x5c, 0x9e, 0x21, 0xb8, 1, 2, 3, 4})
+	f.Add([]byte(`{"model": {}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		format := llm.DetectTokenizer(data)
+		tk, err := llm.ParseTokenizer(data)
+		switch {
+		case format == llm.FormatUnknownTokenizer && !errors.Is(err, llm.ErrUnknownTokenizer):
+			t.Fatalf("unrecognised bytes: %v, want ErrUnknownTokenizer", err)
+		case err != nil && !errors.Is(err, llm.ErrTokenizer):
+			t.Fatalf("%v: %v does not wrap ErrTokenizer", format, err)
+		case err == nil && tk == nil:
+			t.Fatal("no tokenizer and no error")
+		}
+	})
 }

@@ -397,6 +397,14 @@ func TestErrors(t *testing.T) {
 		}, llm.ErrOption},
 		{"empty-prompt", func() error { _, err := r.Generate(ctx, nil, llm.GenerateOptions{}); return err }, llm.ErrOption},
 		{"negative-max", func() error { _, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{MaxNewTokens: -1}); return err }, llm.ErrOption},
+		{"stop-past-vocabulary", func() error {
+			_, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{StopTokens: []int32{2, int32(testCfg.Vocab)}})
+			return err
+		}, llm.ErrOption},
+		{"negative-stop", func() error {
+			_, err := r.Generate(ctx, []int32{1}, llm.GenerateOptions{StopTokens: []int32{-1}})
+			return err
+		}, llm.ErrOption},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.Reset()

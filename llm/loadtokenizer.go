@@ -2,7 +2,9 @@ package llm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -12,7 +14,8 @@ type TokenizerFormat int
 
 // Tokenizer file formats.
 const (
-	// FormatUnknownTokenizer: none of the formats below (an empty file).
+	// FormatUnknownTokenizer: none of the formats below (an empty file,
+	// a model, a text file, ...).
 	FormatUnknownTokenizer TokenizerFormat = iota
 	// FormatLlama2C: llama2.c's tokenizer.bin (ParseLlama2CTokenizer).
 	FormatLlama2C
@@ -46,9 +49,10 @@ func (f TokenizerFormat) String() string {
 // JSON object is a tokenizer.json; a first line of base64, a space and a
 // decimal rank is tiktoken's; a first byte 0x0a (the tag of a
 // ModelProto's first piece) not followed by three zero bytes is
-// SentencePiece's; anything else non-empty is taken for llama2.c's
-// tokenizer.bin (a little-endian int32 max token length first, so its
-// second to fourth bytes are zero).
+// SentencePiece's; llama2.c's tokenizer.bin is a little-endian int32 max
+// token length (1..65536) followed by records of a finite float32 score,
+// an int32 length within the max and that many bytes, and its first
+// records must fit that. Anything else is FormatUnknownTokenizer.
 func DetectTokenizer(b []byte) TokenizerFormat {
 	if len(b) == 0 {
 		return FormatUnknownTokenizer
@@ -68,7 +72,39 @@ func DetectTokenizer(b []byte) TokenizerFormat {
 	if isTiktokenLine(b) {
 		return FormatTiktoken
 	}
-	return FormatLlama2C
+	if isLlama2CHeader(b) {
+		return FormatLlama2C
+	}
+	return FormatUnknownTokenizer
+}
+
+// isLlama2CHeader reports whether b starts like llama2.c's tokenizer.bin:
+// a max token length in 1..maxPiece, then (up to) three records of a
+// finite score and a length in 0..max whose bytes are in b.
+func isLlama2CHeader(b []byte) bool {
+	if len(b) < 4 {
+		return false
+	}
+	maxLen := int64(int32(binary.LittleEndian.Uint32(b)))
+	if maxLen <= 0 || maxLen > maxPiece {
+		return false
+	}
+	off := 4
+	for range 3 {
+		if off == len(b) {
+			break
+		}
+		if len(b)-off < 8 {
+			return false
+		}
+		score := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[off:])))
+		n := int64(int32(binary.LittleEndian.Uint32(b[off+4:])))
+		if math.IsNaN(score) || math.IsInf(score, 0) || n < 0 || n > maxLen || n > int64(len(b)-off-8) {
+			return false
+		}
+		off += 8 + int(n)
+	}
+	return true
 }
 
 // isTiktokenLine reports whether b starts with a line of base64, one
@@ -107,7 +143,9 @@ var (
 // ParseTokenizer reads a tokenizer file of any format this package
 // reads, chosen by DetectTokenizer: llama2.c's tokenizer.bin, a
 // SentencePiece or a tiktoken tokenizer.model (Llama 3's regex and
-// special tokens), or a Hugging Face tokenizer.json.
+// special tokens), or a Hugging Face tokenizer.json. A file of none of
+// these formats is an error wrapping ErrUnknownTokenizer (and so
+// ErrTokenizer).
 func ParseTokenizer(b []byte) (Tokenizer, error) {
 	switch f := DetectTokenizer(b); f {
 	case FormatSentencePiece:
@@ -118,9 +156,12 @@ func ParseTokenizer(b []byte) (Tokenizer, error) {
 		return ParseHFTokenizer(b)
 	case FormatLlama2C:
 		return ParseLlama2CTokenizer(b)
-	default:
-		return nil, fmt.Errorf("%w: %v", ErrTokenizer, f)
 	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: the file is empty", ErrUnknownTokenizer)
+	}
+	return nil, fmt.Errorf("%w: not llama2.c's tokenizer.bin, a SentencePiece or tiktoken tokenizer.model, or a Hugging Face tokenizer.json (%d bytes, starting % x)",
+		ErrUnknownTokenizer, len(b), b[:min(len(b), 8)])
 }
 
 // LoadTokenizer reads the tokenizer file at path (ParseTokenizer).

@@ -1,13 +1,16 @@
 package llm_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/llm"
 )
 
@@ -115,4 +118,58 @@ func typeName(v any) string {
 		return ""
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// TestUnknownTokenizer: files of no tokenizer format (a model, a .ptd,
+// text, random bytes, a tokenizer.bin header with nonsense after it) are
+// an error wrapping ErrUnknownTokenizer and ErrTokenizer that says the
+// format is not recognised, not a tokenizer.bin parse error; a
+// tokenizer.bin truncated after its first records still reads as one and
+// says where it ends.
+func TestUnknownTokenizer(t *testing.T) {
+	good := writeLlama2CTokenizer(testPieces(false))
+	f, err := models.Encode(models.NewMLP(models.DefaultMLP).B, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := func(maxLen int32, score float32, n int32) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(maxLen))
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(score))
+		return binary.LittleEndian.AppendUint32(b, uint32(n))
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"random", []byte{0x5c, 0x9e, 0x21, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, // max length -1205129700
+		{".pte", f.PTE},
+		{"text", []byte("Once upon a time\nthere was a tokenizer\n")},
+		{"JSON array", []byte(`[1, 2, 3]`)},
+		{"max length 0", header(0, 0, 1)},
+		{"max length too large", header(1<<20, 0, 1)},
+		{"NaN score", header(8, float32(math.NaN()), 1)},
+		{"first piece longer than the max", header(8, 0, 9)},
+		{"first piece past the end", header(8, 0, 4)},
+		{"negative length", header(8, 0, -1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := llm.DetectTokenizer(tc.data); got != llm.FormatUnknownTokenizer {
+				t.Errorf("DetectTokenizer = %v", got)
+			}
+			_, err := llm.ParseTokenizer(tc.data)
+			if !errors.Is(err, llm.ErrUnknownTokenizer) || !errors.Is(err, llm.ErrTokenizer) {
+				t.Fatalf("ParseTokenizer = %v, want ErrUnknownTokenizer", err)
+			}
+			if !strings.Contains(err.Error(), "not recognised") || strings.Contains(err.Error(), "max token length") {
+				t.Errorf("message %q", err)
+			}
+		})
+	}
+	cut := good[:len(good)-3]
+	if got := llm.DetectTokenizer(cut); got != llm.FormatLlama2C {
+		t.Fatalf("a truncated tokenizer.bin is detected as %v", got)
+	}
+	if _, err := llm.ParseTokenizer(cut); !errors.Is(err, llm.ErrTokenizer) || errors.Is(err, llm.ErrUnknownTokenizer) || !strings.Contains(err.Error(), "token") {
+		t.Errorf("truncated tokenizer.bin: %v", err)
+	}
 }

@@ -2,17 +2,26 @@ package llm
 
 import (
 	"cmp"
-	"fmt"
-	"github.com/wgdelegate/wgdelegate"
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/wgdelegate/wgdelegate"
 )
 
 // DefaultRepeatLastN is how many of the latest tokens the repetition,
 // frequency and presence penalties look at when GenerateOptions.RepeatLastN
 // is 0: llama.cpp's default (--repeat-last-n 64).
 const DefaultRepeatLastN = 64
+
+// GenerateOptions.RepeatLastN values other than a count: RepeatLastNAll
+// makes the penalties look at every token (llama.cpp's -1), RepeatLastNOff
+// at none, which turns them off (llama.cpp's 0; here 0 is the default, as
+// the zero GenerateOptions is the default).
+const (
+	RepeatLastNAll = -1
+	RepeatLastNOff = -2
+)
 
 // sampler picks the next token from logits. Its chain, in order:
 //
@@ -38,7 +47,7 @@ type sampler struct {
 	temp, topP, minP       float64
 	topK                   int
 	repeat, freq, presence float32
-	lastN                  int // -1: the whole history
+	lastN                  int // RepeatLastNAll: the whole history
 	penalize               bool
 	rng                    *rand.Rand
 	history                []int32
@@ -50,31 +59,8 @@ type sampler struct {
 }
 
 func newSampler(o GenerateOptions) (*sampler, error) {
-	if o.Temperature < 0 || math.IsNaN(o.Temperature) || math.IsInf(o.Temperature, 0) {
-		return nil, fmt.Errorf("%w: temperature %v, want 0 (greedy) or more", ErrOption, o.Temperature)
-	}
-	if o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP) {
-		return nil, fmt.Errorf("%w: top-p %v, want 0..1", ErrOption, o.TopP)
-	}
-	if o.TopK < 0 {
-		return nil, fmt.Errorf("%w: top-k %d, want 0 (off) or more", ErrOption, o.TopK)
-	}
-	if o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP) {
-		return nil, fmt.Errorf("%w: min-p %v, want 0..1", ErrOption, o.MinP)
-	}
-	if o.RepeatPenalty < 0 || math.IsNaN(o.RepeatPenalty) || math.IsInf(o.RepeatPenalty, 0) {
-		return nil, fmt.Errorf("%w: repeat penalty %v, want 0 or 1 (off) or another positive number", ErrOption, o.RepeatPenalty)
-	}
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"frequency", o.FrequencyPenalty}, {"presence", o.PresencePenalty}} {
-		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
-			return nil, fmt.Errorf("%w: %s penalty %v, want a finite number", ErrOption, p.name, p.v)
-		}
-	}
-	if o.RepeatLastN < -1 {
-		return nil, fmt.Errorf("%w: repeat-last-n %d, want -1 (every token), 0 (%d) or more", ErrOption, o.RepeatLastN, DefaultRepeatLastN)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	s := &sampler{temp: o.Temperature, topP: o.TopP, topK: o.TopK, minP: o.MinP,
 		repeat: float32(o.RepeatPenalty), freq: float32(o.FrequencyPenalty), presence: float32(o.PresencePenalty),
@@ -85,7 +71,7 @@ func newSampler(o GenerateOptions) (*sampler, error) {
 	if s.lastN == 0 {
 		s.lastN = DefaultRepeatLastN
 	}
-	s.penalize = s.repeat != 1 || s.freq != 0 || s.presence != 0
+	s.penalize = (s.repeat != 1 || s.freq != 0 || s.presence != 0) && s.lastN != RepeatLastNOff
 	if s.penalize {
 		s.counts = map[int32]int{}
 	}

@@ -88,6 +88,8 @@ func TestSampler(t *testing.T) {
 		// Token 1, then 100 of token 2: the whole history (-1) reaches
 		// back to token 1, the default window of 64 would not.
 		{"repeat-last-n -1", GenerateOptions{Temperature: 1, PresencePenalty: math.Ln2, RepeatLastN: -1, Seed: 21}, append([]int32{1}, slices.Repeat([]int32{2}, 100)...), normalized(0.15, 0.25, 0.025, 0.3)},
+		// RepeatLastNOff: no window, so no penalty at all.
+		{"repeat-last-n off", GenerateOptions{Temperature: 1, PresencePenalty: math.Ln2, RepeatPenalty: 2, RepeatLastN: RepeatLastNOff, Seed: 22}, []int32{1, 3}, normalized(0.15, 0.5, 0.05, 0.3)},
 		// Greedy picks from the penalised logits: token 1 drops to 0.25,
 		// below token 3's 0.3.
 		{"greedy, repeat penalty", GenerateOptions{RepeatPenalty: 2}, []int32{1}, []float64{0, 0, 0, 1}},
@@ -149,10 +151,30 @@ func TestArgmax(t *testing.T) {
 func TestSamplerOptions(t *testing.T) {
 	for _, o := range []GenerateOptions{{Temperature: -1}, {Temperature: math.NaN()}, {Temperature: math.Inf(1)}, {TopP: -0.1}, {TopP: 1.01}, {TopP: math.NaN()},
 		{TopK: -1}, {MinP: -0.1}, {MinP: 1.5}, {MinP: math.NaN()}, {RepeatPenalty: -1}, {RepeatPenalty: math.NaN()}, {RepeatPenalty: math.Inf(1)},
-		{FrequencyPenalty: math.NaN()}, {PresencePenalty: math.Inf(-1)}, {RepeatLastN: -2}} {
+		{FrequencyPenalty: math.NaN()}, {PresencePenalty: math.Inf(-1)}, {RepeatLastN: -3},
+		{DeviceTopK: -2}, {MaxNewTokens: -1}, {PrefillChunk: -1}, {StopTokens: []int32{2, -1}}} {
 		if _, err := newSampler(o); !errors.Is(err, ErrOption) {
 			t.Errorf("%+v: %v, want ErrOption", o, err)
 		}
+		if err := o.Validate(); !errors.Is(err, ErrOption) {
+			t.Errorf("Validate(%+v): %v, want ErrOption", o, err)
+		}
+	}
+}
+
+// TestRepeatLastNOff: penalties with RepeatLastNOff are off, so the
+// sampler takes the unpenalised paths (the device head among them); the
+// zero value is the default window.
+func TestRepeatLastNOff(t *testing.T) {
+	s, err := newSampler(GenerateOptions{RepeatPenalty: 1.3, FrequencyPenalty: 1, RepeatLastN: RepeatLastNOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.penalize {
+		t.Error("RepeatLastNOff still penalises")
+	}
+	if s, _ := newSampler(GenerateOptions{RepeatPenalty: 1.3}); !s.penalize || s.lastN != DefaultRepeatLastN {
+		t.Errorf("RepeatLastN 0: penalize %v, window %d, want the default %d", s.penalize, s.lastN, DefaultRepeatLastN)
 	}
 }
 

@@ -2,9 +2,11 @@
 // is wgdelegate.Tensor (both alias one type), so an array read here feeds
 // Model.Execute as it is, and an output of Execute is written as it is:
 //
-//	x, err := npy.ReadFile("x.npy")      // what np.save wrote
+//	x, err := npy.ReadFile("x.npy") // what np.save wrote
+//	if err != nil { ... }
 //	outs, err := m.Execute(ctx, x)
-//	err = npy.WriteFile("y.npy", outs[0]) // np.load reads it
+//	if err != nil { ... }
+//	if err := npy.WriteFile("y.npy", outs[0]); err != nil { ... } // np.load reads it
 //
 // The package is pure Go: it links neither cgo nor the GPU code, so a
 // program that only prepares or checks arrays can use it alone.

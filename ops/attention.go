@@ -26,7 +26,7 @@ import (
 // extension/llm custom ops. update_cache writes value into cache rows
 // input_pos .. input_pos+S-1, in place: the cache must be a writable tensor
 // (an et_vk.prepack output, which persists across Execute calls); a
-// constant cache gets a persistent writable copy (ops.Persister), made once
+// constant cache gets a persistent writable copy (Builder.Persistent), made once
 // at load. sdpa_with_kv_cache updates both caches, then attends q over
 // cache rows [0, input_pos+S); custom_sdpa only attends. With is_causal
 // (the llama export passes True) query i sits at absolute position
@@ -81,6 +81,17 @@ type attnCall struct {
 	scale              float64
 	qs, ks, vs, os     attnStrides
 	ms                 [4]int64 // mask strides over (b, h, i, j)
+	rows               int64    // a cache attention's cache rows (cacheAttention)
+}
+
+// at returns cache attention c for input_pos pos: keys [0, pos+S), query
+// i at position pos+i (an update function's call for a new input_pos).
+func (c attnCall) at(pos int64) (attnCall, error) {
+	if pos < 0 || pos+c.sq > c.rows {
+		return c, Errorf(-1, "input_pos %d + seq_len %d outside the cache's %d rows", pos, c.sq, c.rows)
+	}
+	c.nkeys, c.causalOff = pos+c.sq, pos
+	return c, nil
 }
 
 // attnChunk is one vec4 of a head dim: I-th chunk, at element Off, N valid
@@ -401,12 +412,12 @@ func kvCache(b Builder, args []int32, ca int, what string) (_ Tensor, half bool,
 	if h, ok, err := halfCache(b, c, ca); err != nil || ok {
 		return h, ok, err
 	}
-	if p, ok := b.(Persister); ok && c.Constant {
+	if c.Constant {
 		// sdpa_with_kv_cache handles its own prepacking: the exporter
 		// passes the cache constant itself, and the op keeps a writable
 		// copy that persists across Execute calls (as the Vulkan backend
 		// does with a tensor "like" the constant).
-		pc, err := p.Persistent(c.ID)
+		pc, err := b.Persistent(c.ID)
 		if err != nil {
 			return Tensor{}, false, argErr(ca, err)
 		}
@@ -420,7 +431,19 @@ func kvCache(b Builder, args []int32, ca int, what string) (_ Tensor, half bool,
 type cacheWrite struct {
 	src, cache              int32
 	n, block, dst0, bstride int64
-	half                    bool // cache holds packed halves
+	row                     int64 // elements a position (H·D)
+	half                    bool  // cache holds packed halves
+}
+
+// at returns w writing from cache row pos instead: an update function's
+// write for a new input_pos (a cache too short for it fails, and the op
+// then records again, reporting it).
+func (w cacheWrite) at(pos int64) (cacheWrite, error) {
+	if pos < 0 || pos*w.row+w.block > w.bstride {
+		return w, Errorf(-1, "input_pos %d: the update leaves the cache", pos)
+	}
+	w.dst0 = pos * w.row
+	return w, nil
 }
 
 // checkCacheUpdate validates writing value ([B, S, H, D]) into cache rows
@@ -443,7 +466,7 @@ func checkCacheUpdate(value, cache Tensor, half bool, va, ca, posArg int, pos in
 	if half && cd[3]%2 != 0 {
 		return cacheWrite{}, Errorf(ca, "half cache dims %v: head_dim must be even", cd)
 	}
-	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row, half: half}, nil
+	return cacheWrite{src: value.ID, cache: cache.ID, n: value.Numel, block: vd[1] * row, dst0: pos * row, bstride: cd[1] * row, row: row, half: half}, nil
 }
 
 // recordCacheWrites records one dispatch for one or two cache updates
@@ -526,7 +549,39 @@ func updateCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	b.OnRefresh(func(b Builder) error {
+		ws, err := cacheWritesAt(b, args[2], w)
+		if err != nil {
+			return err
+		}
+		return recordCacheWrites(b, ws, out)
+	})
 	return recordCacheWrites(b, []cacheWrite{w}, out)
+}
+
+// cacheWritesAt returns ws moved to the input_pos value pos holds now.
+func cacheWritesAt(b Builder, pos int32, ws ...cacheWrite) ([]cacheWrite, error) {
+	p, err := b.Int(pos)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cacheWrite, len(ws))
+	for i, w := range ws {
+		if out[i], err = w.at(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// attentionAt returns cache attention c at the input_pos value pos holds
+// now.
+func attentionAt(b Builder, pos int32, c attnCall) (attnCall, error) {
+	p, err := b.Int(pos)
+	if err != nil {
+		return c, err
+	}
+	return c.at(p)
 }
 
 // cacheAttention validates an attention of q ([B, S, Hq, D]) over cache
@@ -582,7 +637,7 @@ func cacheAttention(b Builder, args []int32, qa, ka, va, posArg, maskArg, dropAr
 		return none, err
 	}
 	return attnCall{q: args[qa], k: kc.ID, v: vc.ID, mask: -1, out: args[outArg],
-		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale,
+		bsz: bsz, hq: hq, sq: sq, g: hq / hk, nkeys: pos + sq, d: d, dv: dv, causal: causal, causalOff: pos, scale: scale, rows: kd[1],
 		halfK: halfK, halfV: halfV,
 		qs: attnStrides{b: sq * hq * d, h: d, s: hq * d},
 		ks: attnStrides{b: kd[1] * hk * d, h: d, s: hk * d},
@@ -635,6 +690,20 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	b.OnRefresh(func(b Builder) error {
+		ws, err := cacheWritesAt(b, args[5], kw, vw)
+		if err != nil {
+			return err
+		}
+		c, err := attentionAt(b, args[5], call)
+		if err != nil {
+			return err
+		}
+		if err := recordCacheWrites(b, ws, -1); err != nil {
+			return err
+		}
+		return recordAttention(b, c)
+	})
 	if err := recordCacheWrites(b, []cacheWrite{kw, vw}, -1); err != nil {
 		return err
 	}
@@ -653,5 +722,12 @@ func customSDPAOp(b Builder, args []int32) error {
 	if err != nil {
 		return err
 	}
+	b.OnRefresh(func(b Builder) error {
+		c, err := attentionAt(b, args[3], call)
+		if err != nil {
+			return err
+		}
+		return recordAttention(b, c)
+	})
 	return recordAttention(b, call)
 }

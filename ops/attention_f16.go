@@ -42,24 +42,14 @@ func HalfKVCacheDims(dims []int64) bool {
 // HalfCacheWords is the u32 words of a half KV cache of numel elements.
 func HalfCacheWords(numel int64) int64 { return (numel + 1) / 2 }
 
-// HalfCacher is implemented by builders that hold some KV caches as packed
-// halves (Config.HalfKVCache).
-type HalfCacher interface {
-	// HalfCache returns the packed-halves buffer (an Int32 tensor of
-	// HalfCacheWords words, writable, persistent across Execute calls)
-	// that stands for KV cache id, and whether there is one.
-	HalfCache(id int32) (Tensor, bool, error)
-}
-
 // halfCache returns cache c as the cache ops bind it when the builder
 // holds it as halves: c's dims, the packed buffer's id; ok is false when c
 // stays float32.
 func halfCache(b Builder, c Tensor, arg int) (Tensor, bool, error) {
-	hc, isHC := b.(HalfCacher)
-	if !isHC || !configOf(b).HalfKVCache {
+	if !b.Config().HalfKVCache {
 		return Tensor{}, false, nil
 	}
-	p, ok, err := hc.HalfCache(c.ID)
+	p, ok, err := b.HalfCache(c.ID)
 	if err != nil {
 		return Tensor{}, false, argErr(arg, err)
 	}

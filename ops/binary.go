@@ -406,16 +406,6 @@ func binaryOp(b Builder, op string, layout binaryLayout, args []int32) error {
 			self.Dims, other.Dims, out.Dims, len(dims), ewMaxRank)
 	}
 
-	if cs == "f32" && at == "f32" && (scalar || bt == "f32") {
-		var o *Tensor
-		if !scalar {
-			o = &other
-		}
-		if done, err := fuseBinaryHead(b, fuseBinaryName(op, layout), args, op, self, o, out, p); done || err != nil {
-			return err
-		}
-	}
-
 	v := binaryVariant{Op: op, AT: at, BT: bt, CS: cs, W: 1, WG: binaryWG, Rank: len(dims), BScalar: scalar, OBind: 2, PBind: 3}
 	if scalar {
 		v.BT, v.OBind, v.PBind = cs, 1, 2

@@ -99,6 +99,68 @@ type Builder interface {
 	MaterializeConstant(src, dst int32) error
 	// MaxWorkgroupsPerDim is the device's per-dimension workgroup limit.
 	MaxWorkgroupsPerDim() uint32
+
+	// OnRefresh gives what is being recorded an update function: when
+	// only SymInt values (or host-read input values) it read change, the
+	// graph may call update, on a builder holding the new values, instead
+	// of recording it again. update reads those values as recording does,
+	// sets what they decide (a SymInt's value, an output's shape) and
+	// records the same dispatches with their new params, parsing nothing
+	// else; where the values change more (a shape, a kernel, a guard), it
+	// records something else or fails, and the graph records everything
+	// again.
+	OnRefresh(update func(b Builder) error)
+
+	// Config is the load's kernel choices, DeviceProfile the device it
+	// records for (Resolve turns the two into the kernel family).
+	Config() Config
+	DeviceProfile() DeviceProfile
+
+	// HostElement returns element flat (row-major) of tensor id, a graph
+	// input (the data given to the current Execute) or a constant, read on
+	// the host while recording (by an op registered with Op.HostReads; the
+	// graph re-records whenever those values change). Values computed on
+	// the device cannot be read.
+	HostElement(id int32, flat int64) (float64, error)
+
+	// The weights as the load holds them.
+
+	// PackWeight returns a read-only tensor holding weight id (a constant,
+	// or a prepack output of one) transformed by spec, created once per
+	// graph (from a packed-weight cache when there is one). It fails with
+	// ErrNotPacked when it cannot pack now (first asked for while
+	// re-recording, or a weight held in chunks) and with *ArgError when id
+	// is no weight.
+	PackWeight(id int32, spec PackSpec) (Tensor, error)
+	// Persistent returns id itself when it is a writable tensor, else a
+	// per-graph writable copy of constant id, initialised with its bytes
+	// once at load and kept across Execute calls (a KV cache that an op
+	// such as sdpa_with_kv_cache receives as a constant and updates in
+	// place).
+	Persistent(id int32) (Tensor, error)
+	// HalfCache returns the packed-halves buffer (an Int32 tensor of
+	// HalfCacheWords words, writable, persistent across Execute calls)
+	// that stands for KV cache id, and whether there is one
+	// (Config.HalfKVCache).
+	HalfCache(id int32) (Tensor, bool, error)
+	// ChunkedWeight reports whether tensor id is a weight held in chunks
+	// (chunk.go): it has no buffer of its own, and an op reads it through
+	// SliceWeight.
+	ChunkedWeight(id int32) bool
+	// ChunkBytes is the most bytes one buffer (a chunk, or a scratch
+	// output) may hold: the device's (or the load's lowered) binding and
+	// buffer size limit.
+	ChunkBytes() int64
+	// SliceWeight returns a read-only tensor holding elements [begin, end)
+	// of weight id (a constant, or a prepack output of one; chunked or
+	// not) along dim, with a buffer of its own, made once per graph from
+	// the weight's bytes at load.
+	SliceWeight(id int32, dim int, begin, end int64) (Tensor, error)
+	// Scratch returns a writable tensor of dtype dt and (maximum) dims
+	// with a buffer of its own, private to the calling op; key tells
+	// apart an op's several scratch tensors. Made at load, found again
+	// when re-recording; the op sets its live shape with SetDims.
+	Scratch(key int, dt serialization.DataType, dims []int64) (Tensor, error)
 }
 
 // Ops are re-run: the graph calls every op function once at load and again,

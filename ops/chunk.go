@@ -28,29 +28,6 @@ import (
 //
 // A call that reads no chunked weight records exactly what it did before.
 
-// Chunker is implemented by builders that hold weights in chunks (the GPU
-// graph).
-type Chunker interface {
-	// ChunkedWeight reports whether tensor id is a weight held in chunks:
-	// it has no buffer of its own, and an op reads it through
-	// SliceWeight.
-	ChunkedWeight(id int32) bool
-	// ChunkBytes is the most bytes one buffer (a chunk, or a scratch
-	// output) may hold: the device's (or the load's lowered) binding and
-	// buffer size limit.
-	ChunkBytes() int64
-	// SliceWeight returns a read-only tensor holding elements [begin, end)
-	// of weight id (a constant, or a prepack output of one; chunked or
-	// not) along dim, with a buffer of its own, made once per graph from
-	// the weight's bytes at load.
-	SliceWeight(id int32, dim int, begin, end int64) (Tensor, error)
-	// Scratch returns a writable tensor of dtype dt and (maximum) dims
-	// with a buffer of its own, private to the calling op; key tells
-	// apart an op's several scratch tensors. Made at load, found again
-	// when re-recording; the op sets its live shape with SetDims.
-	Scratch(key int, dt serialization.DataType, dims []int64) (Tensor, error)
-}
-
 // chunkArgs lists, per op, the arguments that may be chunked weights:
 // those whose leading dimension, or for the transposed scales of the
 // grouped 4-bit linears their last, follows the output columns (or the
@@ -99,18 +76,14 @@ func chunkRanges(n, rows int64) [][2]int64 {
 	return out
 }
 
-// chunkerOf returns b's Chunker when it holds any of ids in chunks.
-func chunkerOf(b Builder, ids ...int32) (Chunker, bool) {
-	ch, ok := b.(Chunker)
-	if !ok {
-		return nil, false
-	}
+// chunked reports whether b holds any of ids in chunks.
+func chunked(b Builder, ids ...int32) bool {
 	for _, id := range ids {
-		if id >= 0 && ch.ChunkedWeight(id) {
-			return ch, true
+		if id >= 0 && b.ChunkedWeight(id) {
+			return true
 		}
 	}
-	return nil, false
+	return false
 }
 
 // chunkSlice is one tensor a chunked call slices: along dim, bytes per row
@@ -189,17 +162,7 @@ func linearSlices(b Builder, c *linearCall) (sl []chunkSlice, ok bool, err error
 // chunks (see the comment at the top of this file) and reports whether it
 // did; a call that reads none is left to runLinear.
 func runLinearChunked(b Builder, c *linearCall) (bool, error) {
-	var ids []int32
-	switch c.format {
-	case formatF32:
-		ids = []int32{c.f.b, c.f.bias}
-	case formatQuant:
-		ids = []int32{c.q.w, c.q.scales, c.q.bias}
-	case formatQ8ta:
-		ids = []int32{c.q8.w}
-	}
-	ch, ok := chunkerOf(b, ids...)
-	if !ok {
+	if !chunked(b, c.weights()...) {
 		return false, nil
 	}
 	sl, ok, err := linearSlices(b, c)
@@ -209,14 +172,7 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 	if !ok {
 		return true, Errorf(-1, "the weight is held in chunks (too large for one binding), and this call cannot read chunks")
 	}
-	var m, n int64
-	var out int32
-	switch c.format {
-	case formatQuant:
-		m, n, out = c.q.m, c.q.n, c.q.out
-	default:
-		m, n, out = c.f.m, c.f.n, c.f.out
-	}
+	m, n, _, out := c.shape()
 	outT, err := b.Tensor(out)
 	if err != nil {
 		return true, err
@@ -226,21 +182,21 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 	for _, s := range sl {
 		perRow = max(perRow, s.perRow)
 	}
-	rows, err := chunkRows(ch.ChunkBytes(), perRow)
+	rows, err := chunkRows(b.ChunkBytes(), perRow)
 	if err != nil {
 		return true, err
 	}
 	for j, r := range chunkRanges(n, rows) {
 		sub := *c
 		for _, s := range sl {
-			t, err := ch.SliceWeight(s.id, s.dim, r[0], r[1])
+			t, err := b.SliceWeight(s.id, s.dim, r[0], r[1])
 			if err != nil {
 				return true, fmt.Errorf("ops: chunk %d: %w", j, err)
 			}
 			s.set(&sub, t)
 		}
 		cols := r[1] - r[0]
-		tmp, err := ch.Scratch(j, serialization.Float32, []int64{maxM, cols})
+		tmp, err := b.Scratch(j, serialization.Float32, []int64{maxM, cols})
 		if err != nil {
 			return true, err
 		}
@@ -250,6 +206,9 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 		switch sub.format {
 		case formatQuant:
 			sub.q.n, sub.q.out = cols, tmp.ID
+			if err := packQuantScales(b, &sub); err != nil { // the chunk's scales per row (linear_gpu_quant.go)
+				return true, err
+			}
 		default:
 			sub.f.n, sub.f.out = cols, tmp.ID
 			w, err := b.Tensor(sub.f.b)
@@ -261,7 +220,7 @@ func runLinearChunked(b Builder, c *linearCall) (bool, error) {
 				return true, err
 			}
 		}
-		k := chooseLinear(familyOf(b), &sub, configOf(b))
+		k := chooseLinear(familyOf(b), &sub, b.Config())
 		if k == nil {
 			return true, Errorf(-1, "no %v-family kernel fits chunk %d", familyOf(b), j)
 		}

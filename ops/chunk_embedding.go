@@ -32,15 +32,14 @@ type chunkEmbedding struct {
 // recordEmbeddingChunked records e once per chunk of its table when the
 // table is held in chunks, and reports whether it did.
 func recordEmbeddingChunked(b Builder, e chunkEmbedding) (bool, error) {
-	ch, ok := chunkerOf(b, e.w, e.s)
-	if !ok {
+	if !chunked(b, e.w, e.s) {
 		return false, nil
 	}
 	perRow := e.rowBytes
 	if e.sh.Q4 {
 		perRow = max(perRow, e.spr*4)
 	}
-	rows, err := chunkRows(ch.ChunkBytes(), perRow)
+	rows, err := chunkRows(b.ChunkBytes(), perRow)
 	if err != nil {
 		return true, err
 	}
@@ -69,13 +68,13 @@ func recordEmbeddingChunked(b Builder, e chunkEmbedding) (bool, error) {
 		return true, err
 	}
 	for j, r := range chunkRanges(e.v, rows) {
-		w, err := ch.SliceWeight(e.w, 0, r[0], r[1])
+		w, err := b.SliceWeight(e.w, 0, r[0], r[1])
 		if err != nil {
 			return true, fmt.Errorf("ops: chunk %d: %w", j, err)
 		}
 		inputs := []int32{w.ID}
 		if e.sh.Q4 {
-			s, err := ch.SliceWeight(e.s, 0, r[0], r[1])
+			s, err := b.SliceWeight(e.s, 0, r[0], r[1])
 			if err != nil {
 				return true, fmt.Errorf("ops: chunk %d: %w", j, err)
 			}
@@ -95,7 +94,7 @@ func recordEmbeddingChunked(b Builder, e chunkEmbedding) (bool, error) {
 // embeddingChunked is aten.embedding's hook: weight w [V, D] read by
 // chunks when held in chunks (4-byte dtypes only).
 func embeddingChunked(b Builder, w, ix Tensor, out int32) (bool, error) {
-	if _, ok := chunkerOf(b, w.ID); !ok {
+	if !chunked(b, w.ID) {
 		return false, nil
 	}
 	if w.DType.Size() != 4 {

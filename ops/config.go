@@ -1,5 +1,10 @@
 package ops
 
+import (
+	"errors"
+	"strings"
+)
+
 // Config is a load's kernel choices, carried as data by the graph's options
 // (graph.Options.Kernels, wgdelegate.WithKernels) rather than set for the
 // whole process, so models with different choices can live side by side.
@@ -17,7 +22,7 @@ type Config struct {
 	Matmul MatmulPath
 	// GEMVCols is the output columns (weight rows) each invocation of
 	// the GEMV kernel computes, at most 16 (rounded up to a power of two);
-	// 0 picks the default measured best (gemvCols in matmul.go). For
+	// 0 picks the default measured best (gemvCols in linear_cpu.go). For
 	// benchmarks and tuning on other devices.
 	GEMVCols int
 	// PackLinear packs constant linear weights into the [K, N] layout of
@@ -48,7 +53,8 @@ type Config struct {
 	// NoViewAliasing records a copy for every view-like op (view_copy,
 	// squeeze/unsqueeze, clone, alias_copy, a select_copy from a dim of
 	// size 1) instead of letting its output
-	// share its input's buffer where that is safe (Aliaser); for tests
+	// share its input's buffer where that is safe (package lower's views
+	// pass); for tests
 	// and benchmarks of the copy.
 	NoViewAliasing bool
 	// NoQGEMV runs one-row et_vk.linear_q4gsw and linear_dq8ca_q4gsw
@@ -64,19 +70,42 @@ type Config struct {
 	// that anything else reads, or that is a graph input or output,
 	// stays float32.
 	HalfKVCache bool
+	// SkipKernels names linear-family table entries (linearKernels in
+	// linear_family.go; LinearKernelNames), comma-separated, that the
+	// kernel choice passes over, so that the next entry that fits serves
+	// the call: "gpu/q4gemv,gpu/qcgemv" runs the 4-bit and int8 GEMVs
+	// they replaced (gpu/qgemv), "gpu/tiled128" the 64×64 tiled matmul,
+	// "gpu/skinny" the GEMV for 8 < M ≤ 16. For benchmarks that measure a
+	// new kernel against the one before it in the same run, and for tests
+	// of the kernels behind. A name that is no entry fails the load
+	// (ErrConfig).
+	SkipKernels string
 }
 
-// Configurer is implemented by builders that carry a load's Config (the
-// GPU graph). An op asks through configOf; a builder without it gets the
-// defaults.
-type Configurer interface {
-	Config() Config
-}
+// ErrConfig classifies a Config whose choices name something that does
+// not exist (Config.SkipKernels).
+var ErrConfig = errors.New("ops: bad kernel configuration")
 
-// configOf returns b's Config, or the zero (default) Config.
-func configOf(b Builder) Config {
-	if c, ok := b.(Configurer); ok {
-		return c.Config()
+// skipped returns the entries of c.SkipKernels.
+func (c Config) skipped() []string {
+	var out []string
+	for _, s := range strings.Split(c.SkipKernels, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
 	}
-	return Config{}
+	return out
+}
+
+// skipsKernel reports whether c.SkipKernels names table entry name.
+func (c Config) skipsKernel(name string) bool {
+	if c.SkipKernels == "" {
+		return false
+	}
+	for _, s := range c.skipped() {
+		if s == name {
+			return true
+		}
+	}
+	return false
 }

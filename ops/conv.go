@@ -66,8 +66,7 @@ const convPackTileOC = 16
 // IdentitySpec. A weight that is not a constant (no packer, or a computed
 // tensor) is read as it is.
 func convWeight(b Builder, id int32, w Tensor, pack bool, t int64) (int32, bool, error) {
-	p, isPacker := b.(Packer)
-	if !isPacker || w.Numel == 0 {
+	if w.Numel == 0 {
 		return id, false, nil
 	}
 	spec := IdentitySpec(w)
@@ -77,9 +76,9 @@ func convWeight(b Builder, id int32, w Tensor, pack bool, t int64) (int32, bool,
 			spec, packed = s, true
 		}
 	}
-	pt, err := p.PackWeight(id, spec)
-	if errors.Is(err, ErrArg) && !w.Constant {
-		return id, false, nil // computed on the device: not a weight
+	pt, err := b.PackWeight(id, spec)
+	if (errors.Is(err, ErrArg) && !w.Constant) || errors.Is(err, ErrNotPacked) {
+		return id, false, nil // computed on the device, or not packed: as exported
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("ops: convolution weight: %w", err)
@@ -331,7 +330,7 @@ func convOp(b Builder, args []int32, clamp bool) error {
 	// group) × columns (forward only; transposed does one column).
 	ocg := g.oc / groups
 	tileOC := int64(convTileOC)
-	pack := !transposed && ocg%4 == 0 && !configOf(b).NoConvPacking
+	pack := !transposed && ocg%4 == 0 && !b.Config().NoConvPacking
 	if pack {
 		tileOC = convPackTileOC
 	}

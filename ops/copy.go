@@ -13,8 +13,9 @@ import (
 //
 // Tensors are flat and contiguous, so every one of these is the same
 // whole-tensor copy (shaders/copy.wgsl, vec4<u32> units; any dtype), or,
-// where the graph can prove no one writes either value afterwards, no
-// dispatch at all: the output shares the input's buffer (Aliaser). They
+// where package lower's views pass proves no one writes either value
+// afterwards, no dispatch at all: the output shares the input's buffer
+// (Op.View). They
 // differ in the output shape, computed from self's live shape as torch
 // does. view_copy: size, where one -1 is inferred from self's element
 // count, which must match. squeeze_copy.dims: the listed dims of size 1
@@ -23,47 +24,73 @@ import (
 // + rank + 1). The others keep self's shape (memory_format and dim_order
 // only describe the layout, which is always contiguous here).
 func init() {
-	Register("aten.view_copy.default", viewCopy)
-	Register("aten.clone.default", sameShapeCopy(3))
-	Register("aten.squeeze_copy.dims", squeezeCopy)
-	Register("aten.unsqueeze_copy.default", unsqueezeCopy)
-	Register("aten.alias_copy.default", sameShapeCopy(2))
-	Register("dim_order_ops._clone_dim_order.default", sameShapeCopy(4))
+	registerView("aten.view_copy.default", viewArgs)
+	registerView("aten.clone.default", sameShapeArgs(3))
+	registerView("aten.squeeze_copy.dims", squeezeArgs)
+	registerView("aten.unsqueeze_copy.default", unsqueezeArgs)
+	registerView("aten.alias_copy.default", sameShapeArgs(2))
+	registerView("dim_order_ops._clone_dim_order.default", sameShapeArgs(4))
+}
+
+// viewParse checks a view op's args and returns its input and its output's
+// argument and shape.
+type viewParse func(b Builder, args []int32) (in Tensor, outArg int, dims []int64, err error)
+
+// registerView registers a view op whose arguments parse reads: Run
+// records the copy, View sets the output's shape only.
+func registerView(name string, parse viewParse) {
+	RegisterOp(Op{Name: name,
+		Run: func(b Builder, args []int32) error {
+			in, outArg, dims, err := parse(b, args)
+			if err != nil {
+				return err
+			}
+			return copyTensor(b, in, outArg, args[outArg], dims)
+		},
+		View: func(b Builder, args []int32) (int32, bool, error) {
+			in, outArg, dims, err := parse(b, args)
+			if err != nil {
+				return 0, false, err
+			}
+			_, err = Output(b, outArg, args[outArg], in.DType, dims)
+			return in.ID, err == nil, err
+		}})
 }
 
 const copyWG = 256
 
-// sameShapeCopy copies args[0] into the last of n args, keeping its shape.
-func sameShapeCopy(n int) Func {
-	return func(b Builder, args []int32) error {
+// sameShapeArgs reads a view op of n args that keeps its input's shape
+// (clone, alias_copy, _clone_dim_order).
+func sameShapeArgs(n int) viewParse {
+	return func(b Builder, args []int32) (Tensor, int, []int64, error) {
 		if len(args) != n {
-			return Errorf(-1, "want %d args, have %d", n, len(args))
+			return Tensor{}, 0, nil, Errorf(-1, "want %d args, have %d", n, len(args))
 		}
 		in, err := b.Tensor(args[0])
 		if err != nil {
-			return argErr(0, err)
+			return Tensor{}, 0, nil, argErr(0, err)
 		}
-		return copyTensor(b, in, n-1, args[n-1], in.Dims)
+		return in, n - 1, in.Dims, nil
 	}
 }
 
-func viewCopy(b Builder, args []int32) error {
+func viewArgs(b Builder, args []int32) (Tensor, int, []int64, error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, size, out], have %d", len(args))
+		return Tensor{}, 0, nil, Errorf(-1, "want 3 args [self, size, out], have %d", len(args))
 	}
 	in, err := b.Tensor(args[0])
 	if err != nil {
-		return argErr(0, err)
+		return Tensor{}, 0, nil, argErr(0, err)
 	}
 	size, err := b.IntList(args[1])
 	if err != nil {
-		return Errorf(1, "size: %s", argMsg(err))
+		return Tensor{}, 0, nil, Errorf(1, "size: %s", argMsg(err))
 	}
 	dims, err := viewShape(in.Numel, size)
 	if err != nil {
-		return Errorf(1, "view of %v as %v: %s", in.Dims, size, argMsg(err))
+		return Tensor{}, 0, nil, Errorf(1, "view of %v as %v: %s", in.Dims, size, argMsg(err))
 	}
-	return copyTensor(b, in, 2, args[2], dims)
+	return in, 2, dims, nil
 }
 
 // viewShape resolves a view size against numel elements: at most one -1,
@@ -101,23 +128,23 @@ func viewShape(numel int64, size []int64) ([]int64, error) {
 	return dims, nil
 }
 
-func squeezeCopy(b Builder, args []int32) error {
+func squeezeArgs(b Builder, args []int32) (Tensor, int, []int64, error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, dims, out], have %d", len(args))
+		return Tensor{}, 0, nil, Errorf(-1, "want 3 args [self, dims, out], have %d", len(args))
 	}
 	in, err := b.Tensor(args[0])
 	if err != nil {
-		return argErr(0, err)
+		return Tensor{}, 0, nil, argErr(0, err)
 	}
 	sq, err := b.IntList(args[1])
 	if err != nil {
-		return argErr(1, err)
+		return Tensor{}, 0, nil, argErr(1, err)
 	}
 	drop := make([]bool, len(in.Dims))
 	for _, d := range sq {
 		k, err := gatherDim(1, d, len(in.Dims))
 		if err != nil {
-			return err
+			return Tensor{}, 0, nil, err
 		}
 		if len(in.Dims) > 0 && in.Dims[k] == 1 {
 			drop[k] = true
@@ -129,20 +156,20 @@ func squeezeCopy(b Builder, args []int32) error {
 			dims = append(dims, d)
 		}
 	}
-	return copyTensor(b, in, 2, args[2], dims)
+	return in, 2, dims, nil
 }
 
-func unsqueezeCopy(b Builder, args []int32) error {
+func unsqueezeArgs(b Builder, args []int32) (Tensor, int, []int64, error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, dim, out], have %d", len(args))
+		return Tensor{}, 0, nil, Errorf(-1, "want 3 args [self, dim, out], have %d", len(args))
 	}
 	in, err := b.Tensor(args[0])
 	if err != nil {
-		return argErr(0, err)
+		return Tensor{}, 0, nil, argErr(0, err)
 	}
 	d, err := b.Int(args[1])
 	if err != nil {
-		return Errorf(1, "dim: %s", argMsg(err))
+		return Tensor{}, 0, nil, Errorf(1, "dim: %s", argMsg(err))
 	}
 	r := int64(len(in.Dims))
 	k := d
@@ -150,35 +177,17 @@ func unsqueezeCopy(b Builder, args []int32) error {
 		k += r + 1
 	}
 	if k < 0 || k > r {
-		return Errorf(1, "dim %d is out of range for unsqueezing a rank-%d tensor", d, r)
+		return Tensor{}, 0, nil, Errorf(1, "dim %d is out of range for unsqueezing a rank-%d tensor", d, r)
 	}
 	dims := append(append(append([]int64{}, in.Dims[:k]...), 1), in.Dims[k:]...)
-	return copyTensor(b, in, 2, args[2], dims)
+	return in, 2, dims, nil
 }
 
-// Aliaser is implemented by builders that can give a copy op's output its
-// input's buffer instead of a copy of its bytes. Tensors are flat and
-// contiguous, so every op of this file leaves the bytes as they are; only
-// the shape changes.
-type Aliaser interface {
-	// Alias makes out (whose live shape is set) share in's buffer, and
-	// reports whether it did; the op then records no dispatch. The builder
-	// refuses when the two values could ever differ: when either is, or
-	// may become, written after out is defined (a KV cache updated in
-	// place, a persistent buffer), or when out's buffer is needed on its
-	// own (a constant).
-	Alias(out, in int32) bool
-}
-
-// copyTensor sets out (args[outArg]) to dims and makes it in's bytes: the
-// same buffer when the builder can alias them (Aliaser), else a recorded
-// whole-tensor copy.
+// copyTensor sets out (args[outArg]) to dims and records a whole-tensor
+// copy of in's bytes into it.
 func copyTensor(b Builder, in Tensor, outArg int, outID int32, dims []int64) error {
 	if _, err := Output(b, outArg, outID, in.DType, dims); err != nil {
 		return err
-	}
-	if a, ok := b.(Aliaser); ok && !configOf(b).NoViewAliasing && a.Alias(outID, in.ID) {
-		return nil
 	}
 	if in.NBytes == 0 {
 		return nil

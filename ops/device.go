@@ -38,7 +38,7 @@ func (c DeviceClass) String() string {
 // for: the adapter's class, vendor and name, and the limits and features
 // a kernel's shape depends on. The graph builds it from the GPU seam's
 // adapter info once per device and hands it to every op of a load
-// (Profiler); the load's Config may override the choice it implies
+// (Builder.DeviceProfile); the load's Config may override the choice it implies
 // (Config.Family). It is plain data, so that kernel choice is a table
 // lookup keyed by it (see Family and the linear family's table in
 // linear_family.go), not a chain of conditions on adapter names.
@@ -125,22 +125,7 @@ func Resolve(cfg Config, p DeviceProfile) Family {
 	return p.Family()
 }
 
-// Profiler is implemented by builders that describe their device (the GPU
-// graph). An op asks through profileOf; a builder without it describes no
-// device (ClassNone).
-type Profiler interface {
-	DeviceProfile() DeviceProfile
-}
-
-// profileOf returns b's DeviceProfile, or the zero profile.
-func profileOf(b Builder) DeviceProfile {
-	if p, ok := b.(Profiler); ok {
-		return p.DeviceProfile()
-	}
-	return DeviceProfile{}
-}
-
 // familyOf returns the kernel family b's load records with.
 func familyOf(b Builder) Family {
-	return Resolve(configOf(b), profileOf(b))
+	return Resolve(b.Config(), b.DeviceProfile())
 }

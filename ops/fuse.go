@@ -8,32 +8,25 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// Elementwise fusion. A float32 unary op (relu, sigmoid, tanh, gelu,
-// clamp...) or a float32 binary op (add, sub, rsub, mul, div, minimum,
-// maximum, with a tensor or a Scalar other) absorbs the ops that follow it
-// in the chain while they form a fusable chain, and records one kernel
-// (shaders/fused.wgsl) that computes them all per element:
+// Elementwise fusion. A chain of float32 unary ops (relu, sigmoid, tanh,
+// gelu, clamp...) and binary ops (add, sub, rsub, mul, div, minimum,
+// maximum, with a tensor or a Scalar other), each reading the previous
+// one's output as its sole reader, is one kernel (shaders/fused.wgsl)
+// that computes them all per element:
 //
 //	t1 = add(x, bias); t2 = relu(t1); t3 = mul(t2, 0.5)  ->  one dispatch
 //
-// Op j joins the chain when it is the next op of the chain (nothing runs
-// in between), its input is the previous step's output, that output has
-// exactly one consumer and is not a graph output (ops.SoleConsumer), every
-// dtype is float32, and, for a binary step, the other operand broadcasts to
-// the chain's shape without growing it. The chain stops before a step whose
-// output has a fixed buffer (a dedicated or prepacked tensor) that a tensor
-// the kernel reads also has; tensors the exporter placed in shared objects
-// never stop it, since the graph binds them after recording from the
-// lifetimes the fused kernels give them (package memplan). Fusion is
-// decided while recording, so a re-recording for new input shapes decides
-// again.
+// Package lower's elementwise pass finds the chains (FusableElementwise
+// says which ops and arguments the kernel reads); fusedElementwise records
+// one at the live shapes: every dtype float32, and each binary step's
+// other operand broadcasting to the chain's shape without growing it. A
+// step that does not fit ends the fused prefix there, and the graph
+// records the rest as a chain again (so `relu(x) * z + 1` is relu alone,
+// then one kernel, while z is larger than x).
 //
 // The fused kernel evaluates the same float32 formulas in the same order as
 // unary.wgsl and binary.wgsl, so fused and unfused results agree to
 // rounding.
-
-// Fusion is on unless the load's Config says NoElementwiseFusion
-// (benchmarks and tests of the unfused chain).
 
 const (
 	// fuseMaxSteps bounds a fused kernel's length (LLVM compile time grows
@@ -44,12 +37,6 @@ const (
 	fuseMaxOperands = 7
 	fusedWG         = 256
 )
-
-// bufferSharer is implemented by builders that can tell whether two
-// tensors share a buffer (the GPU graph). Without it nothing is fused.
-type bufferSharer interface {
-	SameBuffer(x, y int32) bool
-}
 
 // fuseUnary maps the op names a chain may absorb as unary steps to
 // unaryOp's short names. Each float32 formula (after unaryTypes renamed
@@ -73,22 +60,13 @@ var fuseBinary = map[string]fuseBin{
 	"aten.div.Scalar":      {"div", layoutScalar},
 }
 
-// fuseBinaryName is the fusable op name of binary op and layout, or "".
-func fuseBinaryName(op string, layout binaryLayout) string {
-	for name, fb := range fuseBinary {
-		if fb.op == op && fb.layout == layout {
-			return name
-		}
-	}
-	return ""
-}
-
 type fuseBin struct {
 	op     string
 	layout binaryLayout
 }
 
 func init() {
+	RegisterFused(FusedElementwise, fusedElementwise)
 	for _, op := range []string{"abs", "neg", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "relu6",
 		"round", "log10", "hardswish", "hardsigmoid", "gelu", "hardtanh", "hardshrink", "leaky_relu", "clamp"} {
 		fuseUnary["aten."+op+".default"] = op
@@ -136,120 +114,150 @@ func (c *fuseChain) operand(id int32, dims []int64) (int, bool) {
 	return len(c.operands) - 1, true
 }
 
-// fuseUnaryHead starts a chain at unary op name (short name op, already
-// checked by unaryTypes into v and p) and fuses what follows. done reports
-// that the chain was recorded; otherwise the caller records its op alone.
-func fuseUnaryHead(b Builder, name string, args []int32, v unaryVariant, p unaryParams, in Tensor) (done bool, err error) {
-	if v.X != "f32" || v.Y != "f32" || v.S != "f32" {
-		return false, nil
-	}
-	if _, ok := fuseUnary[name]; !ok {
-		return false, nil
-	}
-	c := &fuseChain{dims: in.Dims, numel: in.Numel}
-	c.operand(args[0], in.Dims)
-	c.steps = append(c.steps, fuseStep{unary: true, op: v.Op, a: p.AF, b: p.BF})
-	return fuseFrom(b, name, args, c)
+// ElementwiseOp is how the fused elementwise kernel reads an op it can
+// compute: its argument count (the output last) and which arguments are
+// tensors (the chain value, or an operand); the others are scalars.
+type ElementwiseOp struct {
+	Args    int
+	Tensors []int
 }
 
-// fuseBinaryHead starts a chain at a float32 binary op; self and other
-// (nil for a Scalar op) are its operands, out its output with the live
-// broadcast shape set.
-func fuseBinaryHead(b Builder, name string, args []int32, op string, self Tensor, other *Tensor, out Tensor, p ewParams) (done bool, err error) {
-	if _, ok := fuseBinary[name]; !ok {
-		return false, nil
+// FusableElementwise reports whether fused.wgsl computes op name as a step
+// of a chain, and how it reads the op's arguments.
+func FusableElementwise(name string) (ElementwiseOp, bool) {
+	if op, ok := fuseUnary[name]; ok {
+		return ElementwiseOp{Args: unaryScalars[op] + 2, Tensors: []int{0}}, true
 	}
-	c := &fuseChain{dims: out.Dims, numel: out.Numel}
-	if _, ok := c.operand(args[0], self.Dims); !ok {
-		return false, nil
-	}
-	st := fuseStep{op: op, alpha: p.AlphaF, sc: p.SF, opd: -1}
-	if other != nil {
-		k, ok := c.operand(args[1], other.Dims)
-		if !ok {
-			return false, nil
+	if bin, ok := fuseBinary[name]; ok {
+		if bin.layout&layoutScalar != 0 {
+			return ElementwiseOp{Args: bin.layout.nargs(), Tensors: []int{0}}, true
 		}
-		st.opd = k
+		return ElementwiseOp{Args: bin.layout.nargs(), Tensors: []int{0, 1}}, true
 	}
-	c.steps = append(c.steps, st)
-	return fuseFrom(b, name, args, c)
+	return ElementwiseOp{}, false
 }
 
-// fuseFrom extends chain c, whose first op is name(args), with the ops
-// that follow, and records it when at least one op joined.
-func fuseFrom(b Builder, name string, args []int32, c *fuseChain) (bool, error) {
-	if configOf(b).NoElementwiseFusion || c.numel == 0 || c.numel >= 1<<32-4 {
-		return false, nil
+// fusedElementwise is FusedElementwise's kernel: it records the longest
+// prefix of g's chain, two ops at least, whose steps fit the chain's live
+// shape (fuseHead, fuseParse), as one dispatch of fused.wgsl.
+func fusedElementwise(b Builder, g *Group) (int, error) {
+	if len(g.Calls) < 2 {
+		return 0, nil
 	}
-	f, ok := b.(Fuser)
-	sh, ok2 := b.(bufferSharer)
-	if !ok || !ok2 {
-		return false, nil
+	c, ok := fuseHead(b, g.Calls[0])
+	if !ok || c.numel == 0 || c.numel >= 1<<32-4 {
+		return 0, nil
 	}
 	type joined struct {
-		index    int
 		out      int32
 		outArg   int
 		operands int // len(c.operands) with this step
 	}
 	var js []joined
-	cur := args[len(args)-1]
-	prev := -1
-	for len(c.steps) < fuseMaxSteps {
-		j, nm, a, ok := SoleConsumer(b, cur)
-		if !ok {
-			break
-		}
-		if prev < 0 {
-			// The consumer must directly follow the first op: only then
-			// does the fused kernel run where every step would have.
-			pn, pa := f.OpAt(j - 1)
-			if pn != name || !slices.Equal(pa, args) {
-				break
-			}
-		} else if j != prev+1 {
+	cur := g.Calls[0].Args[len(g.Calls[0].Args)-1]
+	for _, call := range g.Calls[1:] {
+		if len(c.steps) >= fuseMaxSteps {
 			break
 		}
 		n := len(c.operands)
-		st, ok := fuseParse(b, c, nm, a, cur)
+		st, ok := fuseParse(b, c, call.Name, call.Args, cur)
 		if !ok || len(c.operands) > fuseMaxOperands {
 			c.operands = c.operands[:n]
 			break
 		}
 		c.steps = append(c.steps, st)
-		js = append(js, joined{index: j, out: a[len(a)-1], outArg: len(a) - 1, operands: len(c.operands)})
-		prev, cur = j, a[len(a)-1]
-	}
-	// Keep the longest prefix whose output shares no buffer with a tensor
-	// the kernel reads.
-	for len(js) > 0 {
-		last := js[len(js)-1]
-		clash := false
-		for _, o := range c.operands[:last.operands] {
-			if sh.SameBuffer(o.id, last.out) {
-				clash = true
-			}
-		}
-		if !clash {
-			break
-		}
-		js = js[:len(js)-1]
+		out := call.Args[len(call.Args)-1]
+		js = append(js, joined{out: out, outArg: len(call.Args) - 1, operands: len(c.operands)})
+		cur = out
 	}
 	if len(js) == 0 {
-		return false, nil
+		return 0, nil
 	}
 	last := js[len(js)-1]
-	c.steps = c.steps[:1+len(js)] // the first op, then the joined ones
 	c.operands = c.operands[:last.operands]
 	for _, x := range js {
 		if _, err := Output(b, x.outArg, x.out, serialization.Float32, c.dims); err != nil {
-			return false, err
-		}
-		if err := f.Absorb(x.index); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
-	return true, fuseDispatch(b, c, last.out)
+	return 1 + len(js), fuseDispatch(b, c, last.out)
+}
+
+// fuseHead starts a chain at call, the chain's first op, with its output's
+// live shape set; ok is false when the op cannot head a chain at the live
+// shapes (the graph then records it alone, which also reports any error
+// in its arguments).
+func fuseHead(b Builder, call Call) (*fuseChain, bool) {
+	f32 := serialization.Float32
+	name, args := call.Name, call.Args
+	if len(args) < 2 {
+		return nil, false
+	}
+	in, err := b.Tensor(args[0])
+	if err != nil || in.DType != f32 {
+		return nil, false
+	}
+	if _, isUnary := fuseUnary[name]; isUnary {
+		c := &fuseChain{dims: in.Dims, numel: in.Numel}
+		c.operand(args[0], in.Dims)
+		st, ok := fuseParse(b, c, name, args, args[0])
+		if !ok {
+			return nil, false
+		}
+		if _, err := Output(b, len(args)-1, args[len(args)-1], f32, in.Dims); err != nil {
+			return nil, false
+		}
+		c.steps = append(c.steps, st)
+		return c, true
+	}
+	bin, ok := fuseBinary[name]
+	if !ok || len(args) != bin.layout.nargs() {
+		return nil, false
+	}
+	dims := in.Dims
+	var other Tensor
+	if bin.layout&layoutScalar == 0 {
+		if other, err = b.Tensor(args[1]); err != nil || other.DType != f32 {
+			return nil, false
+		}
+		if dims, ok = BroadcastShape(in.Dims, other.Dims); !ok {
+			return nil, false
+		}
+	}
+	out, err := b.Tensor(args[len(args)-1])
+	if err != nil || out.DType != f32 || out.Constant || out.MaxNumel < NumelOf(dims) {
+		return nil, false
+	}
+	c := &fuseChain{dims: dims, numel: NumelOf(dims)}
+	if _, ok := c.operand(args[0], in.Dims); !ok {
+		return nil, false
+	}
+	st := fuseStep{op: bin.op, alpha: 1, opd: -1}
+	if bin.layout&layoutAlpha != 0 && !b.IsNull(args[2]) {
+		a, err := b.Float(args[2])
+		if err != nil {
+			return nil, false
+		}
+		st.alpha = float32(a)
+	}
+	if bin.layout&layoutScalar != 0 {
+		sc, err := scalarArg(b, 1, args[1])
+		if err != nil {
+			return nil, false
+		}
+		st.sc = float32(sc.F)
+	} else {
+		k, ok := c.operand(args[1], other.Dims)
+		if !ok {
+			return nil, false
+		}
+		st.opd = k
+	}
+	if _, err := Output(b, len(args)-1, args[len(args)-1], f32, dims); err != nil {
+		return nil, false
+	}
+	c.steps = append(c.steps, st)
+	return c, true
 }
 
 // fuseParse reads op name(args) as a step consuming the chain value cur.

@@ -11,12 +11,13 @@ import (
 )
 
 // Linear-group fusion (fewer dispatches per decode step). An
-// et_vk.rms_norm.default whose output is read only by one-row linears
-// without bias (aten.linear with a float32 weight or a FLOAT16 one read as
-// packed halves; et_vk.linear_q4gsw) records them in one or two
-// dispatches of shaders/gemv_fused.wgsl instead of its own kernel and one
-// GEMV each: each workgroup computes the norm in its prologue (the row's
-// 1/rms, then the normalized row staged in workgroup memory), and
+// et_vk.rms_norm.default whose output is read only by linears without
+// bias (aten.linear; et_vk.linear_q4gsw), SwiGLU's pair among them with
+// its sigmoid and muls (package lower's norm_linears pass), records them
+// in one or two dispatches of shaders/gemv_fused.wgsl instead of its own
+// kernel and one GEMV each: each workgroup computes the norm in its
+// prologue (the row's 1/rms, then the normalized row staged in workgroup
+// memory), and
 //
 //   - SwiGLU as a llama export writes it, g = linear(x, w1); u =
 //     linear(x, w3); out = g·sigmoid(g)·u (sigmoid, mul, mul), is one
@@ -29,19 +30,17 @@ import (
 //	x = rms_norm(h); q, k, v = linear(x, wq), linear(x, wk), linear(x, wv)  ->  one dispatch
 //	x = rms_norm(h); out = silu(linear(x, w1)) * linear(x, w3)              ->  one dispatch
 //
-// Decided at record time, like the elementwise and epilogue fusions, so a
-// re-recording for another M decides again. Only where every linear of the
-// group would run its family's one-row kernel (chooseLinear: cpu/gemv,
-// cpu/gemv-half, cpu/qgemv, gpu/gemv, gpu/gemv-half, gpu/qgemv), which
-// the fused kernel mirrors in the same family's shape and summation
-// order: a fused projection equals the unfused one bit for bit given the
-// same normalized input, and only the norm's 1/rms may round differently.
-// Other weight formats (int8, linear_dq8ca_q4gsw, whose norm output a
-// choose_qparams reads too), a bias, more than one row, a K that would
-// need K chunks or does not fit workgroup memory, a norm output read by
-// anything but such linears, or an output whose fixed buffer is one the
-// kernel reads leave everything unfused. Config.NoElementwiseFusion turns
-// it off with the other fusions.
+// The group's guard (fusedNormLinears), checked at the live shapes: one
+// row, and every linear of the group running its family's one-row kernel
+// (chooseLinear: cpu/gemv, cpu/gemv-half, cpu/qgemv, gpu/gemv,
+// gpu/gemv-half, gpu/qgemv, and gpu/q4gemv, whose fused form is
+// linear_gpu_quant.go's) on a weight of one format, which the fused
+// kernel mirrors in the same family's shape and summation order: a fused
+// projection equals the unfused one bit for bit given the same
+// normalized input, and only the norm's 1/rms may round differently.
+// Other weight formats (int8, linear_dq8ca_q4gsw), more than one row, a K
+// that would need K chunks or does not fit workgroup memory fail it, and
+// the norm and the linears record as the later passes make them.
 
 const (
 	// fusedQ4Cols is the cpu shape's 4-bit columns an invocation.
@@ -103,7 +102,6 @@ type fusedNorm struct {
 
 // fusedLinear is one linear of a group.
 type fusedLinear struct {
-	index  int   // chain index of the op
 	out    int32 // its output
 	weight int32 // what the kernel binds
 	format string
@@ -113,181 +111,143 @@ type fusedLinear struct {
 	gw, lds int64
 }
 
-// fusedPair is SwiGLU's two linears and the ops after them.
+// fusedPair is SwiGLU's two linears and the final mul's output.
 type fusedPair struct {
 	gate, up fusedLinear
-	absorb   []int // sigmoid, the two muls
-	out      int32 // the final mul's output
+	out      int32
 }
 
-// fuseNormLinears records rms_norm(args) and the linears reading its output
-// as fused GEMVs when they can be (see above); done reports that it did.
-// in is the norm's checked input, hasW whether it has a weight.
-func fuseNormLinears(b Builder, args []int32, in Tensor, hasW bool, eps float64) (done bool, err error) {
-	f, ok := b.(Fuser)
-	sh, ok2 := b.(bufferSharer)
-	if !ok || !ok2 || configOf(b).NoElementwiseFusion {
-		return false, nil
+func init() { RegisterFused(FusedNormLinears, fusedNormLinears) }
+
+// fusedNormLinears is FusedNormLinears' kernel (see above): g.Calls[0] is
+// the norm, g.Linears and g.SwiGLU the rest.
+func fusedNormLinears(b Builder, g *Group) (int, error) {
+	args := g.Calls[0].Args
+	in, hasW, eps, err := rmsNormParse(b, args)
+	if err != nil {
+		return 0, err
 	}
 	y := args[3]
 	k := in.Dims[len(in.Dims)-1]
-	if in.Numel != k || k == 0 || k%4 != 0 || f.IsOutput(y) || fusedWorkgroupBytes(k) > workgroupStorage(b) {
-		return false, nil
+	if in.Numel != k || k == 0 || k%4 != 0 || fusedWorkgroupBytes(k) > workgroupStorage(b) {
+		return 0, nil
 	}
-	cs := f.Consumers(y)
-	if len(cs) == 0 {
-		return false, nil
+	linear := func(c int) (fusedLinear, bool, error) {
+		if c <= 0 || c >= len(g.Calls) {
+			return fusedLinear{}, false, nil
+		}
+		return fusableLinear(b, g.Calls[c].Name, g.Calls[c].Args, y, in.Dims)
 	}
-	var lins []fusedLinear
-	for _, i := range cs {
-		name, a := f.OpAt(i)
-		l, ok, err := fusableLinear(b, i, name, a, y, in.Dims)
+	var rest []fusedLinear
+	for _, c := range g.Linears {
+		l, ok, err := linear(c)
 		if err != nil || !ok {
-			return false, err
+			return 0, err
 		}
-		if len(lins) > 0 && l.format != lins[0].format {
-			return false, nil
+		rest = append(rest, l)
+	}
+	var pair *fusedPair
+	if g.SwiGLU != nil {
+		if pair, err = swiGLU(b, g, linear); pair == nil || err != nil {
+			return 0, err
 		}
-		lins = append(lins, l)
 	}
-	norm := fusedNorm{x: args[0], w: -1, eps: float32(eps)}
-	if hasW {
-		norm.w = args[1]
+	format := ""
+	for _, l := range rest {
+		if format != "" && l.format != format {
+			return 0, nil
+		}
+		format = l.format
 	}
-	pair, rest, ok := findSwiGLU(b, lins)
-	if !ok || (pair.gate.format == "q4" && pair.gate.gw != pair.up.gw) {
-		pair, rest = nil, lins
+	if pair != nil {
+		if format != "" && pair.gate.format != format {
+			return 0, nil
+		}
+		format = pair.gate.format
 	}
-	if pair == nil && len(rest) == 0 {
-		return false, nil
+	if format == "" {
+		return 0, nil
 	}
 	// The segment dispatches: rest in runs of fusedMaxSegs (at most 2
 	// dispatches, or the norm's prologue is not worth it).
 	var groups [][]fusedLinear
 	for len(rest) > 0 {
-		n := min(len(rest), fusedMaxSegs(b, lins[0].format))
+		n := min(len(rest), fusedMaxSegs(b, format))
 		groups, rest = append(groups, rest[:n]), rest[n:]
 	}
 	if len(groups) > 2 {
-		return false, nil
+		return 0, nil
 	}
-	// What the dispatches read and write, and the ops they absorb.
-	reads := []int32{norm.x}
-	if norm.w >= 0 {
-		reads = append(reads, norm.w)
-	}
-	var writes []int32
-	absorb := map[int]int32{} // op index -> the tensor it produced that a fused kernel writes (or -1)
-	if pair != nil {
-		reads = append(reads, pair.gate.weight, pair.up.weight)
-		writes = append(writes, pair.out)
-		absorb[pair.gate.index], absorb[pair.up.index] = -1, -1
-		for _, i := range pair.absorb {
-			absorb[i] = -1
-		}
-		absorb[pair.absorb[len(pair.absorb)-1]] = pair.out
-	}
-	for _, g := range groups {
-		for _, l := range g {
-			reads = append(reads, l.weight)
-			if l.scales >= 0 {
-				reads = append(reads, l.scales)
-			}
-			writes = append(writes, l.out)
-			absorb[l.index] = l.out
-		}
-	}
-	if pair != nil && pair.gate.scales >= 0 {
-		reads = append(reads, pair.gate.scales, pair.up.scales)
-	}
-	if !fusedSafe(b, f, sh, reads, writes, absorb) {
-		return false, nil
-	}
-	for i := range absorb {
-		if err := f.Absorb(i); err != nil {
-			return false, err
-		}
+	norm := fusedNorm{x: args[0], w: -1, eps: float32(eps)}
+	if hasW {
+		norm.w = args[1]
 	}
 	if pair != nil {
 		if err := recordFusedGEMV(b, &norm, []fusedLinear{pair.gate, pair.up}, []int32{pair.out}, true, k); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
-	for _, g := range groups {
-		outs := make([]int32, len(g))
-		for i, l := range g {
+	for _, grp := range groups {
+		outs := make([]int32, len(grp))
+		for i, l := range grp {
 			outs[i] = l.out
 		}
-		if err := recordFusedGEMV(b, &norm, g, outs, false, k); err != nil {
-			return false, err
+		if err := recordFusedGEMV(b, &norm, grp, outs, false, k); err != nil {
+			return 0, err
 		}
 	}
-	return true, nil
+	return len(g.Calls), nil
 }
 
-// fusedSafe reports whether the fused kernels may run at the calling op:
-// no output has a fixed buffer that a read tensor or another output also
-// has; no op left between the calling op and the last absorbed one
-// writes a tensor the kernels read, or touches a tensor they write before
-// the op that produced it.
-func fusedSafe(b Builder, f Fuser, sh bufferSharer, reads, writes []int32, absorb map[int]int32) bool {
-	for i, w := range writes {
-		for _, r := range reads {
-			if sh.SameBuffer(w, r) {
-				return false
-			}
+// swiGLU reads g's SwiGLU pair (g.SwiGLU: gate, up, sigmoid, the
+// gate·sigmoid mul and the final mul, as package lower matched them) at
+// the live shapes, setting the shapes of the sigmoid's and the muls'
+// outputs; nil when the pair does not fit the fused kernel.
+func swiGLU(b Builder, g *Group, linear func(c int) (fusedLinear, bool, error)) (*fusedPair, error) {
+	if len(g.SwiGLU) != 5 {
+		return nil, nil
+	}
+	gate, ok, err := linear(g.SwiGLU[0])
+	if err != nil || !ok {
+		return nil, err
+	}
+	up, ok, err := linear(g.SwiGLU[1])
+	if err != nil || !ok || up.n != gate.n || up.format != gate.format || (gate.format == "q4" && gate.gw != up.gw) {
+		return nil, err
+	}
+	dims := []int64{gate.n}
+	if gt, err := b.Tensor(gate.out); err == nil {
+		dims = gt.Dims
+	}
+	for _, c := range g.SwiGLU[2:] {
+		if c <= 0 || c >= len(g.Calls) || len(g.Calls[c].Args) == 0 {
+			return nil, nil
 		}
-		for _, o := range writes[i+1:] {
-			if sh.SameBuffer(w, o) {
-				return false
-			}
+		a := g.Calls[c].Args
+		id := a[len(a)-1]
+		t, err := b.Tensor(id)
+		if err != nil || t.DType != serialization.Float32 || t.Constant || t.MaxNumel < gate.n {
+			return nil, nil
+		}
+		if err := b.SetDims(id, dims); err != nil {
+			return nil, nil
 		}
 	}
-	last := -1
-	for i := range absorb {
-		last = max(last, i)
-	}
-	for j := firstIndex(absorb); j >= 0 && j < last; j++ {
-		if _, ok := absorb[j]; ok {
-			continue
-		}
-		name, args := f.OpAt(j)
-		for _, w := range WritesArgs(name) {
-			if w < len(args) && slices.Contains(reads, args[w]) {
-				return false
-			}
-		}
-		for i, o := range absorb {
-			if o >= 0 && j < i && slices.Contains(args, o) {
-				return false
-			}
-		}
-	}
-	return true
+	a := g.Calls[g.SwiGLU[4]].Args
+	return &fusedPair{gate: gate, up: up, out: a[len(a)-1]}, nil
 }
 
-// firstIndex returns the smallest op index of absorb, or -1.
-func firstIndex(absorb map[int]int32) int {
-	first := -1
-	for i := range absorb {
-		if first < 0 || i < first {
-			first = i
-		}
-	}
-	return first
-}
-
-// fusableLinear reads op i (name, args) as a one-row aten.linear of input
-// x (dims xdims) without bias whose family would run its GEMV kernel; it
+// fusableLinear reads op name(args) as a one-row aten.linear of input x
+// (dims xdims) without bias whose family would run its GEMV kernel; it
 // packs the weight as the op itself would. ok is false when it is not one.
-func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+func fusableLinear(b Builder, name string, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
 	if name == "et_vk.linear_q4gsw.default" {
-		return fusableQ4Linear(b, i, args, x, xdims)
+		return fusableQ4Linear(b, args, x, xdims)
 	}
 	if name != "aten.linear.default" || len(args) != 4 || args[0] != x || args[1] == x || !b.IsNull(args[2]) || args[3] == x {
 		return fusedLinear{}, false, nil
 	}
-	if _, chunked := chunkerOf(b, args[1]); chunked {
+	if chunked(b, args[1]) {
 		// A weight held in chunks is read one chunk a dispatch (runLinear).
 		return fusedLinear{}, false, nil
 	}
@@ -307,11 +267,11 @@ func fusableLinear(b Builder, i int, name string, args []int32, x int32, xdims [
 	if err := packLinearWeight(b, lc, w); err != nil {
 		return fusedLinear{}, false, err
 	}
-	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	kern := chooseLinear(familyOf(b), lc, b.Config())
 	if kern == nil {
 		return fusedLinear{}, false, nil
 	}
-	l := fusedLinear{index: i, out: args[3], n: n, scales: -1}
+	l := fusedLinear{out: args[3], n: n, scales: -1}
 	switch kern.name {
 	case "cpu/gemv-half", "gpu/gemv-half":
 		if lc.half < 0 {
@@ -342,6 +302,8 @@ func fusedUnits(format string, k int64) int64 {
 		return k / 8
 	case "q4":
 		return k / 32
+	case fusedQuantFormat: // [kernels] 32-bit words of 8 k
+		return k / 8
 	}
 	return k / 4
 }
@@ -352,12 +314,12 @@ func fusedUnits(format string, k int64) int64 {
 // a weight and an output (and q4's scales). Under WebGPU's default 8, 3
 // float linears or 2 q4 ones.
 func fusedMaxSegs(b Builder, format string) int {
-	limit := int(profileOf(b).MaxStorageBuffers)
+	limit := int(b.DeviceProfile().MaxStorageBuffers)
 	if limit < 8 {
 		limit = 8
 	}
 	per := 2
-	if format == "q4" {
+	if format == "q4" || format == fusedQuantFormat {
 		per = 3
 	}
 	return min(3, (limit-2)/per)
@@ -373,93 +335,13 @@ func fusedMaxUnits(fam Family) int64 {
 	return matmulMaxTrips
 }
 
-// findSwiGLU finds among lins a gate linear g and an up linear u with
-// g·sigmoid(g)·u following them as the export writes SwiGLU: sigmoid(g)
-// and mul(g, sigmoid) (fuseSiLU's pattern), then mul(that, u) (either
-// order), each intermediate read only there and no graph output. rest is
-// lins without the two.
-func findSwiGLU(b Builder, lins []fusedLinear) (*fusedPair, []fusedLinear, bool) {
-	f := b.(Fuser)
-	for gi, g := range lins {
-		if f.IsOutput(g.out) {
-			continue
-		}
-		cs := f.Consumers(g.out)
-		if len(cs) != 2 {
-			continue
-		}
-		n1, a1 := f.OpAt(cs[0])
-		n2, a2 := f.OpAt(cs[1])
-		if n1 != "aten.sigmoid.default" || len(a1) != 2 || a1[0] != g.out || n2 != "aten.mul.Tensor" || len(a2) != 3 {
-			continue
-		}
-		s, silu := a1[1], a2[2]
-		if !(a2[0] == g.out && a2[1] == s) && !(a2[0] == s && a2[1] == g.out) {
-			continue
-		}
-		if s == g.out || silu == g.out || silu == s || f.IsOutput(s) || f.IsOutput(silu) || len(f.Consumers(s)) != 1 {
-			continue
-		}
-		mi, mn, ma, ok := SoleConsumer(b, silu)
-		if !ok || mn != "aten.mul.Tensor" || len(ma) != 3 {
-			continue
-		}
-		var up int32
-		switch {
-		case ma[0] == silu && ma[1] != silu:
-			up = ma[1]
-		case ma[1] == silu && ma[0] != silu:
-			up = ma[0]
-		default:
-			continue
-		}
-		for ui, u := range lins {
-			if ui == gi || u.out != up || u.n != g.n {
-				continue
-			}
-			if ci, _, _, ok := SoleConsumer(b, up); !ok || ci != mi {
-				continue
-			}
-			out := ma[2]
-			dims := []int64{g.n}
-			if gt, err := b.Tensor(g.out); err == nil {
-				dims = gt.Dims
-			}
-			okT := true
-			for _, id := range []int32{s, silu, out} {
-				t, err := b.Tensor(id)
-				if err != nil || t.DType != serialization.Float32 || t.Constant || t.MaxNumel < g.n || id == up || id == g.out {
-					okT = false
-					break
-				}
-			}
-			if !okT {
-				continue
-			}
-			for _, id := range []int32{s, silu, out} {
-				if err := b.SetDims(id, dims); err != nil {
-					okT = false
-				}
-			}
-			if !okT {
-				continue
-			}
-			var rest []fusedLinear
-			for i, l := range lins {
-				if i != gi && i != ui {
-					rest = append(rest, l)
-				}
-			}
-			return &fusedPair{gate: g, up: u, absorb: []int{cs[0], cs[1], mi}, out: out}, rest, true
-		}
-	}
-	return nil, nil, false
-}
-
 // recordFusedGEMV records one dispatch of gemv_fused.wgsl: the linears
 // lins (of one format, K = k) of norm's output, writing outs (one per
 // linear, or with pair the one SwiGLU output).
 func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int32, pair bool, k int64) error {
+	if lins[0].format == fusedQuantFormat { // [kernels] gemv_quant.wgsl's fused form (linear_gpu_quant.go)
+		return recordFusedGPUQuant(b, norm, lins, outs, pair, k)
+	}
 	fam := familyOf(b)
 	sh := fusedGEMVShader{Format: lins[0].format, Pair: pair, Norm: norm != nil, NormW: norm != nil && norm.w >= 0, XN: int(k / 4)}
 	if fam == FamilyGPU {
@@ -472,7 +354,7 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 		}
 	} else {
 		sh.Shape, sh.WG = "cpu", gemvWG
-		sh.Cols = matmulTile(int64(gemvCols(1, configOf(b))), 16)
+		sh.Cols = matmulTile(int64(gemvCols(1, b.Config())), 16)
 		if sh.Format == "q4" {
 			// qgemv.wgsl's workgroup, half its 32 columns an invocation:
 			// llvmpipe compiles a two-weight kernel of 32 for seconds.
@@ -542,11 +424,11 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 // [x, weight, scales, group_size, bias, out]): one row, no bias, and the
 // family's one-row 4-bit GEMV reading it (gpu/qgemv with format q4,
 // cpu/qgemv in one dispatch).
-func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
+func fusableQ4Linear(b Builder, args []int32, x int32, xdims []int64) (fusedLinear, bool, error) {
 	if len(args) != 6 || args[0] != x || !b.IsNull(args[4]) || args[5] == x {
 		return fusedLinear{}, false, nil
 	}
-	if _, chunked := chunkerOf(b, args[1], args[2]); chunked {
+	if chunked(b, args[1], args[2]) {
 		return fusedLinear{}, false, nil
 	}
 	_, q, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
@@ -555,11 +437,20 @@ func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fu
 	}
 	q.out = args[5]
 	lc := &linearCall{format: formatQuant, q: q}
-	kern := chooseLinear(familyOf(b), lc, configOf(b))
+	if err := packQuantScales(b, lc); err != nil { // [kernels] scales per row (linear_gpu_quant.go)
+		return fusedLinear{}, false, err
+	}
+	kern := chooseLinear(familyOf(b), lc, b.Config())
 	if kern == nil || q.sh.DQ8 {
 		return fusedLinear{}, false, nil
 	}
+	var l fusedLinear
 	switch {
+	case kern.name == gpuQ4GEMVName: // [kernels] the weight-word GEMV's fused form (linear_gpu_quant.go)
+		var ok bool
+		if l, ok = fusableGPUQuant(lc, args[5]); !ok {
+			return fusedLinear{}, false, nil
+		}
 	case kern.name == "gpu/qgemv" && gpuQGEMVFormat(q) == "q4":
 	case kern.name == "cpu/qgemv":
 		// qgemv.wgsl's K chunks are groups: one dispatch when all fit.
@@ -573,7 +464,9 @@ func fusableQ4Linear(b Builder, i int, args []int32, x int32, xdims []int64) (fu
 	if err != nil || ot.DType != serialization.Float32 || ot.Constant || ot.MaxNumel < q.n {
 		return fusedLinear{}, false, nil
 	}
-	l := fusedLinear{index: i, out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	if l.format == "" {
+		l = fusedLinear{out: args[5], weight: q.w, format: "q4", n: q.n, scales: q.scales, gw: q.g / 32, lds: q.ldS}
+	}
 	if fusedUnits(l.format, q.k) > fusedMaxUnits(familyOf(b)) {
 		return fusedLinear{}, false, nil
 	}
@@ -593,7 +486,7 @@ func fusedWorkgroupBytes(k int64) int64 {
 // workgroupStorage is the device's workgroup memory a kernel may use
 // (WebGPU's default 16 KiB when the profile does not say).
 func workgroupStorage(b Builder) int64 {
-	if m := profileOf(b).MaxWorkgroupStorage; m > 0 {
+	if m := b.DeviceProfile().MaxWorkgroupStorage; m > 0 {
 		return int64(m)
 	}
 	return 16384

@@ -1,29 +1,27 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/wgdelegate/wgdelegate/serialization"
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // Rope and KV-cache fusion (fewer dispatches per decode step). An
 // et_vk.apply_rotary_emb.default whose rotated k is read only by the
 // sdpa_with_kv_cache.default that takes its rotated q (as a llama export
-// writes them: rope(q, k), then sdpa_with_kv_cache(q', k', v, caches))
-// records that attention's cache update in its own dispatch (rope.wgsl
-// with Cache): the rotated k goes straight into the k cache rows, v into
-// the v cache, and the rotated q to its output. The attention itself is
-// recorded right after it, at the rope's place, and the sdpa op is
-// absorbed: two dispatches for the three. Each element is computed by the
+// writes them: rope(q, k), then sdpa_with_kv_cache(q', k', v, caches);
+// package lower's rope_cache pass) records that attention's cache update
+// in its own dispatch (rope.wgsl with Cache): the rotated k goes straight
+// into the k cache rows, v into the v cache, and the rotated q to its
+// output. The attention itself is recorded right after it, at the rope's
+// place: two dispatches for the three. Each element is computed by the
 // same formula as unfused, so the results are equal bit for bit.
 //
-// Left unfused: half KV caches, more than one batch, a rotated k read by
-// anything else or written as a graph output, a v not yet computed at
-// the rope, an op between the two that touches the caches, v or the
-// outputs, an attention the sdpa op itself would reject, and
-// Config.NoElementwiseFusion.
+// The group's guard (fusedRopeCache): float32 caches (not halves), one
+// batch, and an attention the sdpa op itself would accept; otherwise the
+// rope and the attention record on their own.
 
 // ropeShader is the template data of shaders/rope.wgsl.
 type ropeShader struct {
@@ -31,104 +29,101 @@ type ropeShader struct {
 	WG              int
 }
 
-// fuseRopeCache records rope c (pairs mode, q and k) with the following
-// sdpa_with_kv_cache's cache update and then that attention, when it can;
-// done reports that it did. ropeArgs are the rope op's arguments.
-func fuseRopeCache(b Builder, ropeArgs []int32, c ropeCall) (done bool, err error) {
-	f, ok := b.(Fuser)
-	sh, ok2 := b.(bufferSharer)
-	if !ok || !ok2 || configOf(b).NoElementwiseFusion || !c.pair || c.hf {
-		return false, nil
+func init() {
+	RegisterFused(FusedRopeCache, fusedRopeCache)
+	RegisterFused(FusedRopeTables, fusedRopeTables)
+	RegisterFused(FusedTableSlice, fusedTableSlice)
+}
+
+// fusedRopeCache is FusedRopeCache's kernel: g.Calls are the rope and the
+// sdpa_with_kv_cache, g.Tables the rope's whole tables or nil.
+func fusedRopeCache(b Builder, g *Group) (int, error) {
+	if len(g.Calls) != 2 || len(g.Calls[1].Args) != 12 {
+		return 0, nil
 	}
-	j, name, sargs, ok := SoleConsumer(b, c.outk)
-	if !ok || name != "sdpa_with_kv_cache.default" || len(sargs) != 12 || sargs[0] != c.out || sargs[1] != c.outk {
-		return false, nil
+	c, err := ropeParse(b, g.Calls[0].Args, g.Tables)
+	if err != nil {
+		return 0, err
 	}
+	sargs := g.Calls[1].Args
 	v := sargs[2]
-	if v == c.out || v == c.outk || !f.Defined(v) || f.IsOutput(c.outk) {
-		return false, nil
-	}
 	pos, err := b.Int(sargs[5])
-	if err != nil || sargs[3] == sargs[4] {
-		return false, nil
+	if err != nil {
+		return 0, nil
 	}
 	call, err := cacheAttention(b, sargs, 0, 3, 4, 5, 7, 8, 9, 10, 11, pos)
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	kt, err := attnTensor(b, sargs, 1, "k")
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	vt, err := attnTensor(b, sargs, 2, "v")
 	if err != nil || len(vt.Dims) != 4 || vt.Dims[1] != call.sq || len(kt.Dims) != 4 || kt.Dims[0] != 1 || vt.Dims[0] != 1 {
-		return false, nil
+		return 0, nil
 	}
 	kc, halfK, err := kvCache(b, sargs, 3, "k_cache")
 	if err != nil || halfK {
-		return false, nil
+		return 0, nil
 	}
 	vc, halfV, err := kvCache(b, sargs, 4, "v_cache")
 	if err != nil || halfV {
-		return false, nil
+		return 0, nil
 	}
 	kw, err := checkCacheUpdate(kt, kc, false, 1, 3, 5, pos)
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	vw, err := checkCacheUpdate(vt, vc, false, 2, 4, 5, pos)
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	if kw.n != c.numel2 || c.numel+c.numel2+vw.n >= 1<<32 {
-		return false, nil
+		return 0, nil
 	}
-	att := sargs[11]
-	reads := []int32{c.x, c.xk, c.cos, c.sin, v}
-	writes := []int32{c.out, kc.ID, vc.ID, att}
-	for _, w := range writes {
-		for _, r := range reads {
-			if sh.SameBuffer(w, r) {
-				return false, nil
-			}
+	_, direct := ropeTablesAt(b, g.Tables)
+	b.OnRefresh(func(b Builder) error {
+		c, err := ropeAt(b, c, g.Tables, direct)
+		if err != nil {
+			return err
 		}
-	}
-	if sh.SameBuffer(kc.ID, vc.ID) {
-		return false, nil
-	}
-	// Nothing between the rope and the attention may touch what the two
-	// dispatches read or write.
-	touched := append(slices.Clone(writes), sargs[3], sargs[4], c.outk)
-	i0 := j - 1 // the rope op
-	for ; i0 >= 0; i0-- {
-		if n, a := f.OpAt(i0); n == "et_vk.apply_rotary_emb.default" && slices.Equal(a, ropeArgs) {
-			break
+		ws, err := cacheWritesAt(b, sargs[5], kw, vw)
+		if err != nil {
+			return err
 		}
-	}
-	if i0 < 0 {
-		return false, nil
-	}
-	for i := i0 + 1; i < j; i++ {
-		oname, oargs := f.OpAt(i)
-		for _, a := range oargs {
-			if slices.Contains(touched, a) {
-				return false, nil
-			}
+		call, err := attentionAt(b, sargs[5], call)
+		if err != nil {
+			return err
 		}
-		for _, w := range WritesArgs(oname) {
-			if w < len(oargs) && slices.Contains(reads, oargs[w]) {
-				return false, nil
-			}
+		if err := recordRopeCache(b, c, v, vw.n, ws[0], ws[1], kc.ID, vc.ID); err != nil {
+			return err
 		}
-	}
-	if err := f.Absorb(j); err != nil {
-		return false, err
-	}
+		return recordAttention(b, call)
+	})
 	if err := recordRopeCache(b, c, v, vw.n, kw, vw, kc.ID, vc.ID); err != nil {
-		return false, err
+		return 0, err
 	}
-	return true, recordAttention(b, call)
+	return 2, recordAttention(b, call)
 }
+
+// ropeAt returns rope call c, recorded reading tables t whole (direct) or
+// their slices, with the tables' start row for the SymInt values now: an
+// update function's call. A guard that decides otherwise now fails it.
+func ropeAt(b Builder, c ropeCall, t *RopeTables, direct bool) (ropeCall, error) {
+	start, ok := ropeTablesAt(b, t)
+	if ok != direct {
+		return c, errGuardMoved
+	}
+	if ok {
+		c.start = start
+	}
+	return c, nil
+}
+
+// errGuardMoved fails an update function whose node's guard decides
+// otherwise for the new values: the graph records the node again.
+var errGuardMoved = errors.New("ops: the guard decides otherwise for the new values")
 
 // recordRopeCache records rope.wgsl with Cache: q rotated into c.out, k
 // rotated into kcache (kw), v's nv elements into vcache (vw).
@@ -162,123 +157,84 @@ func recordRopeCache(b Builder, c ropeCall, v int32, nv int64, kw, vw cacheWrite
 // The rope tables' slices. A llama export slices rows input_pos ..
 // input_pos+S of the cos and sin tables once per step
 // (aten.slice_copy.Tensor along dim 0) and every layer's rope reads the
-// slices. When every reader of both slices is such a rope, the slices
-// record nothing and each rope reads the whole tables from row start
-// (rope.wgsl's start, the table row of position 0): two dispatches less a
-// step, the same values. Off with Config.NoElementwiseFusion.
+// slices. Where every reader of both slices is such a rope (package
+// lower's rope_tables pass), the slices record nothing and each rope
+// reads the whole tables from row start (rope.wgsl's start, the table row
+// of position 0): two dispatches less a step, the same values. The guard,
+// which the slices and their ropes evaluate alike on the same start value,
+// is that start is a row of the table (ropeTablesAt); where it fails, the
+// slices record their copies and the ropes read them.
 
-// ropeTableSlice returns the args of the aten.slice_copy.Tensor whose
-// output is id when that slice takes rows [start, end) (step 1) of a 2-D
-// float32 table along dim 0, its output is no graph output, and every
-// reader of it is an et_vk.apply_rotary_emb.default reading it as a
-// table only.
-func ropeTableSlice(b Builder, id int32) ([]int32, bool) {
-	f, ok := b.(Fuser)
-	if !ok || configOf(b).NoElementwiseFusion || f.IsOutput(id) {
-		return nil, false
+// ropeTablesAt returns the row of position 0 that the ropes reading t read
+// the whole tables from: t's start value, when it is a row of the cos
+// table. ok is false when t is nil or the guard fails.
+func ropeTablesAt(b Builder, t *RopeTables) (start int64, ok bool) {
+	if t == nil {
+		return 0, false
 	}
-	var sargs []int32
-	for i := 0; ; i++ {
-		name, args := f.OpAt(i)
-		if name == "" {
-			return nil, false
-		}
-		if name == "aten.slice_copy.Tensor" && len(args) == 6 && args[5] == id {
-			sargs = args
-			break
-		}
+	ct, err := b.Tensor(t.Cos)
+	if err != nil || len(ct.Dims) != 2 {
+		return 0, false
 	}
-	if dim, err := b.Int(sargs[1]); err != nil || dim != 0 {
-		return nil, false
-	}
-	if !b.IsNull(sargs[4]) {
-		if step, err := b.Int(sargs[4]); err != nil || step != 1 {
-			return nil, false
-		}
-	}
-	t, err := b.Tensor(sargs[0])
-	if err != nil || t.DType != serialization.Float32 || len(t.Dims) != 2 || b.IsNull(sargs[2]) || b.IsNull(sargs[3]) {
-		return nil, false
-	}
-	cs := readers(b, f, id)
-	if len(cs) == 0 {
-		return nil, false
-	}
-	for _, i := range cs {
-		name, args := f.OpAt(i)
-		if name != "et_vk.apply_rotary_emb.default" || len(args) != 5 || args[0] == id || args[1] == id || args[4] == id {
-			return nil, false
-		}
-	}
-	return sargs, true
-}
-
-// ropeDirectTables returns the whole tables and the row of position 0
-// for the llama rope of args (xq, xk, cos, sin, outs) when both its
-// tables are ropeTableSlice slices of equal shape over the same start and
-// end values.
-func ropeDirectTables(b Builder, args []int32) (cos, sin int32, start int64, ok bool) {
-	if len(args) != 5 {
-		return 0, 0, 0, false
-	}
-	cs, ok1 := ropeTableSlice(b, args[2])
-	ss, ok2 := ropeTableSlice(b, args[3])
-	if !ok1 || !ok2 || cs[2] != ss[2] || cs[3] != ss[3] {
-		return 0, 0, 0, false
-	}
-	ct, err1 := b.Tensor(cs[0])
-	st, err2 := b.Tensor(ss[0])
-	if err1 != nil || err2 != nil || !slices.Equal(ct.Dims, st.Dims) {
-		return 0, 0, 0, false
-	}
-	start, err := b.Int(cs[2])
+	start, err = b.Int(t.Start)
 	if err != nil || start < 0 || start >= ct.Dims[0] {
-		return 0, 0, 0, false
+		return 0, false
 	}
-	return cs[0], ss[0], start, true
+	return start, true
 }
 
-// ropeSliceSkipped reports whether slice_copy(args) records nothing: every
-// reader of its output is a rope that reads the whole tables
-// (ropeDirectTables).
-func ropeSliceSkipped(b Builder, args []int32) bool {
-	f, ok := b.(Fuser)
-	if !ok || len(args) != 6 {
-		return false
+// fusedRopeTables is FusedRopeTables' kernel: the rope reading the whole
+// tables where the guard holds, its table slices where not.
+func fusedRopeTables(b Builder, g *Group) (int, error) {
+	if len(g.Calls) != 1 {
+		return 0, nil
 	}
-	if _, ok := ropeTableSlice(b, args[5]); !ok {
-		return false
+	c, err := ropeParse(b, g.Calls[0].Args, g.Tables)
+	if err != nil {
+		return 0, err
 	}
-	for _, i := range readers(b, f, args[5]) {
-		_, rargs := f.OpAt(i)
-		if _, _, _, ok := ropeDirectTables(b, rargs); !ok {
-			return false
+	_, direct := ropeTablesAt(b, g.Tables)
+	b.OnRefresh(func(b Builder) error {
+		c, err := ropeAt(b, c, g.Tables, direct)
+		if err != nil {
+			return err
 		}
-	}
-	return true
+		return recordRope(b, c)
+	})
+	return 1, recordRope(b, c)
 }
 
-// readers returns the chain indices of every op that reads id, before the
-// calling op as well as after it (Fuser.Consumers lists the later ones
-// only; a slice and each of its ropes must decide alike wherever they
-// stand), ValueList members included.
-func readers(b Builder, f Fuser, id int32) []int {
-	var out []int
-	for i := 0; ; i++ {
-		name, args := f.OpAt(i)
-		if name == "" {
-			return out
-		}
-		for _, a := range args[:max(len(args)-1, 0)] { // the last: the output
-			hit := a == id
-			if !hit && b.Kind(a) == serialization.KindValueList {
-				ids, err := b.ValueList(a)
-				hit = err == nil && slices.Contains(ids, id)
-			}
-			if hit {
-				out = append(out, i)
-				break
-			}
-		}
+// fusedTableSlice is FusedTableSlice's kernel: the slice's output shape
+// only, where the guard holds (its readers read the table itself), its
+// copy where not.
+func fusedTableSlice(b Builder, g *Group) (int, error) {
+	if len(g.Calls) != 1 {
+		return 0, nil
 	}
+	args := g.Calls[0].Args
+	sl, err := sliceParse(b, args)
+	if err != nil {
+		return 0, err
+	}
+	_, skip := ropeTablesAt(b, g.Tables)
+	record := func(b Builder, sl sliceCall) error {
+		if !skip {
+			return recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])
+		}
+		dims := slices.Clone(sl.in.Dims)
+		dims[sl.dim] = max(sl.end-sl.start, 0)
+		_, err := Output(b, 5, args[5], sl.in.DType, dims)
+		return err
+	}
+	b.OnRefresh(func(b Builder) error {
+		if _, ok := ropeTablesAt(b, g.Tables); ok != skip {
+			return errGuardMoved
+		}
+		sl, err := sl.bounds(b, args)
+		if err != nil {
+			return err
+		}
+		return record(b, sl)
+	})
+	return 1, record(b, sl)
 }

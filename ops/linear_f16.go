@@ -53,15 +53,14 @@ func HalfWeightSpec(w Tensor, maxPerDim uint32) (PackSpec, error) {
 // otherwise. Like linearPacked it packs whatever M is, so that the first
 // recording creates the packed copy and a re-recording never packs.
 func linearHalf(b Builder, id int32, w Tensor) (int32, bool, error) {
-	p, isPacker := b.(Packer)
-	if !isPacker || !canHalf(b, w) {
+	if !canHalf(b, w) {
 		return 0, false, nil
 	}
 	spec, err := HalfWeightSpec(w, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return 0, false, nil
 	}
-	t, err := p.PackWeight(id, spec)
+	t, err := b.PackWeight(id, spec)
 	if errNoPack(err) {
 		// Not a weight (a graph input, an op's output), or first met
 		// when re-recording: the float32 copy serves.
@@ -83,11 +82,10 @@ func HalfOnlyWeight(dims []int64) bool {
 }
 
 // canHalf reports whether linear weight w may be read as packed halves: a
-// FLOAT16 weight [N, K], K a positive multiple of 8, a builder that packs,
-// not Config.NoHalfWeights.
+// FLOAT16 weight [N, K], K a positive multiple of 8, not
+// Config.NoHalfWeights.
 func canHalf(b Builder, w Tensor) bool {
-	_, isPacker := b.(Packer)
-	return isPacker && !configOf(b).NoHalfWeights && w.Half && len(w.Dims) == 2 && w.Dims[1] > 0 && w.Dims[1]%8 == 0 && w.Numel > 0
+	return !b.Config().NoHalfWeights && w.Half && len(w.Dims) == 2 && w.Dims[1] > 0 && w.Dims[1]%8 == 0 && w.Numel > 0
 }
 
 // halfManyRowsCols is the output columns per invocation of the half GEMV
@@ -105,7 +103,7 @@ const (
 // recordGEMVHalf is recordGEMV with the weight read as packed halves
 // (shaders/gemv_f16.wgsl): K-loop trips count eight k each.
 func recordGEMVHalf(b Builder, c matmulCall, epi matmulEpilogue, dst, half int32) error {
-	cfg := configOf(b)
+	cfg := b.Config()
 	cols := gemvCols(len(matmulTile(c.m, gemvMaxRows)), cfg)
 	if cfg.GEMVCols == 0 && c.m >= halfManyRows {
 		cols = halfManyRowsCols

@@ -2,7 +2,9 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -16,8 +18,9 @@ import (
 // ONE table, linearKernels: the first entry of the load's kernel family
 // (Resolve: the device profile's class unless Config.Family says
 // otherwise) that fits the call. Each entry says which calls it fits, the
-// weight packing it reads and how it records; runLinear fuses the epilogue
-// once for all of them (fuseEpilogue), and the kernels share one K-chunk
+// weight packing it reads and how it records; recordLinear applies the
+// epilogue package lower fused once for all of them (fuse_epilogue.go),
+// and the kernels share one K-chunk
 // loop (kChunks) and one epilogue and store block (common.tmpl
 // linear_epilogue and linear_store).
 //
@@ -49,6 +52,7 @@ const (
 	packNone      weightPack = iota // the weight as exported
 	packTranspose                   // float32 [N, K] transposed to [K, N] (TransposeSpec, Config.PackLinear)
 	packHalf                        // FLOAT16 [N, K] as packed halves (HalfWeightSpec)
+	packRowScales                   // grouped scales [G, ldS] transposed to [ldS, G], per output row (linear_gpu_quant.go)
 )
 
 // linearCall is one linear-family call, its arguments checked.
@@ -66,17 +70,23 @@ type linearCall struct {
 	// (Config.PackLinear); transposed is the packed tensor once made.
 	canTranspose bool
 	transposed   int32
+	// canRowScales: q's grouped scales are packed per output row
+	// (packRowScales, packQuantScales), rowScales the packed tensor
+	// [ldS, G] and rowScalesG its row stride (G).
+	canRowScales bool
+	rowScales    int32
+	rowScalesG   int64
 }
 
-// rows returns the call's M.
-func (c *linearCall) rows() int64 {
+// shape returns the call's M, N, batch count and output.
+func (c *linearCall) shape() (m, n, batch int64, out int32) {
 	switch c.format {
 	case formatQuant:
-		return c.q.m
+		return c.q.m, c.q.n, 1, c.q.out
 	case formatQ8ta:
-		return c.q8.m
+		return c.q8.m, c.q8.n, 1, c.q8.out
 	}
-	return c.f.m
+	return c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
 }
 
 // withRows returns a copy of c with M = m (for asking the table what a
@@ -164,14 +174,26 @@ var linearKernels = []linearKernel{
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
 			return recordTiled(b, c.f, epi, dst)
 		}},
+	{name: gpuSkinnyName, family: FamilyGPU,
+		fits:   gpuSkinnyFits,
+		record: recordGPUSkinny},
 	{name: "gpu/gemv", family: FamilyGPU,
 		fits:   func(c *linearCall, cfg Config) bool { return c.gemvRow() && gpuGEMVRows(cfg, c.f.m) },
 		record: recordGPUGEMVFloat},
+	{name: gpuTiled128Name, family: FamilyGPU,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuTiled128Fits(c) },
+		record: recordGPUTiled128},
 	{name: "gpu/tiled", family: FamilyGPU,
 		fits:   func(c *linearCall, cfg Config) bool { return c.format == formatF32 },
 		record: recordGPUTiled},
 
 	// Weight-quantized.
+	{name: gpuQ4GEMVName, family: FamilyGPU, weight: packRowScales,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuQuantFits(c, cfg, true) },
+		record: recordGPUQuant},
+	{name: gpuQCGEMVName, family: FamilyGPU,
+		fits:   func(c *linearCall, cfg Config) bool { return gpuQuantFits(c, cfg, false) },
+		record: recordGPUQuant},
 	{name: "cpu/qgemv", family: FamilyCPU,
 		fits: func(c *linearCall, cfg Config) bool { return c.format == formatQuant && useQGEMV(c.q) && !cfg.NoQGEMV },
 		record: func(b Builder, c *linearCall, epi matmulEpilogue, dst int32) error {
@@ -200,11 +222,11 @@ var linearKernels = []linearKernel{
 }
 
 // chooseLinear returns the first entry of linearKernels for family fam
-// that fits c, or nil.
+// that fits c and that cfg does not skip (Config.SkipKernels), or nil.
 func chooseLinear(fam Family, c *linearCall, cfg Config) *linearKernel {
 	for i := range linearKernels {
 		k := &linearKernels[i]
-		if (k.family == fam || k.family == FamilyAuto) && k.fits(c, cfg) {
+		if (k.family == fam || k.family == FamilyAuto) && !cfg.skipsKernel(k.name) && k.fits(c, cfg) {
 			return k
 		}
 	}
@@ -235,7 +257,7 @@ func linearPacks(fam Family, c *linearCall, cfg Config) []weightPack {
 // table then picks a kernel that reads the weight as exported).
 func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	c.half, c.transposed = -1, -1
-	for _, pk := range linearPacks(familyOf(b), c, configOf(b)) {
+	for _, pk := range linearPacks(familyOf(b), c, b.Config()) {
 		switch pk {
 		case packHalf:
 			id, ok, err := linearHalf(b, c.f.b, w)
@@ -260,47 +282,59 @@ func packLinearWeight(b Builder, c *linearCall, w Tensor) error {
 	return nil
 }
 
-// runLinear records c: it picks the kernel from linearKernels for the
-// load's family and the live M, fuses the following ops the kernel can
-// apply (fuseEpilogue) and records it. A call with nothing to compute
-// records nothing.
+// runLinear records c alone: it picks the kernel from linearKernels for
+// the load's family and the live M and records it. A call with nothing to
+// compute records nothing.
 func runLinear(b Builder, c *linearCall) error {
-	var m, n, batch int64
-	var out int32
+	_, err := recordLinear(b, c, nil)
+	return err
+}
+
+// recordLinear is runLinear applying epi, when set, in the kernel
+// (fuse_epilogue.go); done is false, and nothing recorded, when epi is
+// set and the call's kernel cannot apply it (nothing to compute, a weight
+// held in chunks, the q8ta kernels).
+func recordLinear(b Builder, c *linearCall, epi *matmulEpilogue) (done bool, err error) {
+	m, n, batch, out := c.shape()
+	if m == 0 || n == 0 || batch == 0 {
+		return epi == nil, nil
+	}
+	if err := checkSkipKernels(b.Config()); err != nil {
+		return false, err
+	}
+	if chunked(b, c.weights()...) {
+		if epi != nil {
+			return false, nil
+		}
+		_, err := runLinearChunked(b, c) // a weight held in chunks (chunk.go)
+		return true, err
+	}
+	if err := packQuantScales(b, c); err != nil {
+		return false, err
+	}
+	k := chooseLinear(familyOf(b), c, b.Config())
+	if k == nil {
+		return false, Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
+	}
+	if epi == nil {
+		return true, k.record(b, c, matmulEpilogue{}, out)
+	}
+	if k.noEpilogue {
+		return false, nil
+	}
+	return true, k.record(b, c, *epi, epi.out)
+}
+
+// weights returns the tensors of the call that may be weights held in
+// chunks.
+func (c *linearCall) weights() []int32 {
 	switch c.format {
 	case formatQuant:
-		m, n, batch, out = c.q.m, c.q.n, 1, c.q.out
+		return []int32{c.q.w, c.q.scales, c.q.bias}
 	case formatQ8ta:
-		m, n, batch, out = c.q8.m, c.q8.n, 1, c.q8.out
-	default:
-		m, n, batch, out = c.f.m, c.f.n, NumelOf(c.f.bdims), c.f.out
+		return []int32{c.q8.w}
 	}
-	if m == 0 || n == 0 || batch == 0 {
-		return nil
-	}
-	if ok, err := runLinearChunked(b, c); ok || err != nil {
-		return err // a weight held in chunks (chunk.go)
-	}
-	k := chooseLinear(familyOf(b), c, configOf(b))
-	if k == nil {
-		return Errorf(-1, "no %v-family kernel fits this call", familyOf(b))
-	}
-	var epi matmulEpilogue
-	dst := out
-	if !k.noEpilogue {
-		outT, err := b.Tensor(out)
-		if err != nil {
-			return err
-		}
-		e, fused, err := fuseEpilogue(b, out, outT.Dims)
-		if err != nil {
-			return err
-		}
-		if fused {
-			epi, dst = e, e.out
-		}
-	}
-	return k.record(b, c, epi, dst)
+	return []int32{c.f.b, c.f.bias}
 }
 
 // kChunks calls fn for each chunk [begin, end) of trips loop trips of at
@@ -329,6 +363,27 @@ func kChunks(trips, maxTrips int64, fn func(begin, end int64, accumulate, last u
 // errNoPack is linearHalf's and linearPacked's "cannot pack now" (a
 // weight that is no constant, or first met when re-recording).
 func errNoPack(err error) bool { return errors.Is(err, ErrArg) || errors.Is(err, ErrNotPacked) }
+
+// LinearKernelNames lists the names of linearKernels' entries in order of
+// preference (the names Config.SkipKernels takes).
+func LinearKernelNames() []string {
+	names := make([]string, len(linearKernels))
+	for i, k := range linearKernels {
+		names[i] = k.name
+	}
+	return names
+}
+
+// checkSkipKernels returns an error naming the first of cfg.SkipKernels
+// that is no entry of linearKernels.
+func checkSkipKernels(cfg Config) error {
+	for _, name := range cfg.skipped() {
+		if !slices.ContainsFunc(linearKernels, func(k linearKernel) bool { return k.name == name }) {
+			return fmt.Errorf("%w: Config.SkipKernels: no linear-family kernel %q (have %s)", ErrConfig, name, strings.Join(LinearKernelNames(), ", "))
+		}
+	}
+	return nil
+}
 
 // linearFamilyOps are the ops whose kernels come from linearKernels.
 var linearFamilyOps = []string{

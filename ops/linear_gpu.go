@@ -19,7 +19,11 @@ import (
 // them (BenchmarkGEMV, BenchmarkLinearShapes, BenchmarkLinearQ4gsw and
 // BenchmarkMatmul with -kernels gpu, bench/llm) are owed.
 
-// GEMV shape: gpuGEMVCols output columns per workgroup, gpuGEMVLanes lanes
+// GEMV shape (since issue 33 for float32 and half weights up to 8 rows,
+// K % 4 != 0 and half weights to 16; float32 linears of 9 to 16 rows take
+// the skinny kernel of linear_gpu_skinny.go, 4-bit and int8 weights up to
+// 8 rows the weight-word GEMV of linear_gpu_quant.go): gpuGEMVCols output
+// columns per workgroup, gpuGEMVLanes lanes
 // along K for each (a 256-invocation workgroup), each lane loading one
 // 16-byte unit (a vec4 of floats, eight halves, 32 nibbles, 16 int8) per
 // step, gpuGEMVUnroll units in flight. Chosen from: llama.cpp Vulkan
@@ -40,7 +44,9 @@ const (
 	gpuGEMVMaxTrips = 16384 // K-loop trips a lane, under llvmpipe's 65535
 )
 
-// Tiled shape: 16×16 invocations, each gpuTiledTM×gpuTiledTN outputs of a
+// Tiled shape (since issue 33 for M ≤ 64 a batch, FLOAT16 weights and the
+// quantized "q" form; float32 calls of more rows take the 128×128 kernel
+// of linear_gpu_tiled.go): 16×16 invocations, each gpuTiledTM×gpuTiledTN outputs of a
 // 64×64 tile, K in steps of gpuTiledBK through workgroup memory (the
 // classic shared-memory SGEMM, as in CUTLASS's SIMT kernels and the
 // WebGPU matmul of ONNX Runtime and TF.js: 64×64 tiles, 4×4 per thread,
@@ -68,7 +74,9 @@ func gpuGEMVRows(cfg Config, m int64) bool {
 }
 
 // gpuQGEMVFormat returns the gemv_gpu.wgsl weight format of quantized call
-// c, or "" when that kernel cannot read it: "q4" for linear_q4gsw and
+// c (since issue 33 the gpu family's GEMV for 9 to 16 rows, and for up to
+// 8 under Config.SkipKernels "gpu/q4gemv,gpu/qcgemv"; linear_gpu_quant.go),
+// or "" when that kernel cannot read it: "q4" for linear_q4gsw and
 // linear_dq8ca_q4gsw codes (low nibble first, grouped scales) with K and
 // the group size multiples of 32 (a 32-nibble unit lies in one group),
 // "int8v" or "int8" for _weight_int8pack_mm (K % 16 == 0: vec4<u32>

@@ -1,12 +1,7 @@
 package ops
 
 import (
-	"fmt"
-	"math"
-	"slices"
-
 	"github.com/wgdelegate/wgdelegate/serialization"
-	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // aten.mm.default args:     [self (M×K), mat2 (K×N), out (M×N)]
@@ -36,24 +31,16 @@ import (
 // chunks (kChunks), one accumulating dispatch each, because llvmpipe
 // silently cuts loops at 65535 trips per invocation.
 //
-// Epilogue fusion: when the op's output is read only by a following
-// aten.relu, relu6, clamp, hardtanh, sigmoid or gelu (and is not a graph
-// output), the kernel applies that activation on its last K chunk and
-// writes the activation's output; the activation op is absorbed
-// (ops.Fuser) and records nothing; so do a sigmoid and the mul of the
-// output by it (SiLU as exported). After it (or alone), an aten.add.Tensor
-// (alpha 1) or aten.mul.Tensor that is the only reader, with another
-// operand of the output's exact shape that is already computed, is fused
-// the same way: the residual add of a transformer block, SwiGLU's
-// gate·up product. Constant linear weights can be packed
-// to [K, N] for the mm kernel (Config.PackLinear; off by default, it did not
-// pay on lavapipe).
+// The kernels apply an epilogue the linear_epilogue pass fused
+// (fuse_epilogue.go): an activation, SiLU, a residual add or mul.
+// Constant linear weights can be packed to [K, N] for the mm kernel
+// (Config.PackLinear; off by default, it did not pay on lavapipe).
 func init() {
-	Register("aten.mm.default", mmOp)
-	Register("aten.bmm.default", bmmOp)
-	Register("aten.addmm.default", addmmOp)
-	Register("aten.matmul.default", matmulOp)
-	RegisterOp(Op{Name: "aten.linear.default", Run: linearOp, LoadPacks: []int{1}, LoadPack: linearLoadPack})
+	registerLinear(Op{Name: "aten.mm.default"}, mmCall)
+	registerLinear(Op{Name: "aten.bmm.default"}, bmmCall)
+	registerLinear(Op{Name: "aten.addmm.default"}, addmmCall)
+	registerLinear(Op{Name: "aten.matmul.default"}, matmulCallOf)
+	registerLinear(Op{Name: "aten.linear.default", LoadPacks: []int{1}, LoadPack: linearLoadPack}, linearCallOf)
 }
 
 // matmulMaxTrips bounds the K-loop trips of one dispatch, well below
@@ -114,217 +101,6 @@ type matmulCall struct {
 	bStride         []int64
 }
 
-// matmulEpilogue is an activation the matmul kernel applies to its result
-// before writing it: the absorbed op that followed the matmul.
-type matmulEpilogue struct {
-	act    string  // relu, clamp (also hardtanh, relu6), sigmoid, gelu or gelu_tanh
-	lo, hi float32 // clamp bounds
-	out    int32   // the absorbed op's output, written instead of the matmul's
-	// res is "add" or "mul" when an elementwise add (alpha 1) or mul with
-	// another tensor of the output's shape follows (after act): a
-	// residual connection, or SwiGLU's gate times up; other is that
-	// tensor.
-	res   string
-	other int32
-	// gate multiplies the activation's result by its input (SiLU:
-	// x·sigmoid(x), as the exporter writes it).
-	gate bool
-}
-
-// fuseEpilogue absorbs the op after the matmul into it when that op is an
-// activation the kernel can apply (aten.relu, relu6, clamp, hardtanh,
-// sigmoid, gelu), it is the only reader of the matmul's output out (shaped
-// dims) and out is not a graph output, and its own output is a float32
-// tensor that can take dims. It sets that output's dims and returns the
-// epilogue; ok is false when nothing is fused (the activation then runs as
-// its own op, which also reports any error in its arguments).
-func fuseEpilogue(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	if e, ok, err = fuseActivation(b, out, dims); err != nil {
-		return e, false, err
-	}
-	cur := out
-	if ok {
-		cur = e.out
-	}
-	res, other, to, rok, err := fuseResidual(b, cur, dims)
-	if err != nil {
-		return e, false, err
-	}
-	if rok {
-		e.res, e.other, e.out, ok = res, other, to, true
-	}
-	return e, ok, nil
-}
-
-// fuseResidual absorbs an aten.add.Tensor (alpha 1) or aten.mul.Tensor
-// that is the only reader of cur (shaped dims, not a graph output) when its
-// other operand is a float32 tensor of exactly dims that holds its value
-// already (ops.Fuser.Defined) and that no op writes in place before the
-// add; its output must take dims. The kernel then adds (multiplies) other
-// after the activation. Addition and multiplication of two floats commute
-// exactly, so either operand order gives the unfused result.
-func fuseResidual(b Builder, cur int32, dims []int64) (res string, other, out int32, ok bool, err error) {
-	f, isFuser := b.(Fuser)
-	if !isFuser || configOf(b).NoElementwiseFusion {
-		return "", 0, 0, false, nil
-	}
-	idx, name, args, ok := SoleConsumer(b, cur)
-	if !ok {
-		return "", 0, 0, false, nil
-	}
-	switch {
-	case name == "aten.add.Tensor" && len(args) == 4:
-		if alpha, err := b.Float(args[2]); err != nil || alpha != 1 {
-			return "", 0, 0, false, nil
-		}
-		res = "add"
-	case name == "aten.mul.Tensor" && len(args) == 3:
-		res = "mul"
-	default:
-		return "", 0, 0, false, nil
-	}
-	switch {
-	case args[0] == cur && args[1] != cur:
-		other = args[1]
-	case args[1] == cur && args[0] != cur:
-		other = args[0]
-	default:
-		return "", 0, 0, false, nil
-	}
-	ot, err := b.Tensor(other)
-	if err != nil || ot.DType != serialization.Float32 || !slices.Equal(ot.Dims, dims) || !f.Defined(other) {
-		return "", 0, 0, false, nil
-	}
-	for _, i := range f.Consumers(other) {
-		if i >= idx {
-			continue
-		}
-		oname, oargs := f.OpAt(i)
-		for _, w := range WritesArgs(oname) {
-			if w < len(oargs) && oargs[w] == other {
-				return "", 0, 0, false, nil
-			}
-		}
-	}
-	out = args[len(args)-1]
-	t, err := b.Tensor(out)
-	if err != nil || out == cur || out == other || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-		return "", 0, 0, false, nil
-	}
-	if err := b.SetDims(out, dims); err != nil {
-		return "", 0, 0, false, nil
-	}
-	if err := f.Absorb(idx); err != nil {
-		return "", 0, 0, false, err
-	}
-	return res, other, out, true, nil
-}
-
-// fuseSiLU absorbs sigmoid(out) and the mul of out by it, SiLU as an
-// export writes it (x·sigmoid(x)), when those two ops are out's only
-// readers, out and the sigmoid's result are no graph outputs and the
-// sigmoid's result is read by the mul alone. The mul's output must take
-// dims.
-func fuseSiLU(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	f, isFuser := b.(Fuser)
-	if !isFuser || configOf(b).NoElementwiseFusion || f.IsOutput(out) {
-		return e, false, nil
-	}
-	cs := f.Consumers(out)
-	if len(cs) != 2 {
-		return e, false, nil
-	}
-	n1, a1 := f.OpAt(cs[0])
-	n2, a2 := f.OpAt(cs[1])
-	if n1 != "aten.sigmoid.default" || len(a1) != 2 || a1[0] != out || n2 != "aten.mul.Tensor" || len(a2) != 3 {
-		return e, false, nil
-	}
-	s, g := a1[1], a2[2]
-	if !(a2[0] == out && a2[1] == s) && !(a2[0] == s && a2[1] == out) {
-		return e, false, nil
-	}
-	if s == out || g == out || g == s || f.IsOutput(s) || len(f.Consumers(s)) != 1 {
-		return e, false, nil
-	}
-	for _, id := range []int32{s, g} {
-		t, err := b.Tensor(id)
-		if err != nil || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-			return e, false, nil
-		}
-		if err := b.SetDims(id, dims); err != nil {
-			return e, false, nil
-		}
-	}
-	for _, i := range cs {
-		if err := f.Absorb(i); err != nil {
-			return e, false, err
-		}
-	}
-	return matmulEpilogue{act: "sigmoid", gate: true, out: g}, true, nil
-}
-
-// fuseActivation is fuseEpilogue's activation part.
-func fuseActivation(b Builder, out int32, dims []int64) (e matmulEpilogue, ok bool, err error) {
-	if e, ok, err = fuseSiLU(b, out, dims); ok || err != nil {
-		return e, ok, err
-	}
-	idx, name, args, ok := SoleConsumer(b, out)
-	if !ok || len(args) < 2 || args[0] != out {
-		return e, false, nil
-	}
-	bound := func(id int32, null float64) (float32, bool) {
-		if b.IsNull(id) {
-			return float32(null), true
-		}
-		f, err := b.Float(id)
-		return float32(f), err == nil
-	}
-	nargs := map[string]int{"aten.relu.default": 2, "aten.relu6.default": 2, "aten.sigmoid.default": 2,
-		"aten.clamp.default": 4, "aten.hardtanh.default": 4, "aten.gelu.default": 3}
-	if want, known := nargs[name]; !known || len(args) != want {
-		return e, false, nil
-	}
-	switch name {
-	case "aten.relu.default":
-		e.act = "relu"
-	case "aten.relu6.default":
-		e.act, e.lo, e.hi = "clamp", 0, 6
-	case "aten.sigmoid.default":
-		e.act = "sigmoid"
-	case "aten.clamp.default", "aten.hardtanh.default":
-		var okLo, okHi bool
-		e.act = "clamp"
-		e.lo, okLo = bound(args[1], math.Inf(-1))
-		e.hi, okHi = bound(args[2], math.Inf(1))
-		if !okLo || !okHi || (name == "aten.hardtanh.default" && (b.IsNull(args[1]) || b.IsNull(args[2]))) {
-			return e, false, nil
-		}
-	case "aten.gelu.default":
-		switch approx, err := b.String(args[1]); {
-		case err != nil:
-			return e, false, nil
-		case approx == "none":
-			e.act = "gelu"
-		case approx == "tanh":
-			e.act = "gelu_tanh"
-		default:
-			return e, false, nil
-		}
-	}
-	e.out = args[len(args)-1]
-	t, err := b.Tensor(e.out)
-	if err != nil || e.out == out || t.DType != serialization.Float32 || t.MaxNumel < NumelOf(dims) {
-		return e, false, nil
-	}
-	if err := b.SetDims(e.out, dims); err != nil {
-		return e, false, nil
-	}
-	if err := b.(Fuser).Absorb(idx); err != nil {
-		return e, false, err
-	}
-	return e, true, nil
-}
-
 // matmulPair reads mm's and bmm's [self, mat2, out] operands, both of the
 // given rank.
 func matmulPair(b Builder, args []int32, rank int) (x, y Tensor, err error) {
@@ -346,93 +122,93 @@ func matmulPair(b Builder, args []int32, rank int) (x, y Tensor, err error) {
 	return x, y, nil
 }
 
-func mmOp(b Builder, args []int32) error {
+func mmCall(b Builder, args []int32) (*linearCall, error) {
 	x, y, err := matmulPair(b, args, 2)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
 	if y.Dims[0] != k {
-		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{m, n}); err != nil {
-		return err
+		return nil, err
 	}
-	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
+	return f32Call(matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1})
 }
 
-// recordMatmul records the float32 call c through the linear family's
-// table (linear_family.go).
-func recordMatmul(b Builder, c matmulCall) error {
-	return runLinear(b, &linearCall{format: formatF32, f: c, half: -1, transposed: -1})
+// f32Call is the float32 call c of the linear family's table
+// (linear_family.go).
+func f32Call(c matmulCall) (*linearCall, error) {
+	return &linearCall{format: formatF32, f: c, half: -1, transposed: -1}, nil
 }
 
-func bmmOp(b Builder, args []int32) error {
+func bmmCall(b Builder, args []int32) (*linearCall, error) {
 	x, y, err := matmulPair(b, args, 3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bs, m, k, n := x.Dims[0], x.Dims[1], x.Dims[2], y.Dims[2]
 	if y.Dims[0] != bs || y.Dims[1] != k {
-		return Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "mat2 dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, []int64{bs, m, n}); err != nil {
-		return err
+		return nil, err
 	}
 	if bs == 0 {
-		return nil
+		return nil, nil
 	}
-	return recordMatmul(b, matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1,
+	return f32Call(matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1,
 		bdims: []int64{bs}, aStride: []int64{m * k}, bStride: []int64{k * n}})
 }
 
-func addmmOp(b Builder, args []int32) error {
+func addmmCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 6 {
-		return Errorf(-1, "want 6 args [self, mat1, mat2, beta, alpha, out], have %d", len(args))
+		return nil, Errorf(-1, "want 6 args [self, mat1, mat2, beta, alpha, out], have %d", len(args))
 	}
 	bias, err := matmulOperand(b, args[0], 0, "self")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	x, err := matmulOperand(b, args[1], 1, "mat1")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	y, err := matmulOperand(b, args[2], 2, "mat2")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	beta, err := b.Float(args[3])
 	if err != nil {
-		return argErr(3, err)
+		return nil, argErr(3, err)
 	}
 	alpha, err := b.Float(args[4])
 	if err != nil {
-		return argErr(4, err)
+		return nil, argErr(4, err)
 	}
 	if len(x.Dims) != 2 {
-		return Errorf(1, "mat1 must be 2-D, has dims %v", x.Dims)
+		return nil, Errorf(1, "mat1 must be 2-D, has dims %v", x.Dims)
 	}
 	if len(y.Dims) != 2 {
-		return Errorf(2, "mat2 must be 2-D, has dims %v", y.Dims)
+		return nil, Errorf(2, "mat2 must be 2-D, has dims %v", y.Dims)
 	}
 	m, k, n := x.Dims[0], x.Dims[1], y.Dims[1]
 	if y.Dims[0] != k {
-		return Errorf(2, "mat2 dims %v do not follow mat1 dims %v", y.Dims, x.Dims)
+		return nil, Errorf(2, "mat2 dims %v do not follow mat1 dims %v", y.Dims, x.Dims)
 	}
 	// self broadcasts to [M, N] (rank ≤ 2, each dim equal or 1).
 	if len(bias.Dims) > 2 {
-		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+		return nil, Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
 	}
 	bd := append(make([]int64, 2-len(bias.Dims)), bias.Dims...)
 	for i := range 2 - len(bias.Dims) {
 		bd[i] = 1
 	}
 	if (bd[0] != 1 && bd[0] != m) || (bd[1] != 1 && bd[1] != n) {
-		return Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
+		return nil, Errorf(0, "self dims %v do not broadcast to [%d %d]", bias.Dims, m, n)
 	}
 	if _, err := Output(b, 5, args[5], serialization.Float32, []int64{m, n}); err != nil {
-		return err
+		return nil, err
 	}
 	call := matmulCall{a: args[1], b: args[2], bias: -1, out: args[5], m: m, n: n, k: k, alpha: float32(alpha), beta: float32(beta)}
 	if beta != 0 {
@@ -444,25 +220,25 @@ func addmmOp(b Builder, args []int32) error {
 			call.biasSN = 1
 		}
 	}
-	return recordMatmul(b, call)
+	return f32Call(call)
 }
 
 // matmulOp is torch.matmul: 1-D operands get a dim prepended (self) or
 // appended (other) that is dropped from the result; batch dims broadcast.
-func matmulOp(b Builder, args []int32) error {
+func matmulCallOf(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 3 {
-		return Errorf(-1, "want 3 args [self, other, out], have %d", len(args))
+		return nil, Errorf(-1, "want 3 args [self, other, out], have %d", len(args))
 	}
 	x, err := matmulOperand(b, args[0], 0, "self")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	y, err := matmulOperand(b, args[1], 1, "other")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(x.Dims) == 0 || len(y.Dims) == 0 {
-		return Errorf(-1, "both arguments need at least 1 dim, have %v and %v", x.Dims, y.Dims)
+		return nil, Errorf(-1, "both arguments need at least 1 dim, have %v and %v", x.Dims, y.Dims)
 	}
 	xd, yd := x.Dims, y.Dims
 	if len(xd) == 1 {
@@ -473,12 +249,12 @@ func matmulOp(b Builder, args []int32) error {
 	}
 	m, k, n := xd[len(xd)-2], xd[len(xd)-1], yd[len(yd)-1]
 	if yd[len(yd)-2] != k {
-		return Errorf(1, "other dims %v do not follow self dims %v", y.Dims, x.Dims)
+		return nil, Errorf(1, "other dims %v do not follow self dims %v", y.Dims, x.Dims)
 	}
 	xb, yb := xd[:len(xd)-2], yd[:len(yd)-2]
 	rank := max(len(xb), len(yb))
 	if rank > matmulMaxBatchDims {
-		return Errorf(-1, "%d batch dims, at most %d supported", rank, matmulMaxBatchDims)
+		return nil, Errorf(-1, "%d batch dims, at most %d supported", rank, matmulMaxBatchDims)
 	}
 	bdims := make([]int64, rank)
 	as, bs := make([]int64, rank), make([]int64, rank)
@@ -497,7 +273,7 @@ func matmulOp(b Builder, args []int32) error {
 		case da == 1:
 			bdims[i] = db
 		default:
-			return Errorf(1, "batch dims of %v and %v do not broadcast", x.Dims, y.Dims)
+			return nil, Errorf(1, "batch dims of %v and %v do not broadcast", x.Dims, y.Dims)
 		}
 		if da != 1 {
 			as[i] = sa
@@ -516,10 +292,10 @@ func matmulOp(b Builder, args []int32) error {
 		outDims = append(outDims, n)
 	}
 	if _, err := Output(b, 2, args[2], serialization.Float32, outDims); err != nil {
-		return err
+		return nil, err
 	}
 	if NumelOf(bdims) == 0 {
-		return nil
+		return nil, nil
 	}
 	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[2], m: m, n: n, k: k, alpha: 1, beta: 1}
 	// When other is not batched, self's batch rows fold into M (self and
@@ -529,63 +305,62 @@ func matmulOp(b Builder, args []int32) error {
 	} else {
 		call.bdims, call.aStride, call.bStride = bdims, as, bs
 	}
-	return recordMatmul(b, call)
+	return f32Call(call)
 }
 
-func linearOp(b Builder, args []int32) error {
+func linearCallOf(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 4 {
-		return Errorf(-1, "want 4 args [input, weight, bias, out], have %d", len(args))
+		return nil, Errorf(-1, "want 4 args [input, weight, bias, out], have %d", len(args))
 	}
 	x, err := matmulOperand(b, args[0], 0, "input")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := matmulOperand(b, args[1], 1, "weight")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(x.Dims) == 0 {
-		return Errorf(0, "input must have at least one dim")
+		return nil, Errorf(0, "input must have at least one dim")
 	}
 	if len(w.Dims) != 2 {
-		return Errorf(1, "weight must be 2-D, has dims %v", w.Dims)
+		return nil, Errorf(1, "weight must be 2-D, has dims %v", w.Dims)
 	}
 	k := x.Dims[len(x.Dims)-1]
 	n := w.Dims[0]
 	if w.Dims[1] != k {
-		return Errorf(1, "weight dims %v do not match input's last dim %d", w.Dims, k)
+		return nil, Errorf(1, "weight dims %v do not match input's last dim %d", w.Dims, k)
 	}
 	m := NumelOf(x.Dims[:len(x.Dims)-1])
 	call := matmulCall{a: args[0], b: args[1], bias: -1, out: args[3], m: m, n: n, k: k, transB: true, alpha: 1, beta: 1}
 	if !b.IsNull(args[2]) {
 		bias, err := matmulOperand(b, args[2], 2, "bias")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(bias.Dims) != 1 || bias.Dims[0] != n {
-			return Errorf(2, "bias dims %v, want [%d]", bias.Dims, n)
+			return nil, Errorf(2, "bias dims %v, want [%d]", bias.Dims, n)
 		}
 		call.bias, call.biasSN = args[2], 1
 	}
 	want := append(append([]int64(nil), x.Dims[:len(x.Dims)-1]...), n)
 	if _, err := Output(b, 3, args[3], serialization.Float32, want); err != nil {
-		return err
+		return nil, err
 	}
 	// The weight packings the family's kernels read (a FLOAT16 weight
 	// as packed halves, linear_f16.go; [K, N] with Config.PackLinear),
 	// made whatever M is.
 	lc := &linearCall{format: formatF32, f: call, canHalf: canHalf(b, w), canTranspose: canTranspose(b, w)}
 	if err := packLinearWeight(b, lc, w); err != nil {
-		return err
+		return nil, err
 	}
-	return runLinear(b, lc)
+	return lc, nil
 }
 
 // canTranspose reports whether linear weight w may be packed to [K, N]
 // for the cpu family's tiled kernel (Config.PackLinear, a packer).
 func canTranspose(b Builder, w Tensor) bool {
-	_, isPacker := b.(Packer)
-	return isPacker && configOf(b).PackLinear && w.Numel > 0
+	return b.Config().PackLinear && w.Numel > 0
 }
 
 // linearPacked returns the id of linear weight w (value id, [N, K])
@@ -597,15 +372,14 @@ func canTranspose(b Builder, w Tensor) bool {
 // whatever M is, so that the first recording (serialized dims) already
 // creates it and a re-recording with another M never has to pack.
 func linearPacked(b Builder, id int32, w Tensor) (int32, bool, error) {
-	p, isPacker := b.(Packer)
-	if !isPacker || !canTranspose(b, w) {
+	if !canTranspose(b, w) {
 		return 0, false, nil
 	}
 	spec, err := TransposeSpec(w, b.MaxWorkgroupsPerDim())
 	if err != nil {
 		return 0, false, nil
 	}
-	t, err := p.PackWeight(id, spec)
+	t, err := b.PackWeight(id, spec)
 	if errNoPack(err) {
 		return 0, false, nil // not a weight, or not packed at load
 	}
@@ -628,263 +402,4 @@ func matmulOperand(b Builder, id int32, arg int, what string) (Tensor, error) {
 		return Tensor{}, Errorf(arg, "%s: %d elements is too large", what, t.MaxNumel)
 	}
 	return t, nil
-}
-
-// matmulShader is the template data of shaders/matmul.wgsl.
-type matmulShader struct {
-	Vec4   bool
-	TransB bool
-	Bias   bool
-	Rows   []int // 0..rows per invocation-1
-	Cols   []int // 0..columns (vec4 columns for Vec4) per invocation-1
-	WGX    int
-	WGY    int
-	Act    string // epilogue activation (matmulEpilogue.act), or ""
-	Res    string // epilogue add or mul with the res tensor (matmulEpilogue.res), or ""
-	Gate   bool   // the activation's result times its input (matmulEpilogue.gate)
-}
-
-// Register tile per invocation (rows × columns; vec4 columns for the vec4
-// kernel), measured on lavapipe at N=512 (GFLOP/s, best of 10, noisy host):
-// vec4 8×1 (the spec's v4-8x4) ≈15, 8×2 ≈20, 16×2 ≈23, 16×4 ≈25–30, with
-// mm and linear alike; 32×4 and 16×8 gave no more. Scalar 4×4 ≈6, 8×8 ≈10,
-// 16×8 ≈13. Bigger tiles cost LLVM JIT time at the first dispatch when the
-// Mesa shader cache is cold (vec4 8×1 0.09 s, 16×4 0.93 s; scalar 8×8 0.2 s,
-// 16×8 0.6 s), so the scalar fallback stays at 8×8. Re-measured side by side
-// (mm, kernel rate relative to 16×4 with 8×2 workgroups, 512 and 1024):
-// 16×4 in 16×1 workgroups 0.95–1.1, in 8×4 0.85–1.0, in 4×2 0.67–0.70;
-// 32×2 0.76–0.9; 8×8 0.63–0.69. At 64 (one workgroup of 16×4 tiles)
-// smaller tiles with more workgroups were slower still (8×4 0.33–0.58).
-//
-// Small M (at most 8 rows, one row block of at most 8 rows): an 8×4 tile
-// made every such dispatch cost 4–20 ms whatever N and K (8×16·16×32 with a
-// gelu epilogue: 16–18 ms), against 0.2–0.4 ms with at most 2 vec4 columns
-// (measured through whole MLP Executes on lavapipe, same run), so small-M
-// products use matmulVec4ColsSmallM.
-const (
-	matmulVec4Rows       = 16
-	matmulVec4Cols       = 4
-	matmulVec4ColsSmallM = 2
-	matmulScalarRows     = 8
-	matmulScalarCols     = 8
-)
-
-// matmulTile returns 0..t-1 for the smallest power of two t >= need, capped
-// at max: a one-row linear (decode) does not compute fifteen discarded rows.
-func matmulTile(need int64, max int) []int {
-	t := 1
-	for t < max && int64(t) < need {
-		t *= 2
-	}
-	idx := make([]int, t)
-	for i := range idx {
-		idx[i] = i
-	}
-	return idx
-}
-
-// matmulParamsWords is the size of the WGSL Params struct in u32s.
-const matmulParamsWords = 16 + 3*matmulMaxBatchDims
-
-// recordTiled records c with the cpu family's tiled kernel
-// (shaders/matmul.wgsl), writing dst and applying epi.
-func recordTiled(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
-	batch := NumelOf(c.bdims)
-	path := configOf(b).Matmul
-	vec4 := c.k > 0 && c.k%4 == 0 && c.n%4 == 0 && path != MatmulScalar
-	sh := matmulShader{Vec4: vec4, TransB: c.transB, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate}
-	cols, trips := c.n, c.k // columns as the kernel counts them, K-loop trips
-	unit := int64(1)        // elements per storage word of A, B and C
-	if vec4 {
-		cols, trips, unit = c.n/4, c.k/4, 4
-		maxCols := matmulVec4Cols
-		if c.m <= matmulVec4Rows {
-			maxCols = matmulVec4ColsSmallM
-		}
-		sh.Rows, sh.Cols = matmulTile(c.m, matmulVec4Rows), matmulTile(cols, maxCols)
-	} else {
-		sh.Rows, sh.Cols = matmulTile(c.m, matmulScalarRows), matmulTile(cols, matmulScalarCols)
-	}
-	if batch*c.m*c.n > matmulMaxElems {
-		return Errorf(-1, "output of %d×%d×%d elements is too large", batch, c.m, c.n)
-	}
-	rowBlocks := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
-	colBlocks := (cols + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
-	// Lanes run along x (columns), 8 per AVX2 vector. Workgroups are what
-	// lavapipe spreads over threads, so they stay small to leave several
-	// even for mid-size outputs; one row block gets a flat workgroup so no
-	// lanes idle along y.
-	sh.WGX, sh.WGY = 8, 2
-	if rowBlocks == 1 {
-		sh.WGX, sh.WGY = 16, 1
-	}
-	gx := (colBlocks + int64(sh.WGX) - 1) / int64(sh.WGX)
-	gy := (rowBlocks + int64(sh.WGY) - 1) / int64(sh.WGY)
-	maxg := int64(b.MaxWorkgroupsPerDim())
-	if gx > maxg || gy > maxg {
-		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
-	}
-	inputs := []int32{c.a, c.b}
-	if sh.Bias {
-		inputs = append(inputs, c.bias)
-	}
-	if sh.Res != "" {
-		inputs = append(inputs, epi.other)
-	}
-	k, err := shaders.Render("matmul.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WGX*sh.WGY))
-	if err != nil {
-		return err
-	}
-	bd, as, bs := make([]uint32, len(c.bdims)), make([]uint32, len(c.bdims)), make([]uint32, len(c.bdims))
-	for i := range c.bdims {
-		bd[i], as[i], bs[i] = uint32(c.bdims[i]), uint32(c.aStride[i]/unit), uint32(c.bStride[i]/unit)
-	}
-	// Batches run along z, at most maxg per dispatch; each K chunk is one
-	// dispatch per batch range (K == 0 still needs one to write bias or 0).
-	for z0 := int64(0); z0 < batch; z0 += maxg {
-		gz := min(batch-z0, maxg)
-		err := kChunks(trips, matmulMaxTrips, func(begin, end int64, accumulate, last uint32) error {
-			p := matmulParams(c, cols, trips, begin, end, accumulate, last, z0, epi, 0, bd, as, bs)
-			if err := b.Dispatch(k, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
-				return fmt.Errorf("ops: matmul: %w", err)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// matmulParams packs the Params of shaders/matmul.wgsl and
-// matmul_gpu.wgsl (matmulParamsWords u32s): cols and trips are N and K in
-// the kernel's units, [begin, end) this K chunk, z0 the first batch of
-// the dispatch, ldb B's row stride (matmul_gpu.wgsl; 0 for matmul.wgsl)
-// and bd, as, bs the batch dims and A's and B's batch strides in units.
-func matmulParams(c matmulCall, cols, trips, begin, end int64, accumulate, last uint32, z0 int64, epi matmulEpilogue, ldb int64, bd, as, bs []uint32) []byte {
-	var p Params
-	p.U32(uint32(c.m)).U32(uint32(cols)).U32(uint32(trips))
-	p.U32(uint32(begin)).U32(uint32(end)).U32(accumulate)
-	p.F32(c.alpha).F32(c.beta)
-	p.U32(uint32(c.biasSM)).U32(uint32(c.biasSN)).U32(uint32(z0)).U32(uint32(len(c.bdims)))
-	p.F32(epi.lo).F32(epi.hi).U32(last).U32(uint32(ldb))
-	p.U32s(bd, matmulMaxBatchDims).U32s(as, matmulMaxBatchDims).U32s(bs, matmulMaxBatchDims)
-	return p.Bytes()
-}
-
-// gemvShader is the template data of shaders/gemv.wgsl.
-type gemvShader struct {
-	Vec4 bool
-	Bias bool
-	Act  string
-	Res  string
-	Gate bool
-	Rows []int // input rows per invocation
-	Cols []int // output columns (weight rows) per invocation
-	WG   int
-}
-
-// gemvMaxRows is the most input rows one GEMV invocation takes, and the
-// largest M whose linear may run the GEMV kernel by default (MatmulAuto).
-// Where the tiled kernel has its vec4 form (K%4 == 0 and N%4 == 0) the two
-// run at about the same speed (see gemvCols; the same kernel in two graphs
-// of one run differed by 0.72 vs 0.99 GB/s at K = N = 4096; M=1, GEMV over
-// tiled in the same iterations, medians of 6 and ranges: K = N = 512 1.25
-// (1.12–1.33), 2048 1.00 (0.98–1.02)), and from M=8 the GEMV kernel costs 2–3× the tiled one's
-// LLVM JIT time on a cold Mesa shader cache (M=8: 2.5–3.6 s against
-// 0.9–2.0 s; M=16: 3.5–8.0 s against 1.7–2.6 s, K = N = 512, loaded host),
-// so only one-row linears take it there. With K%4 == 0 and N%4 != 0 the
-// GEMV kernel still loads vec4s while the tiled one falls back to scalar
-// loads: K = 2048, N = 2047, same run, GEMV over tiled 2.0–2.1× at M=1,
-// 1.6–2.1× at M=8 and 1.9–2.4× at M=16 (4 columns per invocation).
-const gemvMaxRows = 16
-
-// gemvWG is the GEMV kernel's workgroup size: one AVX2 vector of lanes on
-// llvmpipe, so that even a narrow N makes several workgroups for its
-// threads.
-const gemvWG = 8
-
-// gemvCols returns the output columns per invocation of the GEMV kernel
-// for invocations of rows input rows: cfg's choice, else 8, or 4 from 8
-// rows. Measured on lavapipe (weight GB/s, K = N = 2048 unless noted,
-// medians of 5 in one run, a heavily loaded host: load average 7–10 on 2
-// cores), 4 / 8 / 16 columns and the tiled kernel: M=1 1.07 / 1.27 / 0.93,
-// tiled 0.98; M=1 K=4096 1.20 / 0.95 / 0.91, tiled 0.92; M=8 0.41 / 0.49 /
-// 0.50, tiled 0.51; M=16 0.31 / 0.38 / 0.38, tiled 0.38. The ranges overlap
-// except 4 columns from M=8 (slower), but there 8 columns cost 2–3× the
-// cold JIT time of 4 (M=8 2.5–3.6 s against 0.8–1.3 s; M=16 3.5–8.0 s
-// against 1.9 s), a cost every new M pays once per load of a model.
-func gemvCols(rows int, cfg Config) int {
-	switch {
-	case cfg.GEMVCols > 0:
-		return min(cfg.GEMVCols, 16)
-	case rows >= 8:
-		return 4
-	}
-	return 8
-}
-
-// recordGEMV records c (transB, one batch) with the GEMV kernel, writing
-// dst, applying epi.
-func recordGEMV(b Builder, c matmulCall, epi matmulEpilogue, dst int32) error {
-	vec4 := c.k%4 == 0
-	g := gemvKernel{file: "gemv.wgsl", weight: c.b, perTrip: 1, vec4: vec4, what: "matmul"}
-	if vec4 {
-		g.perTrip = 4
-	}
-	g.cols = gemvCols(len(matmulTile(c.m, gemvMaxRows)), configOf(b))
-	return recordGEMVKernel(b, c, epi, dst, g)
-}
-
-// gemvKernel is what tells the few-row GEMV kernels apart: the float32
-// one (gemv.wgsl) and the packed-half one (gemv_f16.wgsl, linear_f16.go).
-type gemvKernel struct {
-	file    string // the shader
-	weight  int32  // the weight value, bound after the input
-	perTrip int64  // k per K-loop trip
-	vec4    bool   // the float32 kernel's vec4 loads
-	cols    int    // output columns per invocation
-	what    string // the error prefix's op
-}
-
-// recordGEMVKernel records c with the GEMV kernel g: one dispatch per
-// chunk of at most matmulMaxTrips K-loop trips (later chunks accumulate,
-// the last applies epi), writing dst.
-func recordGEMVKernel(b Builder, c matmulCall, epi matmulEpilogue, dst int32, g gemvKernel) error {
-	sh := gemvShader{Vec4: g.vec4, Bias: c.bias >= 0, Act: epi.act, Res: epi.res, Gate: epi.gate, Rows: matmulTile(c.m, gemvMaxRows), WG: gemvWG}
-	sh.Cols = matmulTile(int64(g.cols), 16)
-	colBlocks := (c.n + int64(len(sh.Cols)) - 1) / int64(len(sh.Cols))
-	gx := (colBlocks + int64(sh.WG) - 1) / int64(sh.WG)
-	gy := (c.m + int64(len(sh.Rows)) - 1) / int64(len(sh.Rows))
-	if maxg := int64(b.MaxWorkgroupsPerDim()); gx > maxg || gy > maxg {
-		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", c.m, c.n, gx, gy, maxg)
-	}
-	if c.m*c.n > matmulMaxElems {
-		return Errorf(-1, "output of %d×%d elements is too large", c.m, c.n)
-	}
-	inputs := []int32{c.a, g.weight}
-	if sh.Bias {
-		inputs = append(inputs, c.bias)
-	}
-	if sh.Res != "" {
-		inputs = append(inputs, epi.other)
-	}
-	k, err := shaders.Render(g.file, sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
-	if err != nil {
-		return err
-	}
-	trips := c.k / g.perTrip
-	// K == 0 still needs one dispatch to write the bias (or 0).
-	return kChunks(trips, matmulMaxTrips, func(begin, end int64, accumulate, last uint32) error {
-		var p Params
-		p.U32(uint32(c.m)).U32(uint32(c.n)).U32(uint32(trips)).U32(uint32(begin))
-		p.U32(uint32(end)).U32(accumulate).U32(last).U32(uint32(c.biasSM))
-		p.U32(uint32(c.biasSN)).F32(c.alpha).F32(c.beta).F32(epi.lo)
-		p.F32(epi.hi).U32(0).U32(0).U32(0)
-		if err := b.Dispatch(k, inputs, []int32{dst}, p.Bytes(), [3]uint32{uint32(gx), uint32(gy), 1}); err != nil {
-			return fmt.Errorf("ops: %s: %w", g.what, err)
-		}
-		return nil
-	})
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// recordLinear records an m-row aten.linear ([m, K] · [N, K]ᵀ, no bias)
-// without a device.
-func recordLinear(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg Config) *recorder {
+// recordOneLinear records an m-row aten.linear ([m, K] · [N, K]ᵀ, no
+// bias) without a device.
+func recordOneLinear(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg Config) *recorder {
 	t.Helper()
 	b := serialization.NewBuilder()
 	f := serialization.Float32
 	x, w, out := b.Tensor(f, []uint32{m, k}, -1), b.Tensor(f, []uint32{n, k}, -1), b.Tensor(f, []uint32{m, n}, -1)
 	r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: maxPerDim, cfg: cfg}
-	if err := linearOp(r, []int32{x, w, b.Null(), out}); err != nil {
+	if err := runOp(r, "aten.linear.default", x, w, b.Null(), out); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -50,7 +50,7 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 		{3, 70001, 5, MatmulGEMV, true, false, 5},
 		{1, 4, 2100000, MatmulAuto, true, true, 1},
 	} {
-		r := recordLinear(t, c.m, c.k, c.n, 65535, Config{Matmul: c.path})
+		r := recordOneLinear(t, c.m, c.k, c.n, 65535, Config{Matmul: c.path})
 		if len(r.dispatches) != c.chunks {
 			t.Fatalf("M=%d K=%d N=%d: %d dispatches, want %d", c.m, c.k, c.n, len(r.dispatches), c.chunks)
 		}
@@ -88,66 +88,44 @@ func TestGEMVChoiceAndChunks(t *testing.T) {
 	}
 }
 
-// fuser is a recorder that implements Fuser over its serialized chain.
-type fuser struct {
-	*recorder
-	outputs  map[int32]bool
-	absorbed []int
-}
-
-func (f *fuser) Consumers(id int32) []int {
-	var out []int
-	for i, op := range f.G.Chain {
-		for _, a := range op.Args[:len(op.Args)-1] {
-			if a == id {
-				out = append(out, i)
-				break
-			}
-		}
+// runOp records op name's registered function on r.
+func runOp(r Builder, name string, args ...int32) error {
+	fn, ok := Lookup(name)
+	if !ok {
+		return Errorf(-1, "no op %s", name)
 	}
-	return out
+	return fn(r, args)
 }
 
-func (f *fuser) OpAt(i int) (string, []int32) { return f.G.Chain[i].Name, f.G.Chain[i].Args }
-func (f *fuser) IsOutput(id int32) bool       { return f.outputs[id] }
-func (f *fuser) Absorb(i int) error           { f.absorbed = append(f.absorbed, i); return nil }
-
-// Defined: only values no op of the chain writes (inputs, constants).
-func (f *fuser) Defined(id int32) bool {
-	for _, op := range f.G.Chain {
-		if len(op.Args) > 0 && op.Args[len(op.Args)-1] == id {
-			return false
-		}
-	}
-	return true
-}
-
-// TestEpilogueDecision: which activations a matmul absorbs, with which
-// parameters, and that it then writes the activation's output.
-func TestEpilogueDecision(t *testing.T) {
+// TestEpilogueKernel: the activations a linear-family kernel applies
+// (fusedLinearEpilogue), with their parameters, writing the activation's
+// output; an activation it cannot apply records nothing (the group's
+// fallback then records). Which ops form the group is package lower's.
+func TestEpilogueKernel(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		act    func(b *serialization.Builder, h, y int32)
-		output bool // the intermediate is a graph output
 		want   string
 		lo, hi float32
 	}{
-		{"relu", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu.default", h, y) }, false, "relu", 0, 0},
-		{"relu6", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu6.default", h, y) }, false, "clamp", 0, 6},
+		{"relu", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu.default", h, y) }, "relu", 0, 0},
+		{"relu6", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu6.default", h, y) }, "clamp", 0, 6},
 		{"clamp", func(b *serialization.Builder, h, y int32) {
 			b.Op("aten.clamp.default", h, b.Int(-2), b.Null(), y)
-		}, false, "clamp", -2, float32(math.Inf(1))},
+		}, "clamp", -2, float32(math.Inf(1))},
 		{"hardtanh", func(b *serialization.Builder, h, y int32) {
 			b.Op("aten.hardtanh.default", h, b.Double(-0.5), b.Double(0.5), y)
-		}, false, "clamp", -0.5, 0.5},
+		}, "clamp", -0.5, 0.5},
+		{"hardtanh_null", func(b *serialization.Builder, h, y int32) {
+			b.Op("aten.hardtanh.default", h, b.Null(), b.Double(0.5), y)
+		}, "", 0, 0},
 		{"gelu_tanh", func(b *serialization.Builder, h, y int32) {
 			b.Op("aten.gelu.default", h, b.String("tanh"), y)
-		}, false, "gelu_tanh", 0, 0},
+		}, "gelu_tanh", 0, 0},
 		{"gelu_bad", func(b *serialization.Builder, h, y int32) {
 			b.Op("aten.gelu.default", h, b.String("cubic"), y)
-		}, false, "", 0, 0},
-		{"relu_output", func(b *serialization.Builder, h, y int32) { b.Op("aten.relu.default", h, y) }, true, "", 0, 0},
-		{"tanh", func(b *serialization.Builder, h, y int32) { b.Op("aten.tanh.default", h, y) }, false, "", 0, 0},
+		}, "", 0, 0},
+		{"tanh", func(b *serialization.Builder, h, y int32) { b.Op("aten.tanh.default", h, y) }, "", 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := serialization.NewBuilder()
@@ -156,20 +134,27 @@ func TestEpilogueDecision(t *testing.T) {
 			h, y := b.Tensor(f, []uint32{8, 8}, -1), b.Tensor(f, []uint32{8, 8}, -1)
 			b.Op("aten.mm.default", x, w, h)
 			c.act(b, h, y)
-			fr := &fuser{recorder: &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}, outputs: map[int32]bool{y: true, h: c.output}}
-			if err := mmOp(fr, []int32{x, w, h}); err != nil {
+			r := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
+			g := &Group{Kind: FusedLinearEpilogue, Act: 1}
+			for i, op := range b.Graph().Chain {
+				g.Calls = append(g.Calls, Call{Index: i, Name: op.Name, Args: op.Args})
+			}
+			n, err := fusedLinearEpilogue(r, g)
+			if err != nil {
 				t.Fatal(err)
 			}
-			d := fr.dispatches[0]
-			name := d.k.Name
 			if c.want == "" {
-				if len(fr.absorbed) != 0 || !strings.Contains(name, "Act: ") {
-					t.Fatalf("fused (%v, %s), want not", fr.absorbed, name)
+				if n != 0 || len(r.dispatches) != 0 {
+					t.Fatalf("recorded %d ops in %d dispatches, want none", n, len(r.dispatches))
 				}
 				return
 			}
-			if len(fr.absorbed) != 1 || fr.absorbed[0] != 1 || !strings.Contains(name, "Act:"+c.want+" ") {
-				t.Fatalf("absorbed %v, kernel %s; want op 1 absorbed into %s", fr.absorbed, name, c.want)
+			if n != 2 || len(r.dispatches) != 1 {
+				t.Fatalf("recorded %d ops in %d dispatches, want 2 in 1", n, len(r.dispatches))
+			}
+			d := r.dispatches[0]
+			if !strings.Contains(d.k.Name, "Act:"+c.want+" ") {
+				t.Fatalf("kernel %s, want the %s epilogue", d.k.Name, c.want)
 			}
 			lo, hi := math.Float32frombits(u32At(d.params, 12)), math.Float32frombits(u32At(d.params, 13))
 			if c.want == "clamp" && (lo != c.lo || hi != c.hi) {
@@ -178,7 +163,7 @@ func TestEpilogueDecision(t *testing.T) {
 			if len(d.out) != 1 || d.out[0] != y {
 				t.Errorf("matmul writes %v, want the activation's output %d", d.out, y)
 			}
-			if got, _ := fr.Tensor(y); len(got.Dims) != 2 || got.Dims[0] != 8 || got.Dims[1] != 8 {
+			if got, _ := r.Tensor(y); len(got.Dims) != 2 || got.Dims[0] != 8 || got.Dims[1] != 8 {
 				t.Errorf("activation output dims %v", got.Dims)
 			}
 		})

@@ -22,8 +22,26 @@ type recorder struct {
 	syms       map[int32]int64
 }
 
-// Config implements Configurer.
-func (r *recorder) Config() Config { return r.cfg }
+// Config is the recorder's kernel choices; it describes no device, holds
+// no weights packed, in chunks or as half caches, and reads no values on
+// the host.
+func (r *recorder) Config() Config               { return r.cfg }
+func (r *recorder) DeviceProfile() DeviceProfile { return DeviceProfile{} }
+func (r *recorder) HostElement(id int32, flat int64) (float64, error) {
+	return 0, Errorf(-1, "value %d: no host values", id)
+}
+func (r *recorder) PackWeight(id int32, spec PackSpec) (Tensor, error) { return Tensor{}, ErrNotPacked }
+func (r *recorder) Persistent(id int32) (Tensor, error)                { return r.Tensor(id) }
+func (r *recorder) OnRefresh(update func(Builder) error)               {}
+func (r *recorder) HalfCache(id int32) (Tensor, bool, error)           { return Tensor{}, false, nil }
+func (r *recorder) ChunkedWeight(id int32) bool                        { return false }
+func (r *recorder) ChunkBytes() int64                                  { return 0 }
+func (r *recorder) SliceWeight(id int32, dim int, begin, end int64) (Tensor, error) {
+	return Tensor{}, ErrNotPacked
+}
+func (r *recorder) Scratch(key int, dt serialization.DataType, dims []int64) (Tensor, error) {
+	return Tensor{}, ErrNotPacked
+}
 
 type recorded struct {
 	k      *shaders.Kernel
@@ -93,7 +111,7 @@ func recordMM(t *testing.T, m, k, n uint32, maxPerDim uint32, cfg ...Config) (*r
 	if len(cfg) > 0 {
 		r.cfg = cfg[0]
 	}
-	return r, mmOp(r, []int32{x, y, out})
+	return r, runOp(r, "aten.mm.default", x, y, out)
 }
 
 func u32At(p []byte, i int) uint32 { return binary.LittleEndian.Uint32(p[4*i:]) }
@@ -239,7 +257,7 @@ func TestLiveShapes(t *testing.T) {
 
 	// linear on 3 live rows of an 8-row input.
 	r.live = map[int32][]int64{x: {3, 16}}
-	if err := linearOp(r, []int32{x, w, b.Null(), y}); err != nil {
+	if err := runOp(r, "aten.linear.default", x, w, b.Null(), y); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.Tensor(y); !slices.Equal(got.Dims, []int64{3, 4}) {

@@ -34,19 +34,9 @@ func openTestDevice(t *testing.T) *gpu.Device {
 // (closed at cleanup) or the build error.
 func buildGraph(t *testing.T, dev *gpu.Device, b *serialization.Builder) (*graph.WebGPUGraph, error) {
 	t.Helper()
-	raw, err := b.Blob()
+	blob, named, err := b.Decode()
 	if err != nil {
 		t.Fatal(err)
-	}
-	blob, err := serialization.DecodeBlob(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
 	}
 	g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: named})
 	if err == nil {

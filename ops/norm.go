@@ -246,39 +246,40 @@ func layerNormOp(b Builder, args []int32) error {
 }
 
 func rmsNormOp(b Builder, args []int32) error {
-	if len(args) != 4 {
-		return Errorf(-1, "want 4 args [x, weight, eps, out], have %d", len(args))
-	}
-	in, err := normInput(b, 0, args[0])
+	in, hasW, eps, err := rmsNormParse(b, args)
 	if err != nil {
 		return err
-	}
-	if len(in.Dims) == 0 {
-		return Errorf(0, "rms_norm needs rank >= 1")
 	}
 	n := in.Dims[len(in.Dims)-1]
-	hasW, err := normOptional(b, 1, args[1], n, "weight")
-	if err != nil {
-		return err
-	}
-	eps, err := normFloat(b, args, 2, "eps")
-	if err != nil {
-		return err
-	}
-	if _, err := Output(b, 3, args[3], serialization.Float32, in.Dims); err != nil {
-		return err
-	}
-	// Read only by one-row linears: computed in their prologue
-	// (fuse_linear.go).
-	if done, err := fuseNormLinears(b, args, in, hasW, eps); done || err != nil {
-		return err
-	}
 	ins := []int32{args[0]}
 	if hasW {
 		ins = append(ins, args[1])
 	}
 	return recordRowNorm(b, normVariant{Op: "rms", HasW: hasW},
 		normParams{Rows: normRows(in.Numel, n), Len: uint32(n), Eps: float32(eps)}, ins, []int32{args[3]})
+}
+
+// rmsNormParse checks rms_norm's args, sets its output's shape and returns
+// its input, whether it has a weight, and eps.
+func rmsNormParse(b Builder, args []int32) (in Tensor, hasW bool, eps float64, err error) {
+	if len(args) != 4 {
+		return in, false, 0, Errorf(-1, "want 4 args [x, weight, eps, out], have %d", len(args))
+	}
+	if in, err = normInput(b, 0, args[0]); err != nil {
+		return in, false, 0, err
+	}
+	if len(in.Dims) == 0 {
+		return in, false, 0, Errorf(0, "rms_norm needs rank >= 1")
+	}
+	n := in.Dims[len(in.Dims)-1]
+	if hasW, err = normOptional(b, 1, args[1], n, "weight"); err != nil {
+		return in, false, 0, err
+	}
+	if eps, err = normFloat(b, args, 2, "eps"); err != nil {
+		return in, false, 0, err
+	}
+	_, err = Output(b, 3, args[3], serialization.Float32, in.Dims)
+	return in, hasW, eps, err
 }
 
 func groupNormOp(b Builder, args []int32) error {

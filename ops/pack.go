@@ -23,15 +23,6 @@ type PackSpec struct {
 	Dims   []int64
 }
 
-// Packer is implemented by builders that can pack weights (the GPU graph).
-// PackWeight returns a read-only tensor holding weight id (a constant, or a
-// prepack output of one) transformed by spec. It is created once per graph
-// and, with a packed-weight cache, loaded from the cache instead of being
-// packed again.
-type Packer interface {
-	PackWeight(id int32, spec PackSpec) (Tensor, error)
-}
-
 // ErrNotPacked is what PackWeight returns (wrapped) when it cannot pack a
 // weight now: weights are packed while the graph loads, and this one was
 // first asked for when re-recording (a load whose recording stopped early,
@@ -72,55 +63,6 @@ func TransposeSpec(w Tensor, maxPerDim uint32) (PackSpec, error) {
 	dims[len(dims)-2], dims[len(dims)-1] = c, r
 	return PackSpec{Name: "transpose", Kernel: k, Params: p.Bytes(), Groups: [3]uint32{uint32(gx), uint32(gy), uint32(batches)},
 		DType: w.DType, Dims: dims}, nil
-}
-
-// Fuser is implemented by builders that let an op absorb a later op of the
-// chain (an activation epilogue into a matmul, a chain of elementwise ops
-// into one kernel). Fusion is decided while recording, so it is redone on
-// every re-recording and always matches the live shapes.
-type Fuser interface {
-	// Consumers lists the chain indices of the ops (after the calling op)
-	// that read tensor id, ValueList members included.
-	Consumers(id int32) []int
-	// OpAt returns the name and args of the op at chain index i.
-	OpAt(i int) (name string, args []int32)
-	// IsOutput reports whether id is a graph output (which must still be
-	// written even when its consumers are fused).
-	IsOutput(id int32) bool
-	// Defined reports whether tensor id holds its value before the calling
-	// op runs: a graph input, a constant, or the output of an earlier op
-	// (not of the calling op or a later one).
-	Defined(id int32) bool
-	// Absorb marks op i (later in the chain, not yet recorded) as done by
-	// the calling op: the graph does not record it. The caller writes its
-	// outputs.
-	Absorb(i int) error
-}
-
-// SoleConsumer returns the one op that reads id, when id has exactly one
-// consumer and is not a graph output; ok is false otherwise or when b cannot
-// fuse.
-func SoleConsumer(b Builder, id int32) (index int, name string, args []int32, ok bool) {
-	f, isFuser := b.(Fuser)
-	if !isFuser || f.IsOutput(id) {
-		return 0, "", nil, false
-	}
-	cs := f.Consumers(id)
-	if len(cs) != 1 {
-		return 0, "", nil, false
-	}
-	name, args = f.OpAt(cs[0])
-	return cs[0], name, args, true
-}
-
-// Persister is implemented by builders that can give an op a writable,
-// persistent version of a constant (a KV cache that an op such as
-// sdpa_with_kv_cache receives as a constant and updates in place).
-type Persister interface {
-	// Persistent returns id itself when it is a writable tensor, else a
-	// per-graph writable copy of constant id, initialised with its bytes
-	// once at load and kept across Execute calls.
-	Persistent(id int32) (Tensor, error)
 }
 
 // ConvBlockSpec is the PackSpec that regroups a 4-byte convolution weight

@@ -30,7 +30,7 @@ import (
 // W as in linear_q4gsw. The weight sums are not needed by this form.
 func init() {
 	Register("torchao.choose_qparams_affine.default", chooseQParamsOp)
-	Register("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gswOp)
+	registerLinear(Op{Name: "et_vk.linear_dq8ca_q4gsw.default"}, dq8caCall)
 }
 
 // qparamsShader is the template data of shaders/qparams.wgsl.
@@ -137,31 +137,31 @@ func chooseQParamsOp(b Builder, args []int32) error {
 	return nil
 }
 
-func linearDq8caQ4gswOp(b Builder, args []int32) error {
+func dq8caCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 9 {
-		return Errorf(-1, "want 9 args [input, input_scale, input_zero_point, weight, weight_sums, weight_scales, group_size, bias, out], have %d", len(args))
+		return nil, Errorf(-1, "want 9 args [input, input_scale, input_zero_point, weight, weight_sums, weight_scales, group_size, bias, out], have %d", len(args))
 	}
 	x, c, err := q4gswArgs(b, args, 0, 3, 5, 6, 7)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, dt := range map[int]serialization.DataType{1: serialization.Float32, 2: serialization.Int8} {
 		t, err := b.Tensor(args[i])
 		if err != nil {
-			return argErr(i, err)
+			return nil, argErr(i, err)
 		}
 		if t.DType != dt || t.Numel != c.m {
-			return Errorf(i, "is %v %v, want %v with %d elements (one per input row)", t.DType, t.Dims, dt, c.m)
+			return nil, Errorf(i, "is %v %v, want %v with %d elements (one per input row)", t.DType, t.Dims, dt, c.m)
 		}
 	}
 	ws, err := b.Tensor(args[4])
 	if err != nil {
-		return argErr(4, err)
+		return nil, argErr(4, err)
 	}
 	if ws.DType != serialization.Int32 {
-		return Errorf(4, "weight sums are %v, want int32", ws.DType)
+		return nil, Errorf(4, "weight sums are %v, want int32", ws.DType)
 	}
 	c.xs, c.xz, c.out = args[1], args[2], args[8]
 	c.sh.DQ8 = true
-	return recordQLinear(b, c, x, 8)
+	return qlinearPrepare(b, c, x, 8)
 }

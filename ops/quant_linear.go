@@ -37,16 +37,16 @@ import (
 // must be a multiple of 4 (the exporter checks in_channels % 4). The output
 // rank is the serialized one: a 3-D x may feed a 2-D [M, N] output.
 //
-// Every one of them fuses the float linear's epilogues (ops/matmul.go,
-// fuseEpilogue): a following activation, SiLU as exported, then a residual
+// Every one of them applies the float linear's epilogues
+// (fuse_epilogue.go): a following activation, SiLU as exported, then a residual
 // add or SwiGLU's mul. A one-row linear_q4gsw whose K and group size are
 // multiples of 32 (and so a linear_dq8ca_q4gsw) runs shaders/qgemv.wgsl
 // (decode), everything else shaders/qlinear.wgsl.
 func init() {
-	Register("et_vk.linear_q4gsw.default", linearQ4gswOp)
-	Register("et_vk.linear_qcs4w.default", linearQcs4wOp)
-	Register("aten._weight_int8pack_mm.default", weightInt8packMMOp)
-	Register("et_vk.linear_weight_int4.default", linearWeightInt4Op)
+	registerLinear(Op{Name: "et_vk.linear_q4gsw.default"}, q4gswCall)
+	registerLinear(Op{Name: "et_vk.linear_qcs4w.default"}, qcs4wCall)
+	registerLinear(Op{Name: "aten._weight_int8pack_mm.default"}, int8packCall)
+	registerLinear(Op{Name: "et_vk.linear_weight_int4.default"}, int4Call)
 }
 
 // qlinearMaxSteps caps the K steps (8 k each) one dispatch walks per
@@ -184,16 +184,16 @@ func qlinearOutDims(b Builder, arg int, id int32, x Tensor, m, n int64) ([]int64
 	return nil, Errorf(arg, "output rank %d does not fit input dims %v", r, x.Dims)
 }
 
-func linearQ4gswOp(b Builder, args []int32) error {
+func q4gswCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 6 {
-		return Errorf(-1, "want 6 args [input, weight, scales, group_size, bias, out], have %d", len(args))
+		return nil, Errorf(-1, "want 6 args [input, weight, scales, group_size, bias, out], have %d", len(args))
 	}
 	x, c, err := q4gswArgs(b, args, 0, 1, 2, 3, 4)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.out = args[5]
-	return recordQLinear(b, c, x, 5)
+	return qlinearPrepare(b, c, x, 5)
 }
 
 // q4gswArgs reads the activation, packed weight, scales, group size and
@@ -242,75 +242,75 @@ func q4gswArgs(b Builder, args []int32, xa, wa, sa, ga, ba int) (Tensor, qlinear
 	return x, c, nil
 }
 
-func linearQcs4wOp(b Builder, args []int32) error {
+func qcs4wCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 4 {
-		return Errorf(-1, "want 4 args [input, weight, scales, out], have %d", len(args))
+		return nil, Errorf(-1, "want 4 args [input, weight, scales, out], have %d", len(args))
 	}
 	x, k, m, err := qlinearInput(b, args[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if w.Dims[1] != (k+1)/2 {
-		return Errorf(1, "weight dims %v, want [N, %d] for K = %d", w.Dims, (k+1)/2, k)
+		return nil, Errorf(1, "weight dims %v, want [N, %d] for K = %d", w.Dims, (k+1)/2, k)
 	}
 	return qlinearPerChannel(b, args, x, w, m, k, qlinearShader{HighEven: true, Unaligned: w.Dims[1]%4 != 0})
 }
 
-func weightInt8packMMOp(b Builder, args []int32) error {
+func int8packCall(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 4 {
-		return Errorf(-1, "want 4 args [input, mat2, scales, out], have %d", len(args))
+		return nil, Errorf(-1, "want 4 args [input, mat2, scales, out], have %d", len(args))
 	}
 	x, k, m, err := qlinearInput(b, args[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := qlinearWeight(b, 1, args[1], serialization.Int8)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if w.Dims[1] != k {
-		return Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k)
+		return nil, Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k)
 	}
 	return qlinearPerChannel(b, args, x, w, m, k, qlinearShader{Int8: true})
 }
 
 // qlinearPerChannel records linear_qcs4w / _weight_int8pack_mm, whose
 // args are [x, weight, scales [N], out].
-func qlinearPerChannel(b Builder, args []int32, x, w Tensor, m, k int64, sh qlinearShader) error {
+func qlinearPerChannel(b Builder, args []int32, x, w Tensor, m, k int64, sh qlinearShader) (*linearCall, error) {
 	n := w.Dims[0]
 	s, err := qlinearScales(b, 2, args[2], 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Dims[0] != n {
-		return Errorf(2, "scales dims %v, want [%d]", s.Dims, n)
+		return nil, Errorf(2, "scales dims %v, want [%d]", s.Dims, n)
 	}
 	c := qlinearCall{x: args[0], w: args[1], scales: args[2], bias: -1, out: args[3],
 		m: m, n: n, k: k, rowBytes: w.Dims[1], sh: sh}
-	return recordQLinear(b, c, x, 3)
+	return qlinearPrepare(b, c, x, 3)
 }
 
 // recordQLinear sets the output's shape and records c's dispatches,
 // choosing the register tile from the live M.
-func recordQLinear(b Builder, c qlinearCall, x Tensor, outArg int) error {
+func qlinearPrepare(b Builder, c qlinearCall, x Tensor, outArg int) (*linearCall, error) {
 	dims, err := qlinearOutDims(b, outArg, c.out, x, c.m, c.n)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := Output(b, outArg, c.out, serialization.Float32, dims); err != nil {
-		return err
+		return nil, err
 	}
 	if c.m == 0 || c.n == 0 {
-		return nil
+		return nil, nil
 	}
 	if c.m*c.n > matmulMaxElems || c.m*c.k > matmulMaxElems {
-		return Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
+		return nil, Errorf(-1, "M=%d K=%d N=%d is too large", c.m, c.k, c.n)
 	}
-	return runLinear(b, &linearCall{format: formatQuant, q: c, half: -1, transposed: -1})
+	return &linearCall{format: formatQuant, q: c, half: -1, transposed: -1}, nil
 }
 
 // recordQLinearTiled records c with shaders/qlinear.wgsl (every quantized
@@ -357,40 +357,40 @@ func recordQLinearTiled(b Builder, c qlinearCall, epi matmulEpilogue, dst int32)
 	})
 }
 
-func linearWeightInt4Op(b Builder, args []int32) error {
+func int4Call(b Builder, args []int32) (*linearCall, error) {
 	if len(args) != 6 {
-		return Errorf(-1, "want 6 args [input, mat2, group_size, qScaleAndZeros, inner_k_tiles, out], have %d", len(args))
+		return nil, Errorf(-1, "want 6 args [input, mat2, group_size, qScaleAndZeros, inner_k_tiles, out], have %d", len(args))
 	}
 	x, k, m, err := qlinearInput(b, args[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := w.Dims[0]
 	g, err := b.Int(args[2])
 	if err != nil {
-		return argErr(2, err)
+		return nil, argErr(2, err)
 	}
 	if g <= 0 || g%8 != 0 || k%g != 0 {
-		return Errorf(2, "group size %d: want a multiple of 8 dividing K = %d", g, k)
+		return nil, Errorf(2, "group size %d: want a multiple of 8 dividing K = %d", g, k)
 	}
 	if w.Dims[1] != k/2 {
-		return Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k/2)
+		return nil, Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k/2)
 	}
 	s, err := qlinearScales(b, 3, args[3], 3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Dims[0] != k/g || s.Dims[1] != n || s.Dims[2] != 2 {
-		return Errorf(3, "qScaleAndZeros dims %v, want [%d, %d, 2]", s.Dims, k/g, n)
+		return nil, Errorf(3, "qScaleAndZeros dims %v, want [%d, %d, 2]", s.Dims, k/g, n)
 	}
 	c := qlinearCall{x: args[0], w: args[1], scales: args[3], bias: -1, out: args[5],
 		m: m, n: n, k: k, rowBytes: w.Dims[1], g: g, ldS: n,
 		sh: qlinearShader{HighEven: true, Grouped: true, Zeros: true}}
-	return recordQLinear(b, c, x, 5)
+	return qlinearPrepare(b, c, x, 5)
 }
 
 // qgemvMaxTrips bounds the loop trips (groups plus vec4 words) of one

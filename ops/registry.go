@@ -21,19 +21,20 @@ type Op struct {
 	// Run records the op's dispatches.
 	Run Func
 	// Packed lists the arguments (weights) the op reads only through
-	// Packer.PackWeight. A constant whose every use is such an argument (or
+	// Builder.PackWeight. A constant whose every use is such an argument (or
 	// an et_vk.prepack source) then gets no buffer of its own: only its
 	// packed form is on the device. Run must call PackWeight for those
 	// arguments on every path (IdentitySpec when it wants the weight as
 	// exported).
 	Packed []int
 	// HostReads lists the tensor arguments whose VALUES the op reads on the
-	// host while recording (HostReader): the graph re-records whenever
+	// host while recording (Builder.HostElement): the graph re-records whenever
 	// those values change, as it does for new shapes.
 	HostReads []int
 	// Writes lists the arguments, other than the op's output, that it
 	// writes in place (a KV cache update). A value an op writes after it
-	// was produced cannot share a buffer with a view of it (Aliaser).
+	// was produced cannot share a buffer with a view of it (package
+	// lower's views pass).
 	Writes []int
 	// LoadPacks lists the weight arguments the op's kernels may read only
 	// through a packing made at load, before recording; LoadPack says,
@@ -42,6 +43,14 @@ type Op struct {
 	// buffer and packs it at load.
 	LoadPacks []int
 	LoadPack  func(arg int, w WeightInfo, fam Family, cfg Config) (LoadPack, bool)
+	// View is set for an op whose output may hold its input's bytes as
+	// they are (view_copy, squeeze, clone, a select from a dim of size
+	// 1...). It checks the args and sets the output's shape like Run, and
+	// reports the input when the output's bytes are the input's at the
+	// live shapes; the graph then gives the output the input's buffer
+	// instead of running Run, where package lower's views pass planned
+	// it.
+	View func(b Builder, args []int32) (in int32, ok bool, err error)
 }
 
 // WeightInfo is what the graph's analysis knows of a weight before any
@@ -114,6 +123,13 @@ func LoadPackFor(name string, arg int, w WeightInfo, p DeviceProfile, cfg Config
 	return op.LoadPack(arg, w, Resolve(cfg, p), cfg)
 }
 
+// ViewOf returns op name's Op.View, or nil.
+func ViewOf(name string) func(b Builder, args []int32) (int32, bool, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return registry[name].View
+}
+
 // HostReads returns the argument indices op name reads on the host.
 func HostReads(name string) []int {
 	regMu.RLock()
@@ -126,12 +142,6 @@ func WritesArgs(name string) []int {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	return registry[name].Writes
-}
-
-// HostReader is implemented by builders that can hand an op the host value
-// of a graph input's element (flat row-major index) during recording.
-type HostReader interface {
-	HostElement(id int32, flat int64) (float64, error)
 }
 
 // Lookup returns the implementation registered for name.

@@ -47,15 +47,3 @@ func TestRegistrationRecords(t *testing.T) {
 		}
 	}
 }
-
-// TestConfigOf: a builder without Config gets the defaults.
-func TestConfigOf(t *testing.T) {
-	t.Parallel()
-	if got := configOf(&recorder{}); got != (Config{}) {
-		t.Errorf("recorder with zero config: %+v", got)
-	}
-	want := Config{Matmul: MatmulScalar, NoElementwiseFusion: true}
-	if got := configOf(&recorder{cfg: want}); got != want {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-}

@@ -137,34 +137,41 @@ func ropeQK(b Builder, args []int32, outArg int) (xq, xk, fc, fs Tensor, outs []
 }
 
 func ropeOp(b Builder, args []int32) error {
-	if len(args) != 5 {
-		return Errorf(-1, "want 5 args [xq, xk, freqs_cos, freqs_sin, ValueList[xq_out, xk_out]], have %d", len(args))
-	}
-	xq, xk, fc, _, outs, err := ropeQK(b, args, 4)
+	c, err := ropeParse(b, args, nil)
 	if err != nil {
 		return err
 	}
+	return recordRope(b, c)
+}
+
+// ropeParse checks apply_rotary_emb's args into a call; with t set and
+// its guard holding (ropeTablesAt) the call reads the whole tables from
+// the slices' start row instead of the slices (fuse_rope.go).
+func ropeParse(b Builder, args []int32, t *RopeTables) (ropeCall, error) {
+	if len(args) != 5 {
+		return ropeCall{}, Errorf(-1, "want 5 args [xq, xk, freqs_cos, freqs_sin, ValueList[xq_out, xk_out]], have %d", len(args))
+	}
+	xq, xk, fc, _, outs, err := ropeQK(b, args, 4)
+	if err != nil {
+		return ropeCall{}, err
+	}
 	s, d := xq.Dims[1], xq.Dims[3]
 	if d%2 != 0 {
-		return Errorf(0, "head_dim %d is odd", d)
+		return ropeCall{}, Errorf(0, "head_dim %d is odd", d)
 	}
 	if fc.Dims[0] != s || fc.Dims[1]*2 != d {
-		return Errorf(2, "freqs dims %v, want [%d %d]", fc.Dims, s, d/2)
+		return ropeCall{}, Errorf(2, "freqs dims %v, want [%d %d]", fc.Dims, s, d/2)
 	}
 	c := ropeCall{x: args[0], cos: args[2], sin: args[3], out: outs[0], numel: xq.Numel,
 		d: d, rowDiv: xq.Dims[2], seq: s, cosT: d / 2, cosJ: 1,
 		pair: true, xk: args[1], outk: outs[1], numel2: xk.Numel, rowDiv2: xk.Dims[2]}
-	// Tables sliced at the step's position (fuse_rope.go): read whole,
-	// from that row (the slices, rows [start, start+s) of [T, d/2]
-	// tables as checked above, recorded nothing).
-	if cos, sin, start, ok := ropeDirectTables(b, args); ok {
-		c.cos, c.sin, c.start = cos, sin, start
+	// The tables read whole, from the slices' start row (the slices,
+	// rows [start, start+s) of [T, d/2] tables as checked above,
+	// recorded nothing).
+	if start, ok := ropeTablesAt(b, t); ok {
+		c.cos, c.sin, c.start = t.Cos, t.Sin, start
 	}
-	// Followed by the attention whose cache update can join (fuse_rope.go).
-	if done, err := fuseRopeCache(b, args, c); done || err != nil {
-		return err
-	}
-	return recordRope(b, c)
+	return c, nil
 }
 
 func ropeHFOp(b Builder, args []int32) error {

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"slices"
-
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -19,7 +17,7 @@ import (
 // one shorter), one output each. Any dtype (shaders/gather.wgsl).
 func init() {
 	Register("aten.slice_copy.Tensor", sliceCopy)
-	Register("aten.select_copy.int", selectCopy)
+	RegisterOp(Op{Name: "aten.select_copy.int", Run: selectCopy, View: selectView})
 	Register("aten.split_with_sizes_copy.default", func(b Builder, args []int32) error { return splitCopy(b, args, true) })
 	Register("aten.split_copy.Tensor", func(b Builder, args []int32) error { return splitCopy(b, args, false) })
 }
@@ -40,46 +38,64 @@ func sliceBound(b Builder, args []int32, arg int, def, size int64) (int64, error
 }
 
 func sliceCopy(b Builder, args []int32) error {
-	if err := gatherArgs(args, 6, "[self, dim, start, end, step, out]"); err != nil {
+	sl, err := sliceParse(b, args)
+	if err != nil {
 		return err
+	}
+	return recordSlice(b, sl.in, sl.dim, sl.start, max(sl.end, sl.start), sl.step, 5, args[5])
+}
+
+// sliceCall is a checked slice_copy: rows [start, end) (clamped) of in
+// along dim, every step-th.
+type sliceCall struct {
+	in               Tensor
+	dim              int
+	start, end, step int64
+}
+
+// sliceParse checks slice_copy's args.
+func sliceParse(b Builder, args []int32) (sliceCall, error) {
+	if err := gatherArgs(args, 6, "[self, dim, start, end, step, out]"); err != nil {
+		return sliceCall{}, err
 	}
 	in, err := gatherInput(b, args, 0)
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	if len(in.Dims) == 0 {
-		return Errorf(0, "slice of a scalar")
+		return sliceCall{}, Errorf(0, "slice of a scalar")
 	}
 	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
 	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
-	size := in.Dims[dim]
-	start, err := sliceBound(b, args, 2, 0, size)
+	sl, err := sliceCall{in: in, dim: dim}.bounds(b, args)
 	if err != nil {
-		return err
-	}
-	end, err := sliceBound(b, args, 3, size, size)
-	if err != nil {
-		return err
+		return sliceCall{}, err
 	}
 	step := int64(1)
 	if !b.IsNull(args[4]) {
 		if step, err = gatherInt(b, args, 4, "step"); err != nil {
-			return err
+			return sliceCall{}, err
 		}
 	}
 	if step < 1 {
-		return Errorf(4, "step %d must be positive", step)
+		return sliceCall{}, Errorf(4, "step %d must be positive", step)
 	}
-	if ropeSliceSkipped(b, args) {
-		// Its readers read the table itself (fuse_rope.go).
-		dims := slices.Clone(in.Dims)
-		dims[dim] = max(end-start, 0)
-		_, err := Output(b, 5, args[5], in.DType, dims)
-		return err
+	sl.step = step
+	return sl, nil
+}
+
+// bounds returns sl with its start and end (args 2 and 3) read for the
+// values they hold now, clamped like torch's.
+func (sl sliceCall) bounds(b Builder, args []int32) (sliceCall, error) {
+	size := sl.in.Dims[sl.dim]
+	var err error
+	if sl.start, err = sliceBound(b, args, 2, 0, size); err != nil {
+		return sl, err
 	}
-	return recordSlice(b, in, dim, start, max(end, start), step, 5, args[5])
+	sl.end, err = sliceBound(b, args, 3, size, size)
+	return sl, err
 }
 
 // recordSlice sets out to in[..., start:end:step, ...] along dim and
@@ -101,23 +117,45 @@ func recordSlice(b Builder, in Tensor, dim int, start, end, step int64, outArg i
 }
 
 func selectCopy(b Builder, args []int32) error {
-	if err := gatherArgs(args, 4, "[self, dim, index, out]"); err != nil {
-		return err
-	}
-	in, err := gatherInput(b, args, 0)
+	in, dim, i, err := selectParse(b, args)
 	if err != nil {
 		return err
+	}
+	p := gatherView(in.Dims)
+	p.base = i * p.stride[dim]
+	p.dims[dim] = 1
+	return recordGather(b, p, in, args[3])
+}
+
+// selectView is select_copy's Op.View: selecting from a dim of size 1
+// leaves every byte where it is (the last token of a one-token decode
+// step).
+func selectView(b Builder, args []int32) (int32, bool, error) {
+	in, dim, _, err := selectParse(b, args)
+	if err != nil {
+		return 0, false, err
+	}
+	return in.ID, in.Dims[dim] == 1, nil
+}
+
+// selectParse checks select_copy's args, sets its output's shape and
+// returns its input, dim and index (non-negative).
+func selectParse(b Builder, args []int32) (in Tensor, dim int, index int64, err error) {
+	if err = gatherArgs(args, 4, "[self, dim, index, out]"); err != nil {
+		return
+	}
+	if in, err = gatherInput(b, args, 0); err != nil {
+		return
 	}
 	if len(in.Dims) == 0 {
-		return Errorf(0, "select from a scalar")
+		err = Errorf(0, "select from a scalar")
+		return
 	}
-	dim, err := gatherDimArg(b, args, 1, len(in.Dims))
-	if err != nil {
-		return err
+	if dim, err = gatherDimArg(b, args, 1, len(in.Dims)); err != nil {
+		return
 	}
-	index, err := gatherInt(b, args, 2, "index")
-	if err != nil {
-		return err
+	if index, err = gatherInt(b, args, 2, "index"); err != nil {
+		return
 	}
 	size := in.Dims[dim]
 	i := index
@@ -125,23 +163,12 @@ func selectCopy(b Builder, args []int32) error {
 		i += size
 	}
 	if i < 0 || i >= size {
-		return Errorf(2, "index %d is out of range for dim %d of size %d", index, dim, size)
+		err = Errorf(2, "index %d is out of range for dim %d of size %d", index, dim, size)
+		return
 	}
 	dims := append(append([]int64(nil), in.Dims[:dim]...), in.Dims[dim+1:]...)
-	if _, err := Output(b, 3, args[3], in.DType, dims); err != nil {
-		return err
-	}
-	// Selecting from a dim of size 1 leaves every byte where it is (the
-	// last token of a one-token decode step): a view of the input, as
-	// view_copy's (copy.go Aliaser), when the builder can share the
-	// buffer.
-	if a, ok := b.(Aliaser); ok && size == 1 && !configOf(b).NoViewAliasing && a.Alias(args[3], in.ID) {
-		return nil
-	}
-	p := gatherView(in.Dims)
-	p.base = i * p.stride[dim]
-	p.dims[dim] = 1
-	return recordGather(b, p, in, args[3])
+	_, err = Output(b, 3, args[3], in.DType, dims)
+	return in, dim, i, err
 }
 
 func splitCopy(b Builder, args []int32, withSizes bool) error {

@@ -59,38 +59,51 @@ func symArith(op string) Func {
 		if len(args) != 3 {
 			return Errorf(-1, "want 3 args [a, b, out], have %d", len(args))
 		}
-		x, err := b.Int(args[0])
-		if err != nil {
-			return argErr(0, err)
-		}
-		y, err := b.Int(args[1])
-		if err != nil {
-			return argErr(1, err)
-		}
-		var v int64
-		switch op {
-		case "add":
-			v = x + y
-		case "sub":
-			v = x - y
-		case "mul":
-			v = x * y
-		case "lt", "le", "gt", "ge", "eq", "ne":
-			v = boolInt(map[string]bool{"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y, "eq": x == y, "ne": x != y}[op])
-			if b.Kind(args[2]) == serialization.KindBool {
+		eval := func(b Builder) error {
+			x, err := b.Int(args[0])
+			if err != nil {
+				return argErr(0, err)
+			}
+			y, err := b.Int(args[1])
+			if err != nil {
+				return argErr(1, err)
+			}
+			v, err := symEval(op, x, y)
+			if err != nil {
+				return err
+			}
+			if cmp := op != "add" && op != "sub" && op != "mul" && op != "floordiv"; cmp && b.Kind(args[2]) == serialization.KindBool {
 				return nil // a folded SymBool: nothing to set
 			}
-		case "floordiv":
-			if y == 0 {
-				return Errorf(1, "floordiv by zero")
-			}
-			v = x / y
-			if (x%y != 0) && ((x < 0) != (y < 0)) {
-				v--
-			}
+			return setSym(b, 2, args[2], v)
 		}
-		return setSym(b, 2, args[2], v)
+		b.OnRefresh(eval)
+		return eval(b)
 	}
+}
+
+// symEval computes x op y.
+func symEval(op string, x, y int64) (int64, error) {
+	switch op {
+	case "add":
+		return x + y, nil
+	case "sub":
+		return x - y, nil
+	case "mul":
+		return x * y, nil
+	case "lt", "le", "gt", "ge", "eq", "ne":
+		return boolInt(map[string]bool{"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y, "eq": x == y, "ne": x != y}[op]), nil
+	case "floordiv":
+		if y == 0 {
+			return 0, Errorf(1, "floordiv by zero")
+		}
+		v := x / y
+		if (x%y != 0) && ((x < 0) != (y < 0)) {
+			v--
+		}
+		return v, nil
+	}
+	return 0, Errorf(-1, "no symbolic op %s", op)
 }
 
 // setSym sets a SymInt output; an Int output (a constant the exporter
@@ -164,13 +177,13 @@ func selectAsSymInt(b Builder, args []int32) error {
 	if x.Numel != n {
 		return Errorf(0, "select_as_symint needs a selection of one element; x is %v", x.Dims)
 	}
-	hr, ok := b.(HostReader)
-	if !ok {
-		return Errorf(0, "this builder cannot read tensor values on the host")
+	eval := func(b Builder) error {
+		v, err := b.HostElement(args[0], idx)
+		if err != nil {
+			return argErr(0, err)
+		}
+		return setSym(b, 3, args[3], int64(v))
 	}
-	v, err := hr.HostElement(args[0], idx)
-	if err != nil {
-		return argErr(0, err)
-	}
-	return setSym(b, 3, args[3], int64(v))
+	b.OnRefresh(eval)
+	return eval(b)
 }

@@ -151,9 +151,6 @@ func unaryOp(b Builder, op string, args []int32) error {
 	if _, err := Output(b, outArg, args[outArg], outT.DType, in.Dims); err != nil {
 		return err
 	}
-	if done, err := fuseUnaryHead(b, "aten."+op+".default", args, v, p, in); done || err != nil {
-		return err
-	}
 	return unaryDispatch(b, v, p, args[0], args[outArg], in.Numel, outArg)
 }
 

@@ -11,12 +11,6 @@ import (
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
-// chainFuser is a fuser whose tensors never share a buffer, so elementwise
-// chains fuse as they would on the GPU graph under dedicated buffers.
-type chainFuser struct{ *fuser }
-
-func (chainFuser) SameBuffer(x, y int32) bool { return x == y }
-
 // unaryHelpers returns the functions of unary_formulas.tmpl's
 // "unary_helpers" in a kernel of one element (vec4 false) or four per
 // invocation: common.tmpl's "num" helpers, whose names end in 4 for vec4s,
@@ -137,22 +131,20 @@ func TestUnaryFormulasAgree(t *testing.T) {
 					b := serialization.NewBuilder()
 					x, h, y := b.Tensor(f, []uint32{n}, -1), b.Tensor(f, []uint32{n}, -1), b.Tensor(f, []uint32{n}, -1)
 					sc := unaryScalarArgs(b, c.op, c.approx)
-					first, firstArgs := c.name, append(append([]int32{x}, sc...), h)
 					if order == "head" {
-						b.Op(c.name, firstArgs...)
+						b.Op(c.name, append(append([]int32{x}, sc...), h)...)
 						b.Op("aten.neg.default", h, y)
 					} else {
-						first, firstArgs = "aten.neg.default", []int32{x, h}
-						b.Op(first, firstArgs...)
+						b.Op("aten.neg.default", x, h)
 						b.Op(c.name, append(append([]int32{h}, sc...), y)...)
 					}
-					fr := chainFuser{&fuser{recorder: &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}, outputs: map[int32]bool{y: true}}}
-					fn, _ := Lookup(first)
-					if err := fn(fr, firstArgs); err != nil {
+					fr := &recorder{Values: Values{G: b.Graph()}, maxPerDim: 65535}
+					steps, err := fusedElementwise(fr, chainGroup(b.Graph()))
+					if err != nil {
 						t.Fatal(err)
 					}
-					if len(fr.dispatches) != 1 || !strings.HasPrefix(fr.dispatches[0].k.Name, "fused.wgsl") || len(fr.absorbed) != 1 {
-						t.Fatalf("%s: %d dispatches, absorbed %v: not one fused chain", order, len(fr.dispatches), fr.absorbed)
+					if len(fr.dispatches) != 1 || !strings.HasPrefix(fr.dispatches[0].k.Name, "fused.wgsl") || steps != 2 {
+						t.Fatalf("%s: %d dispatches for %d ops: not one fused chain", order, len(fr.dispatches), steps)
 					}
 					fused := fr.dispatches[0].k.Source
 					if got := fusedStepFormula(t, fused, k, formula); got != want {
@@ -212,4 +204,13 @@ func checkEpilogue(t *testing.T, name, src string, want unaryRendered, vec4 bool
 			t.Errorf("%s: %s\n%s\nunfused kernel's\n%s", name, h, got, w)
 		}
 	}
+}
+
+// chainGroup is g's whole chain as one FusedElementwise group.
+func chainGroup(g *serialization.Graph) *Group {
+	grp := &Group{Kind: FusedElementwise}
+	for i, op := range g.Chain {
+		grp.Calls = append(grp.Calls, Call{Index: i, Name: op.Name, Args: op.Args})
+	}
+	return grp
 }

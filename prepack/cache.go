@@ -7,14 +7,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -23,7 +26,8 @@ import (
 const (
 	// FormatVersion is the cache file format this package reads and writes.
 	// A file of any other version is ignored and rewritten on Save.
-	FormatVersion = 1
+	// Version 2 added a CRC-32C per region to the index entries.
+	FormatVersion = 2
 	// Align is the alignment of every region's file offset (and of the
 	// index), so a hit slice starts 256-byte aligned in memory.
 	Align = 256
@@ -41,8 +45,63 @@ const (
 // magic ends every valid cache file.
 var magic = [8]byte{'W', 'G', 'D', 'P', 'A', 'C', 'K', '\n'}
 
-// entryFixed is the size of an index entry without its key.
-const entryFixed = 8 + 8 + 32 + 2
+// entryFixed is the size of an index entry without its key: offset,
+// size, seed, CRC-32C, key length.
+const entryFixed = 8 + 8 + 32 + 4 + 2
+
+// castagnoli is the CRC-32C table; hash/crc32 computes it with the CPU's
+// CRC32 instruction where there is one (SSE 4.2 on amd64, arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// regionSum is the checksum an index entry records for its region.
+func regionSum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// ErrCorrupt marks a cache file, or one entry's region, that failed its
+// checks (a *CacheError of CacheOpen or CacheVerify wraps it). A file of
+// another format version is not corrupt.
+var ErrCorrupt = errors.New("corrupt")
+
+// CacheOp names what a Cache was doing when it met a CacheError.
+type CacheOp string
+
+// The operations a CacheError reports.
+const (
+	// CacheOpen: the file could not be read, or was not trusted (Err
+	// wraps ErrCorrupt); the Cache started empty.
+	CacheOpen CacheOp = "open"
+	// CacheRead: an entry's bytes could not be read from the file; the
+	// Get was a miss.
+	CacheRead CacheOp = "read"
+	// CacheVerify: an entry's region failed its checksum (Err wraps
+	// ErrCorrupt); the Get was a miss, and the caller's repacking Put
+	// replaces the entry on the next Save.
+	CacheVerify CacheOp = "verify"
+	// CacheSave: Save failed; what was Put since the last Save is not
+	// kept on disk.
+	CacheSave CacheOp = "save"
+	// CachePut: a Put was dropped (a key of bad length, or too many
+	// entries).
+	CachePut CacheOp = "put"
+)
+
+// A CacheError is a problem a Cache worked around: the Cache logs it and
+// goes on (it never fails a Get), and Errors reports it. Err is the cause.
+type CacheError struct {
+	Path string  // the cache file
+	Op   CacheOp // what failed
+	Key  string  // the entry, for CacheRead and CacheVerify (the first one)
+	Err  error
+}
+
+func (e *CacheError) Error() string {
+	s := "prepack: cache " + e.Path + ": " + string(e.Op)
+	if e.Key != "" {
+		s += " " + strconv.Quote(e.Key)
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *CacheError) Unwrap() error { return e.Err }
 
 // CacheOptions configures OpenCache and Shared.
 type CacheOptions struct {
@@ -56,9 +115,13 @@ type CacheOptions struct {
 // CacheStats counts a Cache's traffic since it was opened.
 type CacheStats struct {
 	Hits   int64 // Gets that returned bytes
-	Misses int64 // Gets that returned nothing, stale ones included
+	Misses int64 // Gets that returned nothing, stale and corrupt ones included
 	Stale  int64 // misses where the key was present under another seed
-	Bytes  int64 // total size of the entries the cache holds
+	// Corrupt counts the misses where the key was present under the seed
+	// but its region failed its checksum (the entry's verdict is kept, so
+	// every Get of it until a Put replaces it counts).
+	Corrupt int64
+	Bytes   int64 // total size of the entries the cache holds
 	// Entries is the number of keys the cache holds, saved or not.
 	Entries int
 }
@@ -81,32 +144,51 @@ type Cache struct {
 	saveMu sync.Mutex // one Save at a time
 
 	warnMu sync.Mutex
-	warned map[string]bool
+	warned map[CacheOp]bool
+	errs   []*CacheError // every problem, in order (at most maxErrors)
+	marked bool          // Mark has been called
 
-	hits, misses, stale atomic.Int64
+	hits, misses, stale, corrupt atomic.Int64
 }
 
-// entry is one key's bytes: either data (a pending Put, or a sub-slice of
-// a mapping) or a region of src read on first use.
+// entry is one key's bytes: data held in memory (a pending Put), or a
+// region of src, checked against its CRC-32C on first use.
 type entry struct {
 	seed [32]byte
 	size int64
 	off  int64   // file offset when src != nil
+	sum  uint32  // the region's CRC-32C, when src != nil
 	src  *source // nil for a pending entry
 
 	once sync.Once
-	data []byte
-	err  error
+	data []byte // a sub-slice of the mapping, or the region read, once verified
+	err  error  // why the region cannot be used (wraps ErrCorrupt when its checksum failed)
+	bad  atomic.Bool
+	// logged: the bad verdict has been logged (each entry's once)
+	logged atomic.Bool
 }
 
-// bytes returns the entry's bytes, reading them from the file on the first
-// call when the file is not mapped.
+// bytes returns the entry's bytes. A region of the file is sliced from the
+// mapping (or read) and verified on the first call only; the verdict holds
+// for the entry's life, so a load pays for the regions it uses, once.
 func (e *entry) bytes() ([]byte, error) {
 	e.once.Do(func() {
-		if e.data != nil || e.src == nil {
+		if e.src == nil {
 			return
 		}
-		e.data, e.err = e.src.slice(e.off, e.size)
+		b, err := e.src.slice(e.off, e.size)
+		if err == nil {
+			regionChecks.Add(1)
+			if got := regionSum(b); got != e.sum {
+				err = fmt.Errorf("%w: region [%d, +%d) has CRC-32C %08x, the index says %08x", ErrCorrupt, e.off, e.size, got, e.sum)
+			}
+		}
+		if err != nil {
+			e.err = err
+			e.bad.Store(true)
+			return
+		}
+		e.data = b
 	})
 	return e.data, e.err
 }
@@ -126,6 +208,10 @@ var mapFile = serialization.MapFile
 // indexReads counts index parses, so tests can check that Shared reads a
 // file's index once.
 var indexReads atomic.Int64
+
+// regionChecks counts region checksums computed, so tests can check that
+// a region is verified once, and only when it is used.
+var regionChecks atomic.Int64
 
 // openSource maps path or, when that fails or is disabled, opens it for
 // reading.
@@ -200,7 +286,7 @@ func OpenCache(path string, opts CacheOptions) *Cache {
 		noMmap:  opts.NoMmap,
 		entries: map[string]*entry{},
 		pending: map[string]*entry{},
-		warned:  map[string]bool{},
+		warned:  map[CacheOp]bool{},
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -234,25 +320,79 @@ func Shared(path string, opts CacheOptions) *Cache {
 	return c
 }
 
-// warn logs a problem of the given kind the first time it happens.
-func (c *Cache) warn(kind, msg string, err error) {
+// maxErrors caps the problems a Cache records for Errors (a file of many
+// corrupt entries records one per entry).
+const maxErrors = 1024
+
+// warn records a problem for Errors and logs it: as a warning the first
+// time a problem of its op happens, at debug level after that.
+func (c *Cache) warn(op CacheOp, key, msg string, err error) {
+	c.note(op, key, msg, err, true)
+}
+
+// note is warn; report false logs without recording a problem (a file of
+// another format version is replaced, not lost).
+func (c *Cache) note(op CacheOp, key, msg string, err error, report bool) {
 	c.warnMu.Lock()
-	seen := c.warned[kind]
-	c.warned[kind] = true
-	c.warnMu.Unlock()
-	if !seen {
-		c.log.Warn("prepack: cache "+msg, "path", c.path, "err", err)
+	seen := c.warned[op]
+	c.warned[op] = true
+	if report && len(c.errs) < maxErrors {
+		c.errs = append(c.errs, &CacheError{Path: c.path, Op: op, Key: key, Err: err})
 	}
+	c.warnMu.Unlock()
+	args := []any{"path", c.path}
+	if key != "" {
+		args = append(args, "key", key)
+	}
+	args = append(args, "err", err)
+	if !seen {
+		c.log.Warn("prepack: cache "+msg, args...)
+	} else {
+		c.log.Debug("prepack: cache "+msg, args...)
+	}
+}
+
+// Errors returns the problems the cache has met since it was opened, in
+// the order they happened (a Shared cache's, for the whole process): the
+// file's, if it could not be read or was not trusted; each entry that
+// failed its checksum or could not be read, once; each failed Save; each
+// dropped Put. None of them made a Get return wrong bytes; each is also
+// logged.
+func (c *Cache) Errors() []*CacheError { return c.ErrorsSince(0) }
+
+// Mark returns a position in the cache's problems for ErrorsSince: the
+// number recorded so far. The first Mark of a Cache returns 0, so that its
+// first user (of a Shared cache, the first load of the process) is also
+// told about the problems of opening the file.
+func (c *Cache) Mark() int {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	if !c.marked {
+		c.marked = true
+		return 0
+	}
+	return len(c.errs)
+}
+
+// ErrorsSince returns the problems recorded after Mark returned mark: what
+// went wrong during one load, say (and during any other use of the cache
+// at the same time).
+func (c *Cache) ErrorsSince(mark int) []*CacheError {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	return slices.Clone(c.errs[min(max(mark, 0), len(c.errs)):])
 }
 
 // load reads the index of the file at c.path, if there is one.
 func (c *Cache) load() {
 	fi, err := os.Stat(c.path)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// Missing (a path under a regular file cannot exist either: Save
+		// reports that it cannot write there).
 		return
 	}
 	if err != nil {
-		c.warn("open", "unreadable; starting empty", err)
+		c.warn(CacheOpen, "", "unreadable; starting empty", err)
 		return
 	}
 	if fi.Size() == 0 {
@@ -262,17 +402,17 @@ func (c *Cache) load() {
 	defer unlock()
 	src, err := openSource(c.path, c.noMmap)
 	if err != nil {
-		c.warn("open", "unreadable; starting empty", err)
+		c.warn(CacheOpen, "", "unreadable; starting empty", err)
 		return
 	}
 	idx, err := parse(src, src.size)
 	if err != nil {
 		src.close()
-		msg := "is corrupt; ignoring it"
 		if errors.Is(err, errVersion) {
-			msg = "has another format version; ignoring it"
+			c.note(CacheOpen, "", "has another format version; ignoring it", err, false)
+		} else {
+			c.warn(CacheOpen, "", "is corrupt; ignoring it", err)
 		}
-		c.warn("open", msg, err)
 		return
 	}
 	c.sources = append(c.sources, src)
@@ -281,12 +421,41 @@ func (c *Cache) load() {
 	}
 }
 
+// Outcome is what a Lookup found.
+type Outcome int
+
+// The outcomes of a Lookup; only Hit returns bytes.
+const (
+	Miss       Outcome = iota // no entry under the key
+	Hit                       // the entry's bytes, verified
+	Stale                     // the key is held under another seed
+	Corrupt                   // the entry's region failed its checksum
+	Unreadable                // the entry's region could not be read
+)
+
+var outcomeNames = [...]string{"miss", "hit", "stale", "corrupt", "unreadable"}
+
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
 // Get returns the bytes stored under key if they were packed with seed.
 // The slice must not be modified: on a mapped file it points into the
 // read-only mapping (valid until Close), otherwise it is shared by every
 // Get of the key. A key present under another seed is a stale miss; Put
-// the new packing to replace it.
+// the new packing to replace it. A region of the file is checked against
+// its CRC-32C on its first Get; one that fails is a miss (and so are later
+// Gets of it), logged once: Put the repacked bytes to replace it.
 func (c *Cache) Get(key string, seed [32]byte) ([]byte, bool) {
+	b, o := c.Lookup(key, seed)
+	return b, o == Hit
+}
+
+// Lookup is Get saying why it missed.
+func (c *Cache) Lookup(key string, seed [32]byte) ([]byte, Outcome) {
 	// The read lock is held through e.bytes so Close cannot release the
 	// file under a first read.
 	c.mu.RLock()
@@ -295,32 +464,44 @@ func (c *Cache) Get(key string, seed [32]byte) ([]byte, bool) {
 	switch {
 	case c.closed || e == nil:
 		c.misses.Add(1)
-		return nil, false
+		return nil, Miss
 	case e.seed != seed:
 		c.stale.Add(1)
 		c.misses.Add(1)
-		return nil, false
+		return nil, Stale
 	}
 	b, err := e.bytes()
 	if err != nil {
-		c.warn("read", "entry unreadable", fmt.Errorf("key %q: %w", key, err))
 		c.misses.Add(1)
-		return nil, false
+		first := e.logged.CompareAndSwap(false, true)
+		if errors.Is(err, ErrCorrupt) {
+			c.corrupt.Add(1)
+			if first {
+				c.warn(CacheVerify, key, "entry failed its checksum; not used", err)
+			}
+			return nil, Corrupt
+		}
+		if first {
+			c.warn(CacheRead, key, "entry unreadable", err)
+		}
+		return nil, Unreadable
 	}
 	c.hits.Add(1)
 	if b == nil {
 		b = []byte{}
 	}
-	return b, true
+	return b, Hit
 }
 
 // Put records data as key's packing under seed, in memory until Save. The
 // cache keeps data without copying it: the caller must not modify it
-// afterwards. A Put of a key already held under the same seed does nothing.
-// Keys must be 1..MaxKeyLen bytes; others are logged and dropped.
+// afterwards. A Put of a key already held under the same seed does nothing,
+// unless the held region failed its checksum or could not be read: then
+// data replaces it. Keys must be 1..MaxKeyLen bytes; others are logged
+// and dropped.
 func (c *Cache) Put(key string, seed [32]byte, data []byte) {
 	if len(key) == 0 || len(key) > MaxKeyLen {
-		c.warn("put", "key of bad length dropped", fmt.Errorf("key length %d, want 1..%d", len(key), MaxKeyLen))
+		c.warn(CachePut, "", "key of bad length dropped", fmt.Errorf("key length %d, want 1..%d", len(key), MaxKeyLen))
 		return
 	}
 	if data == nil {
@@ -332,11 +513,11 @@ func (c *Cache) Put(key string, seed [32]byte, data []byte) {
 	if c.closed {
 		return
 	}
-	if old := c.entries[key]; old != nil && old.seed == seed {
+	if old := c.entries[key]; old != nil && old.seed == seed && !old.bad.Load() {
 		return
 	}
 	if _, ok := c.pending[key]; !ok && len(c.pending) >= MaxEntries {
-		c.warn("put", "too many entries; Put dropped", fmt.Errorf("%d entries", len(c.pending)))
+		c.warn(CachePut, "", "too many entries; Put dropped", fmt.Errorf("%d entries", len(c.pending)))
 		return
 	}
 	c.entries[key] = e
@@ -369,6 +550,7 @@ func (c *Cache) Stats() CacheStats {
 		Hits:    c.hits.Load(),
 		Misses:  c.misses.Load(),
 		Stale:   c.stale.Load(),
+		Corrupt: c.corrupt.Load(),
 		Bytes:   bytes,
 		Entries: n,
 	}
@@ -400,7 +582,8 @@ func (c *Cache) Close() error {
 
 // Save writes the entries Put since the last Save to the file (see the
 // package doc for how). With nothing new it does nothing at all: the file
-// is not opened, its mtime does not change. An error is also logged once.
+// is not opened, its mtime does not change. An error is also logged (as a
+// warning the first time) and reported by Errors.
 func (c *Cache) Save() error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
@@ -425,9 +608,8 @@ func (c *Cache) Save() error {
 
 	src, idx, err := c.write(pending, all)
 	if err != nil {
-		err = fmt.Errorf("prepack: saving cache %s: %w", c.path, err)
-		c.warn("save", "not saved", err)
-		return err
+		c.warn(CacheSave, "", "not saved", err)
+		return fmt.Errorf("prepack: saving cache %s: %w", c.path, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -474,10 +656,19 @@ func (c *Cache) write(pending, all map[string]*entry) (*source, *index, error) {
 	if perr != nil || fi.Size() == 0 {
 		idx = &index{entries: map[string]diskEntry{}}
 	}
+	// Write every entry the file lacks, and every pending one whose key
+	// the file holds under another seed, or under this seed in a region
+	// that fails its checksum (a repacking of a corrupt entry; when
+	// another process has written the key since, its region is whole and
+	// nothing is written).
 	var keys []string
 	for k, e := range all {
 		d, ok := idx.entries[k]
-		if !ok || (pending[k] == e && d.seed != e.seed) {
+		switch {
+		case !ok:
+			keys = append(keys, k)
+		case pending[k] != e:
+		case d.seed != e.seed || !regionIntact(f, d):
 			keys = append(keys, k)
 		}
 	}
@@ -494,7 +685,7 @@ func (c *Cache) write(pending, all map[string]*entry) (*source, *index, error) {
 	}
 	if len(keys) > 0 {
 		if perr == nil {
-			err = appendEntries(f, idx, keys, all)
+			err = c.appendEntries(f, idx, keys, all)
 		} else {
 			err = c.rewrite(idx, keys, all)
 		}
@@ -517,14 +708,23 @@ func (c *Cache) write(pending, all map[string]*entry) (*source, *index, error) {
 	return src, nidx, nil
 }
 
+// regionIntact reports whether d's region in f matches its checksum.
+func regionIntact(f io.ReaderAt, d diskEntry) bool {
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(f, d.off, d.size)); err != nil {
+		return false
+	}
+	return h.Sum32() == d.sum
+}
+
 // appendEntries writes the entries named by keys after the regions of the
 // valid file f, then the new index and footer.
-func appendEntries(f *os.File, idx *index, keys []string, all map[string]*entry) error {
+func (c *Cache) appendEntries(f *os.File, idx *index, keys []string, all map[string]*entry) error {
 	if _, err := f.Seek(idx.off, io.SeekStart); err != nil {
 		return err
 	}
 	w := &fileWriter{w: bufio.NewWriterSize(f, 64<<10), off: idx.off}
-	if err := writeRegions(w, idx, keys, all); err != nil {
+	if err := c.writeRegions(w, idx, keys, all); err != nil {
 		return err
 	}
 	if err := w.w.Flush(); err != nil {
@@ -557,7 +757,7 @@ func (c *Cache) rewrite(idx *index, keys []string, all map[string]*entry) error 
 		}
 	}()
 	w := &fileWriter{w: bufio.NewWriterSize(tmp, 64<<10)}
-	if err := writeRegions(w, idx, keys, all); err != nil {
+	if err := c.writeRegions(w, idx, keys, all); err != nil {
 		return err
 	}
 	if err := writeIndex(w, idx); err != nil {
@@ -608,13 +808,22 @@ func (w *fileWriter) pad() error {
 }
 
 // writeRegions writes each keyed entry's bytes at the next aligned offset
-// and records it in idx.
-func writeRegions(w *fileWriter, idx *index, keys []string, all map[string]*entry) error {
+// and records it in idx with its checksum. An entry of the old file whose
+// region fails its checksum (or cannot be read) is left out: the next
+// load misses it and packs it again.
+func (c *Cache) writeRegions(w *fileWriter, idx *index, keys []string, all map[string]*entry) error {
 	for _, k := range keys {
 		e := all[k]
 		b, err := e.bytes()
 		if err != nil {
-			return fmt.Errorf("key %q: %w", k, err)
+			op := CacheRead
+			if errors.Is(err, ErrCorrupt) {
+				op = CacheVerify
+			}
+			if e.logged.CompareAndSwap(false, true) {
+				c.warn(op, k, "entry not copied to the new file", err)
+			}
+			continue
 		}
 		if err := w.pad(); err != nil {
 			return err
@@ -623,7 +832,11 @@ func writeRegions(w *fileWriter, idx *index, keys []string, all map[string]*entr
 		if err := w.write(b); err != nil {
 			return err
 		}
-		idx.entries[k] = diskEntry{off: off, size: int64(len(b)), seed: e.seed}
+		sum := e.sum // verified by e.bytes
+		if e.src == nil {
+			sum = regionSum(b)
+		}
+		idx.entries[k] = diskEntry{off: off, size: int64(len(b)), seed: e.seed, sum: sum}
 	}
 	return w.pad()
 }
@@ -651,6 +864,7 @@ func encodeIndex(idx *index) []byte {
 		b = binary.LittleEndian.AppendUint64(b, uint64(d.off))
 		b = binary.LittleEndian.AppendUint64(b, uint64(d.size))
 		b = append(b, d.seed[:]...)
+		b = binary.LittleEndian.AppendUint32(b, d.sum)
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(k)))
 		b = append(b, k...)
 	}
@@ -690,14 +904,11 @@ type index struct {
 type diskEntry struct {
 	off, size int64
 	seed      [32]byte
+	sum       uint32 // CRC-32C of the region
 }
 
 func (d diskEntry) entry(src *source) *entry {
-	e := &entry{seed: d.seed, size: d.size, off: d.off, src: src}
-	if src.mf != nil {
-		e.data = src.data[d.off : d.off+d.size : d.off+d.size]
-	}
-	return e
+	return &entry{seed: d.seed, size: d.size, off: d.off, sum: d.sum, src: src}
 }
 
 // errVersion marks a file of another format version.
@@ -710,6 +921,9 @@ type formatError struct {
 }
 
 func (e *formatError) Error() string { return fmt.Sprintf("offset %d: %s", e.off, e.msg) }
+
+// Unwrap makes every formatError an ErrCorrupt.
+func (e *formatError) Unwrap() error { return ErrCorrupt }
 
 func bad(off int64, format string, args ...any) error {
 	return &formatError{off, fmt.Sprintf(format, args...)}
@@ -774,13 +988,14 @@ func parse(r io.ReaderAt, size int64) (*index, error) {
 		sz := binary.LittleEndian.Uint64(p[8:])
 		var d diskEntry
 		copy(d.seed[:], p[16:48])
-		kl := int(binary.LittleEndian.Uint16(p[48:]))
+		d.sum = binary.LittleEndian.Uint32(p[48:])
+		kl := int(binary.LittleEndian.Uint16(p[52:]))
 		p = p[entryFixed:]
 		switch {
 		case kl == 0 || kl > MaxKeyLen:
-			return nil, bad(at+48, "entry %d: key length %d, want 1..%d", i, kl, MaxKeyLen)
+			return nil, bad(at+52, "entry %d: key length %d, want 1..%d", i, kl, MaxKeyLen)
 		case kl > len(p):
-			return nil, bad(at+48, "entry %d: key runs past the index", i)
+			return nil, bad(at+52, "entry %d: key runs past the index", i)
 		case off%Align != 0:
 			return nil, bad(at, "entry %d: offset %d not aligned to %d", i, off, Align)
 		case off > ioff || sz > ioff-off:

@@ -2,7 +2,9 @@ package prepack_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -35,4 +37,44 @@ func ExampleCache() {
 	// Output:
 	// run 1 hit: false [1 3 2 4]
 	// run 2 hit: true [1 3 2 4]
+}
+
+// A region of the cache file that no longer matches its checksum is never
+// returned: Lookup says it is corrupt, the caller packs the weight again
+// and Puts it, and the next Save rewrites the entry.
+func ExampleCache_Lookup() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "packed.wgdpack")
+	seed := sha256.Sum256([]byte("transpose.wgsl v1"))
+	packed := []byte{1, 3, 2, 4}
+	quiet := prepack.CacheOptions{Logger: slog.New(slog.DiscardHandler)}
+
+	c := prepack.OpenCache(path, quiet)
+	c.Put("w", seed, packed)
+	c.Save()
+	c.Close()
+
+	b, _ := os.ReadFile(path)
+	b[2] ^= 0xff // the first region starts the file
+	os.WriteFile(path, b, 0o644)
+
+	c = prepack.OpenCache(path, quiet)
+	got, o := c.Lookup("w", seed)
+	fmt.Println(o, got, c.Stats().Corrupt)
+	for _, e := range c.Errors() {
+		fmt.Println(e.Op, e.Key, errors.Is(e, prepack.ErrCorrupt))
+	}
+	c.Put("w", seed, packed) // packed again
+	c.Save()
+	c.Close()
+
+	c = prepack.OpenCache(path, quiet)
+	defer c.Close()
+	got, o = c.Lookup("w", seed)
+	fmt.Println(o, got)
+	// Output:
+	// corrupt [] 1
+	// verify w true
+	// hit [1 3 2 4]
 }

@@ -3,11 +3,14 @@ package prepack
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -40,13 +43,16 @@ func corpusFiles(t testing.TB) map[string][]byte {
 	two, _ := os.ReadFile(path)
 	version := bytes.Clone(one)
 	binary.LittleEndian.PutUint32(version[len(version)-FooterSize+56:], FormatVersion+1)
+	flipped := bytes.Clone(one)
+	flipped[1] ^= 0x10 // inside k1's region, the first
 	return map[string][]byte{
-		"valid":       one,
-		"appended":    two,
-		"truncated":   one[:len(one)-1],
-		"badversion":  fixSum(version),
-		"empty":       {},
-		"footer-only": crafted{}.bytes(),
+		"valid":          one,
+		"region-flipped": flipped,
+		"appended":       two,
+		"truncated":      one[:len(one)-1],
+		"badversion":     fixSum(version),
+		"empty":          {},
+		"footer-only":    crafted{}.bytes(),
 	}
 }
 
@@ -83,6 +89,41 @@ func TestFuzzCorpus(t *testing.T) {
 			t.Errorf("%s: %v, want %d entries", name, err, want)
 		}
 	}
+	// Seeds of format version 1 (no region checksums), kept from before
+	// version 2: valid files of their version, which now read as empty.
+	for _, name := range []string{"v1-valid", "v1-appended"} {
+		b := readSeed(t, filepath.Join(corpusDir, name))
+		if _, err := parse(bytes.NewReader(b), int64(len(b))); !errors.Is(err, errVersion) || !strings.Contains(err.Error(), "version 1,") {
+			t.Errorf("%s: %v, want a version 1 file", name, err)
+		}
+		c, l := openBytes(t, t.TempDir(), b, false)
+		if n := c.Stats().Entries; n != 0 {
+			t.Errorf("%s: %d entries from a version 1 file", name, n)
+		}
+		if e := c.Errors(); len(e) != 0 || len(l.all()) != 1 {
+			t.Errorf("%s: errors %v, logs %q; want no error and one log line", name, e, l.all())
+		}
+		c.Close()
+	}
+}
+
+// readSeed reads a []byte seed of a go test fuzz v1 corpus file.
+func readSeed(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, ok := strings.CutPrefix(string(raw), "go test fuzz v1\n[]byte(")
+	line, ok2 := strings.CutSuffix(line, ")\n")
+	if !ok || !ok2 {
+		t.Fatalf("%s: not a one-[]byte corpus file", path)
+	}
+	b, err := strconv.Unquote(line)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return []byte(b)
 }
 
 // fixSum returns a copy of b with the footer's magic, version (unless it
@@ -109,9 +150,30 @@ func fixSum(b []byte) []byte {
 	return b
 }
 
+// fixRegionSums returns a copy of b, a file whose footer and index parse,
+// with every entry's CRC-32C set to its region's and the footer's
+// checksum fixed, so the fuzzer reaches hits; nil when b does not parse.
+func fixRegionSums(b []byte) []byte {
+	idx, err := parse(bytes.NewReader(b), int64(len(b)))
+	if err != nil || len(idx.entries) == 0 {
+		return nil
+	}
+	b = bytes.Clone(b)
+	fo := len(b) - FooterSize
+	p := b[idx.off:fo]
+	for len(p) >= entryFixed {
+		off := binary.LittleEndian.Uint64(p[0:])
+		sz := binary.LittleEndian.Uint64(p[8:])
+		binary.LittleEndian.PutUint32(p[48:], regionSum(b[off:off+sz]))
+		p = p[entryFixed+int(binary.LittleEndian.Uint16(p[52:])):]
+	}
+	return fixSum(b)
+}
+
 // checkOpen opens data as a cache file, mapped and read, and checks that
-// every entry it trusts is a region inside the file whose Get returns
-// exactly those file bytes (inside the mapping when mapped).
+// every entry it trusts is a region inside the file, and that a Get
+// returns exactly those file bytes (inside the mapping when mapped) when
+// they match the entry's CRC-32C, and misses as corrupt when they do not.
 func checkOpen(t *testing.T, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -128,11 +190,18 @@ func checkOpen(t *testing.T, path string, data []byte) {
 			if e.off < 0 || e.size < 0 || e.off > int64(len(data)) || e.size > int64(len(data))-e.off {
 				t.Fatalf("%q: region [%d, +%d) outside the %d-byte file", k, e.off, e.size, len(data))
 			}
-			b, ok := c.Get(k, e.seed)
-			if !ok {
-				t.Fatalf("%q: trusted entry misses", k)
+			region := data[e.off : e.off+e.size]
+			b, o := c.Lookup(k, e.seed)
+			if regionSum(region) != e.sum {
+				if o != Corrupt || b != nil {
+					t.Fatalf("%q: region fails its checksum, Lookup = %d bytes, %v", k, len(b), o)
+				}
+				continue
 			}
-			if !bytes.Equal(b, data[e.off:e.off+e.size]) {
+			if o != Hit {
+				t.Fatalf("%q: trusted entry with a whole region: %v", k, o)
+			}
+			if !bytes.Equal(b, region) {
 				t.Fatalf("%q: Get returned bytes other than the file's", k)
 			}
 			if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); hi != 0 && len(b) > 0 && (p < lo || p+uintptr(len(b)) > hi) {
@@ -146,8 +215,9 @@ func checkOpen(t *testing.T, path string, data []byte) {
 	}
 }
 
-// FuzzOpenCache opens arbitrary bytes as a cache file, as they are and with
-// the footer's checksum fixed: no panic, and no hit outside the file.
+// FuzzOpenCache opens arbitrary bytes as a cache file, as they are, with
+// the footer's checksum fixed, and with the regions' checksums fixed too:
+// no panic, no hit outside the file, no hit whose bytes fail the checksum.
 func FuzzOpenCache(f *testing.F) {
 	for _, b := range corpusFiles(f) {
 		f.Add(b)
@@ -158,6 +228,9 @@ func FuzzOpenCache(f *testing.F) {
 		checkOpen(t, path, data)
 		if fixed := fixSum(data); fixed != nil {
 			checkOpen(t, path, fixed)
+			if whole := fixRegionSums(fixed); whole != nil {
+				checkOpen(t, path, whole)
+			}
 		}
 	})
 }

@@ -194,3 +194,24 @@ func (b *Builder) NamedBlobs() []NamedBlob {
 // Blob encodes the graph and inline constants as a delegate blob
 // (EncodeBlob).
 func (b *Builder) Blob() ([]byte, error) { return EncodeBlob(&b.g, b.inline) }
+
+// Decode encodes the graph (Blob) and decodes it as a loader reads a
+// delegate blob, with its named data gathered into a NamedDataMap: what a
+// test loads from a builder.
+func (b *Builder) Decode() (*Blob, *NamedDataMap, error) {
+	raw, err := b.Blob()
+	if err != nil {
+		return nil, nil, err
+	}
+	blob, err := DecodeBlob(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	named := NewNamedDataMap()
+	for _, nb := range b.NamedBlobs() {
+		if err := named.Add(nb.Key, nb.Data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return blob, named, nil
+}

@@ -1,6 +1,6 @@
 // gemv.wgsl: few-row linear (decode and short prefill chunks),
 // c = alpha·(a·wᵀ) + beta·bias, float32, for aten.linear when the input has
-// few rows (M). Chosen by ops/matmul.go (recordGEMV).
+// few rows (M). Chosen by ops/linear_cpu.go (recordGEMV).
 //
 // a is the input [M, K] row-major, w the weight [N, K] as exported (row n
 // holds output column n's K weights), c the output [M, N]. With Vec4 (K%4
@@ -51,7 +51,7 @@
 @group(0) @binding({{$cb}}) var<storage, read_write> c: array<f32>;
 @group(0) @binding({{if eq $cb 2}}3{{else if eq $cb 3}}4{{else}}5{{end}}) var<uniform> params: Params;
 
-// Go twin: the Params writes in ops/matmul.go recordGEMV.
+// Go twin: the Params writes in ops/linear_cpu.go recordGEMV.
 struct Params {
   m: u32,          // input rows
   n: u32,          // output columns (weight rows)

@@ -2,7 +2,7 @@
 // and linear, float32.
 //
 // A is M×K row-major. B is K×N (mm) or, with TransB, N×K (linear's weight,
-// out = input·weightᵀ). Two families, chosen by Go (ops/matmul.go):
+// out = input·weightᵀ). Two families, chosen by Go (ops/linear_cpu.go):
 //
 //   Vec4:   K%4 == 0 and N%4 == 0. A, B and C are array<vec4<f32>>; each
 //           invocation computes len(Rows) rows × len(Cols) vec4s of

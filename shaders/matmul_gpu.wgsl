@@ -52,7 +52,7 @@
 @group(0) @binding({{.OutBinding}}) var<storage, read_write> c: array<f32>;
 @group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
 
-// Go twin: the Params writes in ops/matmul.go recordMatmul (matmul.wgsl's
+// Go twin: matmulParams in ops/linear_cpu.go (matmul.wgsl's
 // layout; k, k_begin and k_end count elements here, bdims and the batch
 // strides are in elements{{if eq .B "half"}}, B's in u32 words{{end}}).
 struct Params {

@@ -35,7 +35,7 @@
 // than ops.qlinearMaxSteps times (llvmpipe cuts loops at 65535
 // back-edges); later chunks add to out (accumulate != 0).
 //
-// A fused epilogue (ops.fuseEpilogue: an activation, SiLU, then an add or
+// A fused epilogue (ops/fuse_epilogue.go: an activation, SiLU, then an add or
 // mul with res, a tensor of out's shape) applies to the final sums: the
 // last chunk's (params.last), or every store without chunks.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;

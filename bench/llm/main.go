@@ -25,8 +25,16 @@
 // The runs alternate (ours, run.c's, ours, ...), so that on a shared
 // machine both see the same load. -baseline-kernels loads the model a
 // second time with the tiled kernel for one-row quantized linears
-// (KernelConfig.NoQGEMV) and alternates its runs with the default load's,
-// a same-process comparison of the two kernels. Both count tokens/s the same way: steps
+// (KernelConfig.NoQGEMV), or with -baseline-skip on the kernels a
+// KernelConfig.SkipKernels list leaves (issue 33's new kernels skipped:
+// the ones they replaced), and alternates its runs with the default
+// load's, a same-process comparison of the two kernels. -long P (the 1b
+// shape's default: 1024) then times -n steps more from position P,
+// decoding up to it untimed: the speed at a long context, where every
+// step's attention reads P cached positions. -profile prints one
+// mid-sequence step's GPU time in one pass, as Execute runs it, beside its
+// dispatches' times each in a pass of its own (which add a pass's cost per
+// dispatch). Both count tokens/s the same way: steps
 // after the first, over the time they took. The classifier is a weight of
 // its own unless -shared makes it the embedding, as in the TinyStories
 // checkpoints.
@@ -49,6 +57,7 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/llm"
 )
@@ -60,11 +69,12 @@ type shape struct {
 	cflags  string
 	threads int  // OMP_NUM_THREADS for run.c; 0 leaves it unset
 	shared  bool // the classifier is the embedding, always
+	long    int  // -long's default: the long-context point's position
 }
 
 var shapes = map[string]shape{
 	"110m": {cfg: models.Stories110M, steps: 32, cflags: "-O3 -march=native -fopenmp"},
-	"1b":   {cfg: models.Llama32_1B, steps: 16, cflags: "-O3 -march=native -fopenmp", shared: true},
+	"1b":   {cfg: models.Llama32_1B, steps: 16, cflags: "-O3 -march=native -fopenmp", shared: true, long: 1024},
 	"260k": {cfg: models.Stories260K, steps: 256, cflags: "-O2", threads: 1},
 }
 
@@ -79,16 +89,18 @@ func main() {
 	runc := flag.String("runc", "", "path to llama2.c's run.c; when set and a C compiler is on PATH, run.c runs the same weights")
 	cflags := flag.String("cflags", "", "compiler flags for run.c (default: -O3 -march=native -fopenmp for 110m, -O2 for 260k)")
 	threads := flag.Int("threads", -1, "OMP_NUM_THREADS for run.c (-1: 1 for 260k, unset for 110m; 0: unset)")
-	profile := flag.Bool("profile", false, "print one mid-sequence step's dispatch times (wgdelegate.Model.Profile), summed by op")
+	profile := flag.Bool("profile", false, "print one mid-sequence step's GPU time in one pass, as Execute runs it, and its dispatch times, each dispatch in a pass of its own, summed by op (wgdelegate.Model.Profile)")
 	q4 := flag.Int64("q4", 0, "write every linear as et_vk.linear_q4gsw with 4-bit weights in groups of this size (-qmode 4w); run.c then runs the float weights, so only the speeds compare")
 	pick := flag.String("pick", "device", "where greedy tokens are picked: device (llm's device head, steps pipelined), host (every step's logits read back), or both (alternating runs, same process)")
 	cpuThreads := flag.String("cpu-threads", "default", "llvmpipe compute workers for wgdelegate's device: inline (no worker pool: a few µs per dispatch instead of 15-80, one core), default, or a count (wgdelegate.DeviceOptions.CPUThreads)")
 	kernels := flag.String("kernels", "auto", "kernel family (wgdelegate.KernelConfig.Family): auto (cpu on a CPU adapter such as lavapipe, gpu on a GPU), cpu or gpu")
 	baseline := flag.Bool("baseline-kernels", false, "also load the model with the tiled kernel for one-row quantized linears (KernelConfig.NoQGEMV) and alternate runs between the two loads in this process")
+	baselineSkip := flag.String("baseline-skip", "", "with -baseline-kernels: the baseline load passes over these linear-family kernels (KernelConfig.SkipKernels, e.g. gpu/q4gemv,gpu/qcgemv,gpu/tiled128,gpu/skinny: the kernels before issue 33's) instead of setting NoQGEMV")
 	shared := flag.Bool("shared", false, "the classifier is the embedding, as in the TinyStories checkpoints (random weights then tend to echo token 1, BOS, at once, which stops run.c)")
 	layers := flag.Int64("layers", 0, "decoder layers (0: the shape's): fewer layers of a large shape fit a smaller host")
 	dyn8 := flag.Bool("8da4w", false, "with -q4: write every linear as 8da4w (choose_qparams_affine + et_vk.linear_dq8ca_q4gsw, -qmode 8da4w)")
 	embedQ4 := flag.Int64("embed-q4", 0, "write the embedding as et_vk.embedding_q4gsw with 4-bit rows in groups of this size (-E 4,G)")
+	long := flag.Int("long", -1, "after the runs, time -n steps more from this position on (decoding greedily up to it, untimed): decode speed at a long context, where attention reads a long cache (-1: the shape's, 1024 for 1b, none for the others; 0: none); the cache grows to fit unless -seq is set")
 	flag.Parse()
 
 	sh, ok := shapes[*shapeName]
@@ -107,6 +119,15 @@ func main() {
 	n := *steps
 	if n == 0 {
 		n = sh.steps
+	}
+	if *long < 0 {
+		*long = sh.long
+	}
+	if need := int64(*long + n); *long > 0 && *seq == 0 && cfg.MaxSeq < need {
+		cfg.MaxSeq = (need + 255) / 256 * 256
+	}
+	if *long > 0 && int64(*long+n) > cfg.MaxSeq {
+		log.Fatalf("llm: -long %d plus -n %d is past the cache length %d", *long, n, cfg.MaxSeq)
 	}
 	if n < 2 || int64(n) > cfg.MaxSeq || *runs < 1 {
 		log.Fatalf("llm: -n must be 2..%d (the cache length) and -runs at least 1", cfg.MaxSeq)
@@ -130,7 +151,7 @@ func main() {
 	if *pick != "device" && *pick != "host" && *pick != "both" {
 		log.Fatalf("llm: -pick %q is not device, host or both", *pick)
 	}
-	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline}
+	o := options{pick: *pick, name: *shapeName, shared: *shared || sh.shared, steps: n, runs: *runs, dir: dir, runc: *runc, cflags: *cflags, threads: *threads, profile: *profile, q4: *q4, baseline: *baseline, baselineSkip: *baselineSkip, long: *long}
 	fam, err := wgdelegate.ParseKernelFamily(*kernels)
 	if err != nil {
 		log.Fatalf("llm: -kernels: %v", err)
@@ -169,6 +190,9 @@ type options struct {
 	// baseline also loads the model with KernelConfig.NoQGEMV and times
 	// it in alternation with the default load.
 	baseline bool
+	// baselineSkip, when set, is the baseline load's
+	// KernelConfig.SkipKernels instead of NoQGEMV.
+	baselineSkip string
 	// kernels is the loads' kernel family (-kernels)
 	kernels wgdelegate.KernelFamily
 	// cpuThreads is the device's llvmpipe worker setting
@@ -176,6 +200,8 @@ type options struct {
 	cpuThreads int
 	// pick is where the greedy tokens are picked: device, host or both.
 	pick string
+	// long is the long-context point's position (0: none).
+	long int
 }
 
 // result is what one benchmark measured.
@@ -186,6 +212,9 @@ type result struct {
 	// fixedMs are the times of steps that repeat one input_pos: the
 	// graph is then not recorded again, as it is for every new position.
 	fixedMs []float64
+	// longStepMs are the times of the o.steps steps from position
+	// o.long on (-long).
+	longStepMs []float64
 	// hostRates and hostStepMs are the host pick's, with -pick both.
 	hostRates, hostStepMs []float64
 	// submitUs and waitUs are the host's µs per step submitting steps and
@@ -288,7 +317,11 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 	fmt.Println()
 	var base *wgdelegate.Model
 	if o.baseline {
-		kc.NoQGEMV = true
+		if o.baselineSkip != "" {
+			kc.SkipKernels = o.baselineSkip
+		} else {
+			kc.NoQGEMV = true
+		}
 		base, err = wgdelegate.Open(ctx, pte, append(lopts, wgdelegate.WithKernels(kc))...)
 		if err != nil {
 			return nil, err
@@ -385,6 +418,17 @@ func run(cfg models.LlamaConfig, o options) (*result, error) {
 			res.fixedMs = append(res.fixedMs, float64(time.Since(t0))/float64(time.Millisecond))
 		}
 	}
+	if o.long > 0 {
+		// Greedy from position 0 to o.long untimed, then o.steps timed:
+		// the same tokens as any run's up to o.steps.
+		_, times, _, err := decode(ctx, runner, o.long+o.steps, o.pick == "host")
+		if err != nil {
+			return nil, fmt.Errorf("llm: -long: %w", err)
+		}
+		for _, t := range times[o.long:] {
+			res.longStepMs = append(res.longStepMs, float64(t)/float64(time.Millisecond))
+		}
+	}
 	if o.profile {
 		p, err := m.Profile(ctx, midIn...)
 		if err != nil {
@@ -418,14 +462,22 @@ func (res *result) print(o options) {
 			summary(res.hostRates), quantile(res.hostStepMs, 0.5), quantile(res.hostStepMs, 0.1), quantile(res.hostStepMs, 0.9),
 			quantile(res.rates, 0.5)/quantile(res.hostRates, 0.5))
 	}
-	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched)\n",
-		res.records.Rerecords, res.records.Refreshes, res.records.Patched)
+	fmt.Printf("recordings over the runs: %d full, %d refreshes of SymInt params (%d dispatches patched, %d plan nodes re-run, %d of them through their update functions)\n",
+		res.records.Rerecords, res.records.Refreshes, res.records.Patched, res.records.Rerun, res.records.Updated)
 	fmt.Printf("the same step repeated at one input_pos (no re-recording): %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
 		quantile(res.fixedMs, 0.5), quantile(res.fixedMs, 0.1), quantile(res.fixedMs, 0.9))
+	if len(res.longStepMs) > 0 {
+		fmt.Printf("long context: %.2f tok/s at positions %d-%d; %.2f ms/step (median, p10 %.2f, p90 %.2f)\n",
+			1000/quantile(res.longStepMs, 0.5), o.long, o.long+o.steps-1, quantile(res.longStepMs, 0.5), quantile(res.longStepMs, 0.1), quantile(res.longStepMs, 0.9))
+	}
 	fmt.Printf("greedy tokens: %v\n", head(res.ours, 16))
 	if len(res.baseRates) > 0 {
-		fmt.Printf("baseline kernels (NoQGEMV), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); default / baseline %.3f (medians)\n",
-			summary(res.baseRates), quantile(res.baseStepMs, 0.5), quantile(res.baseStepMs, 0.1), quantile(res.baseStepMs, 0.9), median(res.rates)/median(res.baseRates))
+		what := "NoQGEMV"
+		if o.baselineSkip != "" {
+			what = "SkipKernels " + o.baselineSkip
+		}
+		fmt.Printf("baseline kernels (%s), runs alternating with the above: %s tok/s; %.2f ms/step (median, p10 %.2f, p90 %.2f); default / baseline %.3f (medians)\n",
+			what, summary(res.baseRates), quantile(res.baseStepMs, 0.5), quantile(res.baseStepMs, 0.1), quantile(res.baseStepMs, 0.9), median(res.rates)/median(res.baseRates))
 	}
 	if len(res.cRates) == 0 {
 		return
@@ -531,7 +583,9 @@ func printProfile(p wgdelegate.Profile) {
 	}
 	byName := map[string]*opTime{}
 	var all time.Duration
+	n := 0
 	for _, g := range p.Graphs {
+		n += len(g.Dispatches)
 		for _, d := range g.Dispatches {
 			t := byName[d.OpName]
 			if t == nil {
@@ -548,7 +602,10 @@ func printProfile(p wgdelegate.Profile) {
 		ts = append(ts, t)
 	}
 	slices.SortFunc(ts, func(a, b *opTime) int { return int(b.total - a.total) })
-	fmt.Printf("profile of one step (%s timing, each dispatch alone): %.2f ms in all\n", p.Source, float64(all)/float64(time.Millisecond))
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Printf("one step's GPU time in one pass, as Execute runs it (%s timing, median of %d): %.3f ms; each dispatch alone, summed: %.3f ms (%d dispatches)\n",
+		p.Source, graph.PassRuns, ms(p.Pass()), ms(all), n)
+	fmt.Printf("profile of one step (%s timing, each dispatch alone): %.2f ms in all\n", p.Source, ms(all))
 	for _, t := range ts {
 		fmt.Printf("  %-34s %4d dispatches %9.3f ms %5.1f%%\n", t.name, t.n, float64(t.total)/float64(time.Millisecond), 100*float64(t.total)/float64(all))
 	}

@@ -20,6 +20,7 @@ type flagSpec struct {
 
 // parseArgs applies args to specs and returns the positional arguments. "--"
 // ends the flags; a lone "-" is positional. -h and --help return errHelp.
+// Errors name a flag as it was typed (-n, --n or --iterations).
 func parseArgs(cmd string, args []string, specs []flagSpec) ([]string, error) {
 	byName := map[string]*flagSpec{}
 	for i := range specs {
@@ -39,9 +40,13 @@ func parseArgs(cmd string, args []string, specs []flagSpec) ([]string, error) {
 			continue
 		}
 		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		// flag is the flag as the user typed it, for messages: -n stays
+		// -n, --top-k=x is --top-k.
+		flag := a
 		val, hasVal := "", false
 		if k := strings.IndexByte(name, '='); k >= 0 {
 			name, val, hasVal = name[:k], name[k+1:], true
+			flag = a[:strings.IndexByte(a, '=')]
 		}
 		if name == "h" || name == "help" {
 			return nil, errHelp
@@ -50,7 +55,6 @@ func parseArgs(cmd string, args []string, specs []flagSpec) ([]string, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%s: unknown flag %s (try 'wgdelegate help %s')", cmd, a, cmd)
 		}
-		flag := "--" + spec.names[0]
 		switch {
 		case !spec.value && hasVal:
 			return nil, fmt.Errorf("%s: flag %s takes no value", cmd, flag)

@@ -37,7 +37,8 @@ reports what loading and executing cost:
                           uniform buffers)
   pipelines               compute pipelines created and cache hits during
                           the load
-  packed_cache            packed-weight cache hits, misses and bytes
+  packed_cache            packed-weight cache hits, misses (corrupt: misses
+                          whose entry failed its checksum) and bytes
   cpu_threads             llvmpipe's thread setting when not the default
                           (-1 inline, N workers; see --cpu-threads)
   llm                     for a Llama-style decoder (see 'wgdelegate help
@@ -52,7 +53,9 @@ second show progress on stderr (on a terminal, or with --verbose).
 
 Flags:
   --iterations N       timed executes after the first (default 10)
-  --packed-cache DIR   use DIR as the packed-weight cache
+  --packed-cache DIR   use DIR as the packed-weight cache; a cache that
+                       cannot be read or written, or is corrupt, gets one
+                       warning line on stderr (the run goes on without it)
   --json               print the results as one JSON object
   --no-fusion          do not fuse elementwise chains: one dispatch per op
   --f16-kv-cache       hold KV caches only the cache ops use as halves (enable_f16_kv_cache)
@@ -71,6 +74,9 @@ Flags:
                        'wgdelegate help run')
   --data FILE          a .ptd file holding named constants (repeatable)
   --input FILE         a .npy file for the next model input (repeatable)
+  --verify             check every weight against its SHA-256 key while
+                       loading (see 'wgdelegate help run'); the hashing
+                       counts in load_ms
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
@@ -93,6 +99,7 @@ type benchOptions struct {
 	f16KV       bool
 	noFusion    bool
 	verbose     bool
+	verify      bool                    // WithVerifyData (--verify)
 	cpuThreads  int                     // DeviceOptions.CPUThreads (--cpu-threads)
 	kernels     wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
@@ -101,7 +108,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 	o := benchOptions{iterations: 10}
 	specs := []flagSpec{
 		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
-		{names: []string{"packed-cache"}, value: true, set: func(v string) error { o.packedCache = v; return nil }},
+		packedCacheFlag(&o.packedCache),
 		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
 		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
@@ -109,6 +116,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("bench", args, specs)
@@ -167,9 +175,10 @@ type pipeStats struct {
 }
 
 type packedCStats struct {
-	Hits   int64 `json:"hits"`
-	Misses int64 `json:"misses"`
-	Bytes  int64 `json:"bytes"`
+	Hits    int64 `json:"hits"`
+	Misses  int64 `json:"misses"`
+	Corrupt int64 `json:"corrupt"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // loadMeasure records the cost of one load: wall time, Go heap allocated
@@ -216,12 +225,15 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	if o.packedCache != "" {
 		opts = append(opts, wgdelegate.WithPackedCache(o.packedCache))
 	}
+	opts = append(opts, verifyOption(o.verify)...)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), &lm, opts...)
 	if err != nil {
 		return err
 	}
 	defer l.close()
+	verifyNote(stderr, l.m, o.verify, o.verbose)
 	m := l.m
+	warnPackedCache(stderr, m)
 	res := benchResult{
 		LoadMS:        ms(lm.elapsed),
 		LoadHeapBytes: lm.heapBytes,
@@ -260,7 +272,7 @@ func benchModel(ctx context.Context, o benchOptions, stdout, stderr io.Writer) e
 	res.SubmitsPerExecute = m.NumCalls()
 	res.GPUBytes = st.TotalBytes()
 	pc := m.PackedCacheStats()
-	res.PackedCache = packedCStats{Hits: int64(pc.Hits), Misses: int64(pc.Misses), Bytes: pc.Bytes}
+	res.PackedCache = packedCStats{Hits: int64(pc.Hits), Misses: int64(pc.Misses), Corrupt: int64(pc.Corrupt), Bytes: pc.Bytes}
 	if res.LLM, err = benchLLM(ctx, o.model, m); err != nil {
 		return err
 	}
@@ -294,7 +306,7 @@ func printBench(w io.Writer, r benchResult) {
 	tab.row("load heap", fmt.Sprintf("%d bytes (%s)", r.LoadHeapBytes, mib(int64(r.LoadHeapBytes))))
 	tab.row("gpu memory", fmt.Sprintf("%d bytes (%s)", r.GPUBytes, mib(r.GPUBytes)))
 	tab.row("pipelines", fmt.Sprintf("%d created, %d cache hits", r.Pipelines.Created, r.Pipelines.Hits))
-	tab.row("packed cache", fmt.Sprintf("%d hits, %d misses, %d bytes", r.PackedCache.Hits, r.PackedCache.Misses, r.PackedCache.Bytes))
+	tab.row("packed cache", fmt.Sprintf("%d hits, %d misses (%d corrupt), %d bytes", r.PackedCache.Hits, r.PackedCache.Misses, r.PackedCache.Corrupt, r.PackedCache.Bytes))
 	switch {
 	case r.CPUThreads == wgdelegate.CPUThreadsInline:
 		tab.row("cpu threads", "inline")
@@ -382,6 +394,7 @@ func benchLLM(ctx context.Context, path string, m *wgdelegate.Model) (*llmBench,
 	if err != nil {
 		return nil, nil
 	}
+	defer r.Close()
 	c := r.Convention()
 	p := int(min(c.MaxTokens, max(c.MaxSeqLen/2, 1)))
 	steps := int(min(32, c.MaxSeqLen-int64(p)))

@@ -25,7 +25,7 @@ func TestBenchJSON(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(raw)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("fields %v, want %v", got, want)
 	}
-	for k, sub := range map[string][]string{"execute_ms": {"max", "median", "min"}, "pipelines": {"created", "hits"}, "packed_cache": {"bytes", "hits", "misses"}} {
+	for k, sub := range map[string][]string{"execute_ms": {"max", "median", "min"}, "pipelines": {"created", "hits"}, "packed_cache": {"bytes", "corrupt", "hits", "misses"}} {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw[k], &m); err != nil {
 			t.Fatal(err)

@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/llm"
+	"github.com/wgdelegate/wgdelegate/llm/chat"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -39,8 +42,17 @@ Flags:
                        tokenizer.json (told apart by their bytes); without
                        one, prompts and output are token ids
   --prompt TEXT        the prompt, encoded with --tokenizer after BOS
-  --chat               send --prompt as a user's message in Llama 3
-                       instruct's chat format (a Llama 3 tokenizer)
+  --chat               send --prompt as a user's message in the model's
+                       chat format: the chat template beside the tokenizer
+                       (chat_template.jinja, or the chat_template of
+                       tokenizer_config.json or tokenizer.json), else a
+                       built-in format fitting the tokenizer's special
+                       tokens (Llama 3, ChatML, Mistral); the template's
+                       end-of-turn token joins the stop tokens (see
+                       'wgdelegate help template')
+  --chat-template FILE the chat template to use (implies --chat): a Jinja
+                       file, a tokenizer_config.json, or a built-in format:
+                       llama3, llama2, chatml, mistral
   --ids 1,2,3          the prompt as token ids (the default is BOS alone:
                        the tokenizer's, the program's get_bos_id, or 1)
   -n N                 tokens to generate (default 64; 0 fills the cache)
@@ -63,8 +75,10 @@ Flags:
   --presence-penalty F subtract F from the logit of every token that
                        occurs among the last --repeat-last-n (default 0)
   --repeat-last-n N    how many of the latest tokens (prompt, then output)
-                       the three penalties look at: -1 all, 0 turns the
-                       penalties off (default 64)
+                       the three penalties look at (default 64, as 0 is):
+                       -1 or all for every token, -2 or off turns the
+                       penalties off (llama.cpp's 0; the values are
+                       llm.GenerateOptions.RepeatLastN's)
   --seed S             sampler seed: the same seed gives the same tokens
                        (default 1)
   --stop 2,5           stop at any of these ids (default: the tokenizer's
@@ -81,6 +95,8 @@ Flags:
                        'wgdelegate help run')
   --f16-kv-cache       hold the KV caches as halves (enable_f16_kv_cache):
                        half the cache memory, values rounded to half
+  --verify             check every weight against its SHA-256 key while
+                       loading (see 'wgdelegate help run')
   -v, --verbose        debug logs on stderr
   -h, --help           print this help
 
@@ -100,6 +116,7 @@ Examples:
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Hello" --seed 7 --top-p 0.95 stories.pte
   wgdelegate generate --tokenizer tokenizer.bin --top-k 40 --min-p 0.05 --repeat-penalty 1.1 stories.pte
   wgdelegate generate --json --ids 1,450,2 -n 32 llama.pte | jq .decode_tokens_per_s
+  wgdelegate generate --tokenizer qwen/tokenizer.json --chat --prompt "Why is the sky blue?" qwen.pte
 `
 
 // generateOptions are the parsed arguments of "wgdelegate generate".
@@ -112,9 +129,11 @@ type generateOptions struct {
 	gen              llm.GenerateOptions
 	json, verbose    bool
 	chat             bool
+	chatTemplate     string // --chat-template
 	cpuThreads       int
 	kernels          wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 	f16KV            bool
+	verify           bool
 	// progressDelay is how long the load runs before its progress shows
 	// (progressDelay; a test makes every load "slow" with 0).
 	progressDelay time.Duration
@@ -127,6 +146,7 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"tokenizer"}, value: true, set: func(v string) error { o.tokenizer = v; return nil }},
 		{names: []string{"prompt"}, value: true, set: func(v string) error { o.prompt = &v; return nil }},
 		{names: []string{"chat"}, set: func(string) error { o.chat = true; return nil }},
+		{names: []string{"chat-template"}, value: true, set: func(v string) error { o.chat, o.chatTemplate = true, v; return nil }},
 		{names: []string{"ids"}, value: true, set: idsFlag(&o.ids)},
 		{names: []string{"n"}, value: true, set: func(v string) error {
 			n, err := strconv.Atoi(v)
@@ -151,9 +171,17 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"frequency-penalty"}, value: true, set: floatFlag(&o.gen.FrequencyPenalty)},
 		{names: []string{"presence-penalty"}, value: true, set: floatFlag(&o.gen.PresencePenalty)},
 		{names: []string{"repeat-last-n"}, value: true, set: func(v string) error {
+			switch v {
+			case "all":
+				o.gen.RepeatLastN = llm.RepeatLastNAll
+				return nil
+			case "off":
+				o.gen.RepeatLastN = llm.RepeatLastNOff
+				return nil
+			}
 			n, err := strconv.Atoi(v)
-			if err != nil || n < -1 {
-				return fmt.Errorf("%q is not -1 (every token), 0 (off) or a token count", v)
+			if err != nil || n < llm.RepeatLastNOff {
+				return fmt.Errorf("%q is not a token count, 0 (the default, %d), -1 or all (every token), or -2 or off", v, llm.DefaultRepeatLastN)
 			}
 			o.gen.RepeatLastN = n
 			return nil
@@ -171,16 +199,17 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("generate", args, specs)
 	if err != nil {
 		return o, err
 	}
-	if o.gen.RepeatLastN == 0 {
-		// llama.cpp's --repeat-last-n 0: no penalties (GenerateOptions'
-		// 0 means the default window instead).
-		o.gen.RepeatPenalty, o.gen.FrequencyPenalty, o.gen.PresencePenalty = 0, 0, 0
+	// The sampling options are checked here, before any file is read or
+	// the model loaded.
+	if err := o.gen.Validate(); err != nil {
+		return o, fmt.Errorf("generate: %w", err)
 	}
 	if o.prompt != nil && o.ids != nil {
 		return o, errors.New("generate: give --prompt or --ids, not both")
@@ -189,7 +218,7 @@ func parseGenerateArgs(args []string) (generateOptions, error) {
 		return o, errors.New("generate: --prompt needs --tokenizer (or give the prompt as --ids)")
 	}
 	if o.chat && o.prompt == nil {
-		return o, errors.New("generate: --chat needs --prompt")
+		return o, errors.New("generate: --chat (and --chat-template) needs --prompt")
 	}
 	o.model, err = oneModel("generate", pos)
 	return o, err
@@ -235,19 +264,151 @@ func loadTokenizer(path string) (llm.Tokenizer, error) {
 	return t, nil
 }
 
-// chatPrompt returns the text to encode for --prompt and whether BOS goes
-// first: with --chat, the prompt as a user's message in Llama 3
-// instruct's format, which starts with BOS itself.
-func chatPrompt(o generateOptions, tok llm.Tokenizer) (string, bool, error) {
+// tokenizerFormat names tok's file format, for messages.
+func tokenizerFormat(tok llm.Tokenizer) llm.TokenizerFormat {
+	switch tok.(type) {
+	case *llm.Llama2CTokenizer:
+		return llm.FormatLlama2C
+	case *llm.SentencePiece:
+		return llm.FormatSentencePiece
+	case *llm.Tiktoken:
+		return llm.FormatTiktoken
+	case *llm.HFTokenizer:
+		return llm.FormatHFTokenizer
+	}
+	return llm.FormatUnknownTokenizer
+}
+
+// chatPrompt returns the text to encode for --prompt, whether BOS goes
+// first, and the ids of the stop texts of the chat template: with --chat,
+// the prompt as a user's message rendered by the model's chat template
+// (chatTemplate) with the generation prompt. A rendered prompt that starts
+// with the template's bos_token is encoded after the tokenizer's BOS id
+// instead of as text (a SentencePiece tokenizer does not read "<s>" in
+// text as its BOS).
+func chatPrompt(o generateOptions, tok llm.Tokenizer) (string, bool, []int32, error) {
 	if !o.chat {
-		return *o.prompt, true, nil
+		return *o.prompt, true, nil, nil
 	}
-	if sp, ok := tok.(interface{ SpecialTokenID(string) (int32, bool) }); !ok {
-		return "", false, fmt.Errorf("generate: --chat needs a Llama 3 tokenizer (tiktoken or tokenizer.json), not a %T", tok)
-	} else if _, ok := sp.SpecialTokenID("<|start_header_id|>"); !ok {
-		return "", false, errors.New("generate: --chat needs a Llama 3 tokenizer: this one has no <|start_header_id|>")
+	tpl, err := chatTemplate(o, tok)
+	if err != nil {
+		return "", false, nil, err
 	}
-	return llm.Llama3ChatPrompt([]llm.ChatMessage{{Role: "user", Content: *o.prompt}}), false, nil
+	text, err := tpl.Render(chat.Conversation{Messages: []chat.Message{{Role: "user", Content: *o.prompt}}}, chat.Options{AddGenerationPrompt: true})
+	if err != nil {
+		return "", false, nil, fmt.Errorf("generate: --chat: %w", err)
+	}
+	bos := false
+	if b := tpl.Tokens().BOS; b != "" && strings.HasPrefix(text, b) && tok.BOS() >= 0 {
+		if id, ok, named := specialID(tok, b); !named || ok && id == tok.BOS() {
+			text, bos = text[len(b):], true
+		}
+	}
+	return text, bos, stopIDs(tok, tpl.Stops()), nil
+}
+
+// specialTokens is a tokenizer that names its special tokens (Tiktoken,
+// HFTokenizer).
+type specialTokens interface {
+	SpecialTokenID(string) (int32, bool)
+}
+
+// specialID returns the id of the special token s, when tok names its
+// special tokens (named).
+func specialID(tok llm.Tokenizer, s string) (id int32, ok, named bool) {
+	sp, named := tok.(specialTokens)
+	if !named {
+		return -1, false, false
+	}
+	id, ok = sp.SpecialTokenID(s)
+	return id, ok, true
+}
+
+// chatTemplate finds --chat's template: --chat-template's (a Jinja file,
+// a tokenizer_config.json or a built-in format), else the one beside the
+// tokenizer (chat.Find), else the built-in format the tokenizer's special
+// tokens fit. A Jinja file without tokens of its own gets those of the
+// tokenizer_config.json beside the tokenizer.
+func chatTemplate(o generateOptions, tok llm.Tokenizer) (*chat.Template, error) {
+	return findChatTemplate(o.tokenizer, o.chatTemplate, tok, "generate: --chat-template", "generate: --chat")
+}
+
+// findChatTemplate is chatTemplate for a tokenizer file and a
+// --chat-template value (""), its errors prefixed with flagMsg (for the
+// flag's template) or findMsg (for the one looked for).
+func findChatTemplate(tokenizer, flag string, tok llm.Tokenizer, flagMsg, findMsg string) (*chat.Template, error) {
+	dir := filepath.Dir(tokenizer)
+	if flag != "" {
+		tpl, err := loadChatTemplate(flag)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flagMsg, err)
+		}
+		if tpl.Tokens().BOS == "" && tpl.Tokens().EOS == "" {
+			c, err := chat.LoadConfig(filepath.Join(dir, chat.TokenizerConfigFile))
+			switch {
+			case err == nil:
+				tpl = tpl.WithTokens(c.Tokens)
+			case !errors.Is(err, fs.ErrNotExist):
+				return nil, fmt.Errorf("%s: %w", findMsg, err)
+			}
+		}
+		return tpl, nil
+	}
+	tpl, _, err := chat.Find(dir)
+	if err == nil {
+		return tpl, nil
+	}
+	if !errors.Is(err, chat.ErrNoTemplate) {
+		return nil, fmt.Errorf("%s: %w", findMsg, err)
+	}
+	if sp, ok := tok.(specialTokens); ok {
+		if name := chat.GuessBuiltin(func(s string) bool { _, ok := sp.SpecialTokenID(s); return ok }); name != "" {
+			return chat.Builtin(name)
+		}
+	}
+	return nil, fmt.Errorf("%s: no chat template beside %s (%s, or a chat_template in %s or %s), and the tokens of its tokenizer (a %v) fit no built-in format: give --chat-template FILE or one of %s: %w",
+		findMsg, tokenizer, chat.TemplateFile, chat.TokenizerConfigFile, chat.TokenizerFile, tokenizerFormat(tok), strings.Join(chat.BuiltinNames(), ", "), chat.ErrNoTemplate)
+}
+
+// stopTokens returns the ids a generation stops at: --stop's, else the
+// tokenizer's (EOS and end-of-turn tokens), else the program's get_eos_ids;
+// with --chat and no --stop, the chat template's stop ids join them.
+func stopTokens(o generateOptions, tok llm.Tokenizer, programEOS, chatStops []int32) []int32 {
+	if o.stopSet {
+		return o.stop
+	}
+	var stop []int32
+	if tok != nil {
+		stop = llm.StopTokens(tok)
+	}
+	if len(stop) == 0 {
+		stop = slices.Clone(programEOS)
+	}
+	for _, id := range chatStops {
+		if !slices.Contains(stop, id) {
+			stop = append(stop, id)
+		}
+	}
+	return stop
+}
+
+// stopIDs maps a template's stop texts to token ids: a special token's
+// id, else the one id the text encodes to; a text that is more than one
+// token is left out (generation stops on ids).
+func stopIDs(tok llm.Tokenizer, stops []string) []int32 {
+	var ids []int32
+	for _, s := range stops {
+		id, ok, _ := specialID(tok, s)
+		if !ok {
+			if e, err := tok.Encode(s, false); err == nil && len(e) == 1 {
+				id, ok = e[0], true
+			}
+		}
+		if ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func generateCommand(args []string, stdout, stderr io.Writer) error {
@@ -316,14 +477,15 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	po.delay = o.progressDelay
 	pr := newProgress(po, filepath.Base(o.model))
 	start := time.Now()
-	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
+	m, err := wgdelegate.Open(ctx, o.model, append([]wgdelegate.Option{wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
 		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update),
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, HalfKVCache: o.f16KV}))
+		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, HalfKVCache: o.f16KV})}, verifyOption(o.verify)...)...)
 	pr.finish(err == nil)
 	if err != nil {
 		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
+	verifyNote(stderr, m, o.verify, o.verbose)
 	load := time.Since(start)
 	r, err := llm.New(m, info)
 	if err != nil {
@@ -331,12 +493,14 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	}
 
 	prompt := o.ids
+	var chatStops []int32
 	switch {
 	case o.prompt != nil:
-		text, bos, err := chatPrompt(o, tok)
+		text, bos, stops, err := chatPrompt(o, tok)
 		if err != nil {
 			return err
 		}
+		chatStops = stops
 		if prompt, err = tok.Encode(text, bos); err != nil {
 			return err
 		}
@@ -347,13 +511,7 @@ func generate(ctx context.Context, o generateOptions, stdout, stderr io.Writer) 
 	case prompt == nil:
 		prompt = []int32{1}
 	}
-	switch {
-	case o.stopSet:
-	case tok != nil && len(llm.StopTokens(tok)) > 0:
-		o.stop = llm.StopTokens(tok)
-	default:
-		o.stop = info.EOS
-	}
+	o.stop = stopTokens(o, tok, info.EOS, chatStops)
 	gen := o.gen
 	gen.StopTokens = o.stop
 	var text strings.Builder

@@ -237,25 +237,25 @@ func enumOrDefault(v uint8) string {
 // graphInfo is a decoded graph plus what inspect derives from it.
 type graphInfo struct {
 	g        *serialization.Graph
-	nbytes   map[int32]int64   // tensor value id -> byte size, when computable
-	sizeErr  map[int32]error   // tensor value id -> why its size is unknown
-	deferred map[int32]bool    // constant value ids that get no buffer
+	nbytes   map[int32]int64 // tensor value id -> byte size, when computable
+	sizeErr  map[int32]error // tensor value id -> why its size is unknown
+	deferred map[int32]bool  // constant value ids that get no buffer
+	memPlan  *memplan.Plan   // what the load allocates (graph.MemoryPlan)
+	planErr  error
 	users    map[int32][]int32 // constant id -> tensor value ids
 	// chunks: the weights held in chunks under the limits checked
 	// (graph.ChunkedWeights; their values are deferred too).
 	chunks []graph.WeightChunks
 }
 
-// chunk records the weights a load under l holds in chunks (too large for
-// one buffer, read only where ops read chunks): deferred, with no buffer
-// of their own, and not over any limit.
+// chunk plans the graph as a load under l does (graph.MemoryPlan): the
+// weights held in chunks (too large for one buffer, read only where ops
+// read chunks) are deferred, with no buffer of their own, and not over any
+// limit.
 func (in *graphInfo) chunk(l wgdelegate.Limits) {
-	in.chunks = graph.ChunkedWeights(in.g, graph.Limits{MaxBufferSize: l.MaxBufferSize, MaxStorageBufferBindingSize: l.MaxStorageBufferBindingSize})
-	for _, c := range in.chunks {
-		for _, id := range append(c.Prepacked, c.ID) {
-			in.deferred[id] = true
-		}
-	}
+	lim := graph.Limits{MaxBufferSize: l.MaxBufferSize, MaxStorageBufferBindingSize: l.MaxStorageBufferBindingSize}
+	in.chunks = graph.ChunkedWeights(in.g, lim)
+	in.memPlan, in.deferred, in.planErr = graph.MemoryPlan(in.g, lim)
 }
 
 func newGraphInfo(g *serialization.Graph) *graphInfo {
@@ -278,7 +278,7 @@ func newGraphInfo(g *serialization.Graph) *graphInfo {
 			in.users[v.Tensor.ConstantID] = append(in.users[v.Tensor.ConstantID], id)
 		}
 	}
-	in.deferred = graph.DeferredConstants(g)
+	in.memPlan, in.deferred, in.planErr = graph.MemoryPlan(g, graph.Limits{})
 	return in
 }
 
@@ -503,25 +503,18 @@ func (in *graphInfo) printIO(w io.Writer) {
 	}
 }
 
-// plan runs memplan on the graph's tensors of known size, with the runtime's
-// deferral rule. ids are those tensors' value ids, ascending.
+// plan is the graph's memory plan as a load makes it (graph.MemoryPlan)
+// and the ids of the tensors it plans (those of known size), ascending.
 func (in *graphInfo) plan() (*memplan.Plan, []int32, error) {
-	var tensors []memplan.Tensor
+	if in.planErr != nil {
+		return nil, nil, fmt.Errorf("memory plan: %w", in.planErr)
+	}
 	var ids []int32
 	for id := range in.nbytes {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		tt := in.g.Values[id].Tensor
-		tensors = append(tensors, memplan.Tensor{ID: id, NBytes: in.nbytes[id], MemObjID: tt.MemObjID,
-			Constant: tt.IsConstant(), Deferred: in.deferred[id]})
-	}
-	p, err := memplan.Build(tensors)
-	if err != nil {
-		return nil, nil, fmt.Errorf("memory plan: %w", err)
-	}
-	return p, ids, nil
+	return in.memPlan, ids, nil
 }
 
 // printPlan prints what loading the graph would allocate.

@@ -17,12 +17,16 @@ func main() {
 }
 
 const usage = `Usage:
-  wgdelegate run [flags] MODEL       run a model on .npy inputs
+  wgdelegate run [flags] MODEL       run a model on .npy inputs (or generated ones)
   wgdelegate inspect [flags] MODEL   print a model's structure (no GPU needed)
   wgdelegate graph [-o FILE] MODEL   draw a model's op graph (DOT; SVG, PNG, PDF with Graphviz)
   wgdelegate profile [flags] MODEL   GPU time per op (table, JSON or Chrome trace)
   wgdelegate bench [flags] MODEL     load and execute timings, allocations, memory
   wgdelegate generate [flags] MODEL  generate tokens with a Llama-style decoder
+  wgdelegate import llama2c [flags] CHECKPOINT -o DIR
+                                     write a llama2.c checkpoint as a .pte and .ptd
+  wgdelegate template [flags]        render a conversation with a model's chat template
+  wgdelegate serve [flags] MODEL     serve a decoder over HTTP with OpenAI's API
   wgdelegate version                 print the version
   wgdelegate help [COMMAND]          print this help, or a command's
 
@@ -38,6 +42,7 @@ Examples:
   wgdelegate profile --trace trace.json model.pte
   wgdelegate bench --json model.pte
   wgdelegate generate --tokenizer tokenizer.bin --prompt "Once upon a time" llama.pte
+  wgdelegate import llama2c --tokenizer tokenizer.bin stories15M.bin -o stories15M
 
 Every error exits with status 1 and one line on stderr; Ctrl-C exits with
 status 130 (generate first prints its statistics so far).
@@ -55,7 +60,11 @@ MODEL; "--" ends the flags.
 Flags:
   --data FILE        a .ptd file holding named constants (repeatable)
   --input FILE       a .npy file for the next model input, in input order
-                     (repeatable; the count must match the model's inputs)
+                     (repeatable; the count must match the model's inputs).
+                     Without any, inputs are generated as bench does: small
+                     random values of each input's dtype and shape (integers
+                     1..3, floats in [-1, 1), the same every run), and
+                     stderr says so
   --output-dir DIR   where the outputs go (created if missing; required)
   --cpu-threads N    compute threads of a CPU adapter (llvmpipe/lavapipe):
                      "inline" runs every dispatch on the driver's own thread,
@@ -71,6 +80,10 @@ Flags:
                      such as lavapipe, gpu for a GPU), cpu (shaped for
                      llvmpipe) or gpu (shaped for GPUs: many lanes along K,
                      workgroup memory; correct but slow on lavapipe)
+  --verify           check every weight against its SHA-256 key while
+                     loading: a corrupt .pte or .ptd fails instead of
+                     computing something else (hashing costs about 0.5 ms
+                     per MB)
   -q, --quiet        print nothing on success
   -v, --verbose      also print the adapter (and whether its float32
                      arithmetic flushes subnormals), timings and memory
@@ -89,6 +102,8 @@ any other stderr only with --verbose.
 Examples:
   # a model whose weights are inside the .pte
   wgdelegate run --input x.npy --output-dir out model.pte
+  # generated inputs of the model's shapes: a first try without NumPy
+  wgdelegate run --data weights.ptd --output-dir out model.pte
   # weights in a separate .ptd, two inputs, details on what happened
   wgdelegate run -v --data weights.ptd --input a.npy --input b.npy --output-dir out model.pte
   # a raw delegate blob, e.g. extracted from a .pte
@@ -222,6 +237,24 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			io.WriteString(stdout, generateUsage)
 			return 0
 		}
+	case "import":
+		err = importCommand(rest, stdout, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, importUsage)
+			return 0
+		}
+	case "template":
+		err = templateCommand(rest, os.Stdin, stdout)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, templateUsage)
+			return 0
+		}
+	case "serve":
+		err = serveCommand(rest, stderr)
+		if errors.Is(err, errHelp) {
+			io.WriteString(stdout, serveUsage)
+			return 0
+		}
 	case "version", "-version", "--version":
 		if _, err := parseArgs("version", rest, nil); errors.Is(err, errHelp) {
 			io.WriteString(stdout, versionUsage)
@@ -260,16 +293,18 @@ func exitCode(err error) int {
 }
 
 // fail writes err as the single stderr line and returns its exit status
-// (exitCode).
+// (exitCode). A message that already starts with "wgdelegate: " (an error
+// of the library's own) does not get it twice.
 func fail(stderr io.Writer, err error) int {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg = strings.TrimPrefix(msg, "wgdelegate: ")
 	fmt.Fprintf(stderr, "wgdelegate: %s\n", msg)
 	return exitCode(err)
 }
 
 func helpCommand(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 0:
+	case len(args) == 0, len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
 		io.WriteString(stdout, usage)
 	case len(args) > 1:
 		return fail(stderr, errors.New("help takes at most one command"))
@@ -285,6 +320,12 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, benchUsage)
 	case args[0] == "generate":
 		io.WriteString(stdout, generateUsage)
+	case args[0] == "import":
+		io.WriteString(stdout, importUsage)
+	case args[0] == "template":
+		io.WriteString(stdout, templateUsage)
+	case args[0] == "serve":
+		io.WriteString(stdout, serveUsage)
 	case args[0] == "version":
 		io.WriteString(stdout, versionUsage)
 	case args[0] == "help":

@@ -419,7 +419,6 @@ func TestRunErrors(t *testing.T) {
 		{"ptd as model", []string{"--output-dir", out, f.ptd}, []string{"--data"}},
 		{"npy as model", []string{"--output-dir", out, f.x}, []string{"--input"}},
 		{"truncated blob", []string{"--data", f.ptd, "--input", f.x, "--output-dir", out, truncated}, []string{"truncated.bin", "serialization"}},
-		{"wrong input count (none)", []string{"--data", f.ptd, "--output-dir", out, f.blob}, []string{"takes 1 input(s)", "got 0"}},
 		{"wrong input count (two)", []string{"--data", f.ptd, "--input", f.x, "--input", f.x, "--output-dir", out, f.blob}, []string{"takes 1 input(s)", "got 2"}},
 		{"wrong input shape", []string{"--data", f.ptd, "--input", wrongShape, "--output-dir", out, f.blob}, []string{"wrong_shape.npy", "[3 2]", "[2 3]"}},
 		{"wrong input rank", []string{"--data", f.ptd, "--input", wrongRank, "--output-dir", out, f.blob}, []string{"[6]"}},

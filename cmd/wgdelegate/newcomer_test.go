@@ -246,8 +246,9 @@ func mustPTD(t *testing.T) []byte {
 
 // TestGenerateSamplingFlags: each sampling flag reaches GenerateOptions;
 // the defaults are the ones generate always had (run.c's temperature 0.8
-// and top-p 0.9, nothing else); --repeat-last-n 0 turns the penalties off,
-// as in llama.cpp; bad values are errors.
+// and top-p 0.9, nothing else); --repeat-last-n takes the values of
+// GenerateOptions.RepeatLastN (0 the default, -1 or all, -2 or off); bad
+// values are errors.
 func TestGenerateSamplingFlags(t *testing.T) {
 	base := llm.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8, TopP: 0.9, Seed: 1, RepeatLastN: llm.DefaultRepeatLastN}
 	for _, tc := range []struct {
@@ -260,7 +261,10 @@ func TestGenerateSamplingFlags(t *testing.T) {
 		{[]string{"--repeat-penalty", "1.1"}, func(o *llm.GenerateOptions) { o.RepeatPenalty = 1.1 }},
 		{[]string{"--frequency-penalty", "0.5", "--presence-penalty=-0.25"}, func(o *llm.GenerateOptions) { o.FrequencyPenalty, o.PresencePenalty = 0.5, -0.25 }},
 		{[]string{"--repeat-last-n", "-1", "--repeat-penalty", "1.3"}, func(o *llm.GenerateOptions) { o.RepeatLastN, o.RepeatPenalty = -1, 1.3 }},
-		{[]string{"--repeat-last-n", "0", "--repeat-penalty", "1.3", "--presence-penalty", "1"}, func(o *llm.GenerateOptions) { o.RepeatLastN = 0 }},
+		{[]string{"--repeat-last-n", "all"}, func(o *llm.GenerateOptions) { o.RepeatLastN = llm.RepeatLastNAll }},
+		{[]string{"--repeat-last-n", "0", "--repeat-penalty", "1.3"}, func(o *llm.GenerateOptions) { o.RepeatLastN, o.RepeatPenalty = 0, 1.3 }},
+		{[]string{"--repeat-last-n", "off", "--repeat-penalty", "1.3"}, func(o *llm.GenerateOptions) { o.RepeatLastN, o.RepeatPenalty = llm.RepeatLastNOff, 1.3 }},
+		{[]string{"--repeat-last-n", "-2"}, func(o *llm.GenerateOptions) { o.RepeatLastN = llm.RepeatLastNOff }},
 	} {
 		o, err := parseGenerateArgs(append(tc.args, "m.pte"))
 		if err != nil {
@@ -276,7 +280,8 @@ func TestGenerateSamplingFlags(t *testing.T) {
 		{[]string{"--top-k", "-1"}, []string{"--top-k", "token count"}},
 		{[]string{"--top-k", "many"}, []string{"--top-k"}},
 		{[]string{"--min-p", "x"}, []string{"--min-p", "not a number"}},
-		{[]string{"--repeat-last-n", "-2"}, []string{"--repeat-last-n", "-1 (every token), 0 (off)"}},
+		{[]string{"--repeat-last-n", "-3"}, []string{"--repeat-last-n", "-1 or all (every token), or -2 or off"}},
+		{[]string{"--repeat-last-n", "none"}, []string{"--repeat-last-n", "0 (the default, 64)"}},
 		{[]string{"--repeat-penalty", "none"}, []string{"--repeat-penalty", "not a number"}},
 	} {
 		mustFail(t, tc.want, append(append([]string{"generate"}, tc.args...), "m.pte")...)

@@ -61,6 +61,8 @@ Flags:
                    help run')
   --data FILE      a .ptd file holding named constants (repeatable)
   --input FILE     a .npy file for the next model input (repeatable)
+  --verify         check every weight against its SHA-256 key while
+                   loading (see 'wgdelegate help run')
   -v, --verbose    debug logs on stderr
   -h, --help       print this help
 
@@ -82,6 +84,7 @@ type profileOptions struct {
 	f16KV      bool
 	noFusion   bool
 	verbose    bool
+	verify     bool                    // WithVerifyData (--verify)
 	cpuThreads int                     // DeviceOptions.CPUThreads (--cpu-threads)
 	kernels    wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
 }
@@ -114,6 +117,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
 		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
 		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
 	pos, err := parseArgs("profile", args, specs)
@@ -244,10 +248,15 @@ func generateInputs(m *wgdelegate.Model) []wgdelegate.Tensor {
 
 // profileResult is a profile summed over the iterations.
 type profileResult struct {
-	Source     string           `json:"source"`
-	Adapter    string           `json:"adapter"`
-	Iterations int              `json:"iterations"`
-	TotalUS    float64          `json:"total_us"`
+	Source     string  `json:"source"`
+	Adapter    string  `json:"adapter"`
+	Iterations int     `json:"iterations"`
+	TotalUS    float64 `json:"total_us"`
+	// PassUS is the median over the iterations of the dispatches' time in
+	// one compute pass, as Execute runs them (wgdelegate.Profile.Pass):
+	// the run's own GPU time, which TotalUS overstates by a pass's cost
+	// per dispatch.
+	PassUS     float64          `json:"pass_us"`
 	Ops        []opTime         `json:"ops"`
 	Dispatches []dispatchRecord `json:"dispatches"`
 
@@ -300,6 +309,12 @@ func summarize(runs []wgdelegate.Profile) (profileResult, error) {
 			res.Source = "cpu"
 		}
 	}
+	passes := make([]float64, len(runs))
+	for i, r := range runs {
+		passes[i] = us(r.Pass())
+	}
+	slices.Sort(passes)
+	res.PassUS = passes[len(passes)/2]
 	type key struct{ g, op int }
 	byOp := map[key]*opTime{}
 	n := float64(len(runs))
@@ -370,11 +385,12 @@ func sourceDescription(s string) string {
 func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Writer) error {
 	log := newLogger(stderr, o.verbose)
 	l, err := openModel(ctx, o.model, o.data, o.inputs, wgdelegate.DeviceOptions{Logger: log, CPUThreads: o.cpuThreads}, newProgressOut(stderr, o.verbose), nil,
-		wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))
+		append(verifyOption(o.verify), wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels, NoElementwiseFusion: o.noFusion, HalfKVCache: o.f16KV}))...)
 	if err != nil {
 		return err
 	}
 	defer l.close()
+	verifyNote(stderr, l.m, o.verify, o.verbose)
 	// Warm-up: the first Execute pays one-time driver work.
 	if _, err := l.m.Execute(ctx, l.inputs...); err != nil {
 		return err
@@ -410,7 +426,7 @@ func profileModel(ctx context.Context, o profileOptions, stdout, stderr io.Write
 func printProfile(w io.Writer, res profileResult, multi bool) {
 	fmt.Fprintf(w, "timing: %s\n", sourceDescription(res.Source))
 	fmt.Fprintf(w, "adapter: %s\n", res.Adapter)
-	fmt.Fprintf(w, "%d dispatches, %.1f µs per run (mean of %d)\n\n", len(res.Dispatches), res.TotalUS, res.Iterations)
+	fmt.Fprintf(w, "%d dispatches, %.1f µs per run (mean of %d); %.1f µs in one pass as Execute runs them (median)\n\n", len(res.Dispatches), res.TotalUS, res.Iterations, res.PassUS)
 	tab := newTable(w)
 	head := []any{"op", "name", "kernels", "dispatches", "total µs", "%"}
 	if multi {

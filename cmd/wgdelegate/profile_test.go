@@ -96,7 +96,7 @@ func TestProfileJSONAndTrace(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if res.Iterations != 3 || len(res.Ops) != 3 || len(res.Dispatches) != 3 || res.TotalUS <= 0 {
+	if res.Iterations != 3 || len(res.Ops) != 3 || len(res.Dispatches) != 3 || res.TotalUS <= 0 || res.PassUS <= 0 {
 		t.Errorf("result %+v", res)
 	}
 	if res.Source != "gpu-timestamp" && res.Source != "cpu" {
@@ -225,6 +225,15 @@ func TestSummarize(t *testing.T) {
 	}
 	if res.Ops[0].Chunks != 0 || res.Ops[1].Chunks != 0 {
 		t.Errorf("chunks %d and %d in ops that read no chunked weight", res.Ops[0].Chunks, res.Ops[1].Chunks)
+	}
+	// The one-pass time is the median of the runs' (over every graph).
+	passes := []wgdelegate.Profile{mk(0), mk(0), mk(0)}
+	for i, us := range []time.Duration{9, 4, 5} {
+		passes[i].Graphs[0].Pass = us * time.Microsecond
+		passes[i].Graphs = append(passes[i].Graphs, graph.Profile{Source: "gpu-timestamp", Pass: time.Microsecond})
+	}
+	if res, err := summarize(passes); err != nil || res.PassUS != 6 {
+		t.Errorf("one pass %v µs (%v), want the median 6 (5 + 1)", res.PassUS, err)
 	}
 	// Op a's two dispatches read chunks 0 and 1 of a weight held in
 	// chunks.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ type runOptions struct {
 	cpuThreads int
 	// kernels is KernelConfig.Family (--kernels).
 	kernels wgdelegate.KernelFamily
+	// verify checks the weights against their keys (--verify).
+	verify bool
 }
 
 func parseRunArgs(args []string) (runOptions, error) {
@@ -48,6 +51,7 @@ func parseRunArgs(args []string) (runOptions, error) {
 		}},
 		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
 		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
+		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
 		{names: []string{"quiet", "q"}, set: func(string) error { o.quiet = true; return nil }},
 		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
 	}
@@ -109,23 +113,34 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 
 	start = time.Now()
 	pr := newProgress(newProgressOut(stderr, o.verbose), filepath.Base(o.model))
-	m, err := wgdelegate.Open(ctx, o.model, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
-		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update), wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels}))
+	m, err := wgdelegate.Open(ctx, o.model, append([]wgdelegate.Option{wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(o.data...),
+		wgdelegate.WithLogger(log), wgdelegate.WithProgress(pr.update), wgdelegate.WithKernels(wgdelegate.KernelConfig{Family: o.kernels})},
+		verifyOption(o.verify)...)...)
 	pr.finish(err == nil)
 	if err != nil {
 		return withDataHint(err, o.model, o.data)
 	}
 	defer m.Close()
+	verifyNote(stderr, m, o.verify, o.verbose)
 	if o.verbose {
 		fmt.Fprintf(stdout, "loaded %s in %v: %d delegate(s), %d inputs, %d outputs\n", o.model, time.Since(start).Round(time.Millisecond), m.NumDelegates(), m.NumInputs(), m.NumOutputs())
 	}
-	if err := checkInputs(m, inputs, o.inputs); err != nil {
+	generated := ""
+	if len(o.inputs) == 0 && m.NumInputs() > 0 {
+		// As bench and profile do: small random values of each input's
+		// dtype and shape, the same every run.
+		inputs = generateInputs(m)
+		generated = describeInputs(inputs)
+	} else if err := checkInputs(m, inputs, o.inputs); err != nil {
 		return err
 	}
 
 	start = time.Now()
 	outs, err := m.Execute(ctx, inputs...)
 	if err != nil {
+		if generated != "" {
+			return fmt.Errorf("%w (no --input: on generated inputs %s)", err, generated)
+		}
 		return err
 	}
 	if o.verbose {
@@ -150,7 +165,21 @@ func runModel(ctx context.Context, o runOptions, stdout, stderr io.Writer) error
 	if o.verbose {
 		printMemoryStats(stdout, m.MemoryStats())
 	}
+	if generated != "" && !o.quiet {
+		// Said at the end, on success only: a failure is one stderr line.
+		fmt.Fprintf(stderr, "wgdelegate: no --input: used generated inputs (seed 1): %s\n", generated)
+	}
 	return nil
+}
+
+// describeInputs lists inputs' dtypes and shapes: "input 0 float32 [2 4],
+// input 1 int64 [1]".
+func describeInputs(inputs []wgdelegate.Tensor) string {
+	parts := make([]string, len(inputs))
+	for i, t := range inputs {
+		parts[i] = fmt.Sprintf("input %d %v %v", i, t.DType, t.Shape)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // openDevice opens the device a run uses and returns the function that
@@ -162,6 +191,38 @@ var openDevice = func(ctx context.Context, opts wgdelegate.DeviceOptions) (*wgde
 		return nil, nil, err
 	}
 	return dev, func() { dev.Close() }, nil
+}
+
+// verifyOption is WithVerifyData when --verify was given.
+func verifyOption(verify bool) []wgdelegate.Option {
+	if !verify {
+		return nil
+	}
+	return []wgdelegate.Option{wgdelegate.WithVerifyData()}
+}
+
+// verifyNote reports on stderr what --verify could not check: named
+// tensors whose keys are not SHA-256 digests, loaded unchecked (one
+// warning line); with verbose also what it checked.
+func verifyNote(stderr io.Writer, m *wgdelegate.Model, verify, verbose bool) {
+	if !verify {
+		return
+	}
+	st := m.VerifyStats()
+	if verbose {
+		fmt.Fprintf(stderr, "verified %d named tensors (%s) against their SHA-256 keys in %v\n", st.Tensors, mib(st.Bytes), st.Elapsed.Round(time.Millisecond))
+	}
+	if st.Unverifiable > 0 {
+		keys := make([]string, len(st.Keys))
+		for i, k := range st.Keys {
+			keys[i] = strconv.Quote(k)
+		}
+		if st.Unverifiable > len(keys) {
+			keys = append(keys, "...")
+		}
+		fmt.Fprintf(stderr, "wgdelegate: warning: --verify: %d named tensor(s) have keys that are not SHA-256 digests and were loaded unchecked: %s\n",
+			st.Unverifiable, strings.Join(keys, ", "))
+	}
 }
 
 // withDataHint adds to a load error what to do when a named constant is

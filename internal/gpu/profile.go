@@ -75,6 +75,38 @@ static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, 
 	}
 	return wgd_finish_submit(dev, queue, enc, err);
 }
+// wgdp_submit_pass encodes dispatches d[0..n) in ONE compute pass, as Run
+// does, writing timestamps first (begin) and first+1 (end) when qs is set,
+// resolved into resolve and copied into staging as wgdp_submit does. It
+// returns 0, or -1 with err set (nothing submitted).
+static int wgdp_submit_pass(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs,
+		wgdH resolve, wgdH staging, void *errp) {
+	const wgdpDispatch *d = (const wgdpDispatch *)dv;
+	wgdErr *err = (wgdErr *)errp;
+	wgpuDevicePushErrorScope(dev, 0);
+	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
+	if (!enc) {
+		wgd_pop(dev, err);
+		return -1;
+	}
+	wgdpTimestampWrites tw = {qs, 0, 1};
+	wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
+	wgdH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
+	for (size_t i = 0; i < n; i++) {
+		if (d[i].x != 0 && d[i].y != 0 && d[i].z != 0) {
+			wgpuComputePassEncoderSetPipeline(pass, d[i].pipe);
+			wgpuComputePassEncoderSetBindGroup(pass, 0, d[i].group, 0, NULL);
+			wgpuComputePassEncoderDispatchWorkgroups(pass, d[i].x, d[i].y, d[i].z);
+		}
+	}
+	wgpuComputePassEncoderEnd(pass);
+	wgpuComputePassEncoderRelease(pass);
+	if (qs) {
+		wgpuCommandEncoderResolveQuerySet(enc, qs, 0, 2, resolve, 0);
+		wgpuCommandEncoderCopyBufferToBuffer(enc, resolve, 0, staging, 0, 16);
+	}
+	return wgd_finish_submit(dev, queue, enc, err);
+}
 */
 import "C"
 
@@ -362,4 +394,98 @@ func (p *Program) profileCPU(ctx context.Context) ([]time.Duration, error) {
 		out[i] = time.Since(t)
 	}
 	return out, d.checkLostLocked("profile")
+}
+
+// ProfilePass runs the program's dispatches once more in one compute pass,
+// as Run does (no uploads, no readbacks), and returns the GPU time of the
+// whole pass and the timing source: ProfileTimestamp when the device has
+// timestamp queries (written at the pass's start and end), ProfileCPU
+// otherwise (the submission waited for on the host, its latency included).
+// Unlike Profile's per-dispatch times, it keeps the overlap between
+// dispatches that one pass allows, and it pays no per-pass cost per
+// dispatch: it is the step's own GPU time.
+func (p *Program) ProfilePass(ctx context.Context) (time.Duration, string, error) {
+	d := p.d
+	d.mu.Lock()
+	useTS := d.timestamps && !d.prof.forceCPU
+	d.mu.Unlock()
+	if useTS {
+		t, err := p.passTimestamps(ctx)
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrDeviceLost) || errors.Is(err, ErrClosed) {
+			return t, ProfileTimestamp, err
+		}
+		d.log.Warn("gpu: timestamp profiling failed; timing on the CPU", "err", err)
+	}
+	t, err := p.passCPU(ctx)
+	return t, ProfileCPU, err
+}
+
+func (p *Program) passTimestamps(ctx context.Context) (time.Duration, error) {
+	d := p.d
+	period, err := d.TimestampPeriod(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st, err := d.NewBuffer(Staging, 16, "profile staging")
+	if err != nil {
+		return 0, err
+	}
+	defer st.Release()
+	rb, err := d.newResolveBuffer(16)
+	if err != nil {
+		return 0, err
+	}
+	defer rb.Release()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usableLocked("profile"); err != nil {
+		return 0, err
+	}
+	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), 2, unsafe.Pointer(d.raw.err))
+	if qs == nil {
+		return 0, d.scopeError("create query set")
+	}
+	defer C.wgdp_query_set_free(qs)
+	var dp unsafe.Pointer
+	if len(p.p.dispatches) > 0 {
+		dp = unsafe.Pointer(&p.p.dispatches[0])
+	}
+	if C.wgdp_submit_pass(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), dp, C.size_t(len(p.p.dispatches)), qs,
+		C.wgdH(rawBuffer(rb.b)), C.wgdH(rawBuffer(st.b)), unsafe.Pointer(d.raw.err)) != 0 {
+		return 0, d.scopeError("profile")
+	}
+	data, err := d.mapStagingLocked(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	b := binary.LittleEndian.Uint64(data[0:])
+	e := binary.LittleEndian.Uint64(data[8:])
+	d.rawUnmap(st)
+	st.state = unmapped
+	var t time.Duration
+	if e > b {
+		t = time.Duration(float64(e-b) * period)
+	}
+	return t, d.checkLostLocked("profile")
+}
+
+func (p *Program) passCPU(ctx context.Context) (time.Duration, error) {
+	d := p.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usableLocked("profile"); err != nil {
+		return 0, err
+	}
+	var dp unsafe.Pointer
+	if len(p.p.dispatches) > 0 {
+		dp = unsafe.Pointer(&p.p.dispatches[0])
+	}
+	t := time.Now()
+	if C.wgdp_submit_pass(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), dp, C.size_t(len(p.p.dispatches)), nil, nil, nil, unsafe.Pointer(d.raw.err)) != 0 {
+		return 0, d.scopeError("profile")
+	}
+	if err := d.waitIdleLocked(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(t), d.checkLostLocked("profile")
 }

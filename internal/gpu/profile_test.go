@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/shaders"
@@ -129,5 +130,92 @@ func TestProfileCancelled(t *testing.T) {
 	// The device still works.
 	if _, _, err := prog.Profile(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProfilePass times the program's dispatches in one pass, with
+// timestamps and with the CPU fallback: the pass runs every non-empty
+// dispatch once, in order (three dependent increments leave 3 in every
+// word), reports a positive time, and leaves no GPU objects behind.
+func TestProfilePass(t *testing.T) {
+	for _, cpu := range []bool{false, true} {
+		want := ProfileCPU
+		if testDev.HasTimestamps() && !cpu {
+			want = ProfileTimestamp
+		}
+		t.Run(want, func(t *testing.T) {
+			d := testDev
+			d.mu.Lock()
+			d.prof.forceCPU = cpu
+			d.mu.Unlock()
+			defer func() {
+				d.mu.Lock()
+				d.prof.forceCPU = false
+				d.mu.Unlock()
+			}()
+			const n = 1 << 12
+			p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := d.LiveObjects()
+			buf, err := d.NewBuffer(Storage, 4*n, "data")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer buf.Release()
+			st, err := d.NewBuffer(Staging, 4*n, "staging")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Release()
+			bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bg.Release()
+			if err := d.Write(buf, 0, make([]byte, 4*n)); err != nil {
+				t.Fatal(err)
+			}
+			wg := uint32(n / 64)
+			prog := d.Prepare([]Dispatch{
+				{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+				{Pipeline: p, Group: bg, X: 0, Y: 1, Z: 1},
+				{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+				{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
+			}, nil)
+			dur, source, err := prog.ProfilePass(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("source %s, one pass %v", source, dur)
+			if source != want {
+				t.Errorf("source %q, want %q", source, want)
+			}
+			if dur <= 0 {
+				t.Errorf("one pass took %v, want > 0", dur)
+			}
+			if err := d.Run(context.Background(), nil, []Readback{{Src: buf, Dst: st, Size: 4 * n}}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := st.Mapped()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				if v := binary.LittleEndian.Uint32(m[4*i:]); v != 3 {
+					t.Fatalf("word %d = %d after the pass, want 3 (each non-empty dispatch once)", i, v)
+				}
+			}
+			if err := st.Unmap(); err != nil {
+				t.Fatal(err)
+			}
+			bg.Release()
+			st.Release()
+			buf.Release()
+			if after := d.LiveObjects(); after != before {
+				t.Errorf("live objects %+v after the pass, %+v before", after, before)
+			}
+		})
 	}
 }

@@ -303,45 +303,82 @@ func WriteLlama2C(out io.Writer, cfg LlamaConfig, w *LlamaWeights) error {
 // checkpoint.
 var ErrLlama2C = errors.New("malformed llama2.c checkpoint")
 
-// ReadLlama2C reads a llama2.c checkpoint. The config it returns has the
-// checkpoint's sizes, MaxSeq = seq_len, MaxTokens 1 and run.c's Eps
-// (1e-5) and RopeTheta (10000). A shared classifier comes back as Output
-// aliasing Embedding. The file must hold exactly the arrays the header
-// calls for.
-func ReadLlama2C(data []byte) (LlamaConfig, *LlamaWeights, error) {
+// ErrLlama2CVersion is wrapped, with ErrLlama2C, by the error ReadLlama2C
+// returns for a checkpoint of llama2.c's later export versions (1: float32,
+// 2: int8), which start with the magic "ak42" (the uint32 0x616b3432) and a
+// version number: run.c reads only the legacy version-0 format, and so
+// does ReadLlama2C. llama2.c's export.py writes version 0 with --version 0.
+var ErrLlama2CVersion = errors.New("llama2.c export version other than 0")
+
+// llama2cMagic is the first uint32 of a version-1 or later llama2.c
+// export ("ak42"; the bytes "24ka" in the file).
+const llama2cMagic = 0x616b3432
+
+// ParseLlama2CHeader reads a llama2.c checkpoint's header, as ReadLlama2C
+// does, and checks it and the size of data without reading the weights:
+// the config ReadLlama2C would return and whether the classifier is the
+// embedding (a positive vocab_size).
+func ParseLlama2CHeader(data []byte) (cfg LlamaConfig, shared bool, err error) {
+	if len(data) >= 4 && binary.LittleEndian.Uint32(data) == llama2cMagic {
+		version := "of an unknown version"
+		if len(data) >= 8 {
+			version = fmt.Sprintf("version %d", int32(binary.LittleEndian.Uint32(data[4:])))
+		}
+		return LlamaConfig{}, false, fmt.Errorf("models: %w: %w: magic \"ak42\", %s; run.c reads only the legacy version-0 format (export.py --version 0)",
+			ErrLlama2C, ErrLlama2CVersion, version)
+	}
 	if len(data) < llama2cHeader {
-		return LlamaConfig{}, nil, fmt.Errorf("models: %w: %d bytes, shorter than the header", ErrLlama2C, len(data))
+		return LlamaConfig{}, false, fmt.Errorf("models: %w: %d bytes, shorter than the header", ErrLlama2C, len(data))
 	}
 	var h [7]int64
 	for i := range h {
 		h[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
 	}
-	shared := h[5] > 0
+	shared = h[5] > 0
 	vocab := h[5]
 	if vocab < 0 {
 		vocab = -vocab
 	}
 	for i, v := range []int64{h[0], h[1], h[2], h[3], h[4], vocab, h[6]} {
 		if v <= 0 || v > maxLlama2CSize {
-			return LlamaConfig{}, nil, fmt.Errorf("models: %w: header field %d is %d, want 1..%d", ErrLlama2C, i, v, maxLlama2CSize)
+			return LlamaConfig{}, false, fmt.Errorf("models: %w: header field %d is %d, want 1..%d", ErrLlama2C, i, v, maxLlama2CSize)
 		}
 	}
-	cfg := LlamaConfig{Dim: h[0], Hidden: h[1], Layers: h[2], Heads: h[3], KVHeads: h[4], Vocab: vocab, MaxSeq: h[6],
+	cfg = LlamaConfig{Dim: h[0], Hidden: h[1], Layers: h[2], Heads: h[3], KVHeads: h[4], Vocab: vocab, MaxSeq: h[6],
 		MaxTokens: 1, Eps: 1e-5, RopeTheta: 10000}
 	if err := cfg.Validate(); err != nil {
-		return LlamaConfig{}, nil, fmt.Errorf("%w: %w", ErrLlama2C, err)
+		return LlamaConfig{}, false, fmt.Errorf("%w: %w", ErrLlama2C, err)
 	}
 	hd := cfg.HeadDim()
 	qd, kvd := cfg.Heads*hd, cfg.KVHeads*hd
-	// Every field is at most 2^18, so these sums of products fit in an
-	// int64.
+	// Every field is at most 2^19 (and the query width is Dim), so the
+	// largest term, Layers·7·Dim², stays below 2^60: these sums of
+	// products, times 4, fit in an int64.
 	floats := cfg.Vocab*cfg.Dim + cfg.Layers*(2*cfg.Dim+2*qd*cfg.Dim+2*kvd*cfg.Dim+3*cfg.Hidden*cfg.Dim) + cfg.Dim + cfg.MaxSeq*hd
 	if !shared {
 		floats += cfg.Vocab * cfg.Dim
 	}
-	if want := llama2cHeader + 4*floats; int64(len(data)) != want {
-		return LlamaConfig{}, nil, fmt.Errorf("models: %w: %d bytes, the header calls for %d", ErrLlama2C, len(data), want)
+	switch want := llama2cHeader + 4*floats; {
+	case int64(len(data)) < want:
+		return LlamaConfig{}, false, fmt.Errorf("models: %w: truncated: %d bytes, the header calls for %d", ErrLlama2C, len(data), want)
+	case int64(len(data)) > want:
+		return LlamaConfig{}, false, fmt.Errorf("models: %w: %d bytes, %d more than the header calls for", ErrLlama2C, len(data), int64(len(data))-want)
 	}
+	return cfg, shared, nil
+}
+
+// ReadLlama2C reads a llama2.c checkpoint. The config it returns has the
+// checkpoint's sizes, MaxSeq = seq_len, MaxTokens 1 and run.c's Eps
+// (1e-5) and RopeTheta (10000). A shared classifier comes back as Output
+// aliasing Embedding. The file must hold exactly the arrays the header
+// calls for.
+func ReadLlama2C(data []byte) (LlamaConfig, *LlamaWeights, error) {
+	cfg, shared, err := ParseLlama2CHeader(data)
+	if err != nil {
+		return LlamaConfig{}, nil, err
+	}
+	hd := cfg.HeadDim()
+	qd, kvd := cfg.Heads*hd, cfg.KVHeads*hd
 	off := llama2cHeader
 	next := func(n int64) []float32 {
 		v := make([]float32, n)

@@ -58,6 +58,9 @@ var Allowed = []Allow{
 	// gemv_fused.wgsl's rms_norm prologue (norm.wgsl's formula).
 	{File: "gemv_fused.wgsl", Func: "main", Expr: "1.0 / sqrt(ssum / n + params.eps)", Reason: whyNorm},
 	{File: "gemv_fused.wgsl", Func: "main", Expr: "ssum / n", Reason: whyNorm},
+	// gemv_quant.wgsl's fused form: the same prologue.
+	{File: "gemv_quant.wgsl", Func: "main", Expr: "1.0 / sqrt(ssum / n + params.eps)", Reason: whyNorm},
+	{File: "gemv_quant.wgsl", Func: "main", Expr: "ssum / n", Reason: whyNorm},
 	// softmax.wgsl and the attention kernel's softmax.
 	{File: "softmax.wgsl", Func: "result", Expr: "exp(v - m) / s", Reason: whySoftmax},
 	{File: "attention.wgsl", Func: "main", Expr: "r / sum", Reason: whySoftmax},

@@ -37,6 +37,45 @@ func benchConfig(b *testing.B, cfg ops.Config) ops.Config {
 	return cfg
 }
 
+// benchFamily is the kernel family the kernel benchmarks load on dev:
+// -bench-kernels, or with "auto" the device's (cpu on a CPU adapter).
+func benchFamily(b *testing.B, dev *gpu.Device) ops.Family {
+	f := benchConfig(b, ops.Config{}).Family
+	if f == ops.FamilyAuto {
+		f = ops.FamilyGPU
+		if dev.Info().AdapterType == "cpu" {
+			f = ops.FamilyCPU
+		}
+	}
+	return f
+}
+
+// oldKernels returns the variant that runs what the gpu family ran before
+// the kernels that skip (ops.Config.SkipKernels) names, cfg otherwise
+// unchanged, or false when the benchmarks load another family (where the
+// two would be the same kernels).
+func oldKernels(b *testing.B, dev *gpu.Device, v benchVariant, skip string) (benchVariant, bool) {
+	if benchFamily(b, dev) != ops.FamilyGPU {
+		return benchVariant{}, false
+	}
+	v.cfg.SkipKernels = skip
+	v.graphs = nil
+	return v, true
+}
+
+// reportOld reports the old-kernel variant's rate (old-<unit>, work in
+// giga-units over its kernel time), its old-kernel-ms, and x-old, its
+// kernel time over the new kernel's (above 1: the new kernel is faster).
+func reportOld(b *testing.B, work float64, unit string, tNew, tOld benchTimes) {
+	reportRate(b, work, tOld.kernel, "old-"+unit)
+	if !math.IsNaN(tOld.kernel) {
+		b.ReportMetric(tOld.kernel*1e3, "old-kernel-ms")
+		if !math.IsNaN(tNew.kernel) {
+			b.ReportMetric(tOld.kernel/tNew.kernel, "x-old")
+		}
+	}
+}
+
 // weightCopies returns how many copies of a weight of wbytes a bandwidth
 // benchmark rotates through: enough that any all but one of them exceed
 // -bench-stream-mb (64 MB on a GPU), so that a weight has left the GPU's

@@ -26,7 +26,11 @@ var matmulBenchSizes = []int64{64, 256, 512, 1024, 2048}
 // identity graph's, the measure before GPU timestamps) and x-gonum,
 // gonum's blas32.Gemm on the same shapes in the same iterations over the
 // kernel time. The -bench-kernels flag picks the kernel family (the
-// device's by default).
+// device's by default). Under the gpu family, from N = 65 the same graph
+// also runs on the 64×64 tiled kernel that the 128×128 one replaced
+// (ops.Config.SkipKernels "gpu/tiled128"), in the same iterations:
+// old-GFLOP/s, old-kernel-ms and x-old (its kernel time over the
+// default's).
 //
 //	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
@@ -48,8 +52,15 @@ func BenchmarkMatmul(b *testing.B) {
 			sb.Outputs(out)
 			in := []graph.Tensor{{DType: f, Shape: []int64{n, n}, Data: RandTensor(r, f, []int64{n, n}, -1, 1).Encode()}}
 			vs := []benchVariant{{sb: sb, in: in}}
+			if old, ok := oldKernels(b, dev, vs[0], "gpu/tiled128"); ok && n >= 65 {
+				vs = append(vs, old)
+			}
 			ts, ref := timeVariants(b, dev, vs, capRef(2*float64(n*n*n), gonumGemm(r, n)))
-			reportVariants(b, vs, ts, []float64{2 * float64(n*n*n) / 1e9}, "GFLOP/s", ref)
+			work := 2 * float64(n*n*n) / 1e9
+			reportVariants(b, vs[:1], ts[:1], []float64{work}, "GFLOP/s", ref)
+			if len(ts) > 1 {
+				reportOld(b, work, "GFLOP/s", ts[0], ts[1])
+			}
 		})
 	}
 }
@@ -255,7 +266,11 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 // gonum's blas32.Gemm(NoTrans, Trans) on the same shapes timed in the same
 // iterations over the kernel time (above 1: the GPU kernel is faster). The
 // weight is read from more than 64 MB of copies a pass on a GPU, as in
-// BenchmarkGEMV.
+// BenchmarkGEMV. Under the gpu family, where issue 33's kernels serve the
+// shape (more than 64 rows: the 128×128 tiled matmul; 9 to 16: the
+// skinny linear), the same graph also runs on the kernels they replaced
+// (ops.Config.SkipKernels) in the same iterations: old-GFLOP/s,
+// old-kernel-ms and x-old (its kernel time over the default's).
 //
 //	go test -run '^$' -bench LinearShapes -count 5 ./ops/opstest
 func BenchmarkLinearShapes(b *testing.B) {
@@ -282,13 +297,24 @@ func BenchmarkLinearShapes(b *testing.B) {
 				sb.Outputs(out)
 				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
 				vs := []benchVariant{{sb: sb, copies: weightCopies(dev, 4*n*k), in: in}}
+				if old, ok := oldKernels(b, dev, vs[0], newFloatKernels); ok && (m > 64 || m > 8 && m <= 16) {
+					vs = append(vs, old)
+				}
 				ts, ref := timeVariants(b, dev, vs, gonumLinear(xt.V, wt.V, m, n, k))
-				reportVariants(b, vs, ts, []float64{2 * float64(m*n*k) / 1e9}, "GFLOP/s", ref)
+				work := 2 * float64(m*n*k) / 1e9
+				reportVariants(b, vs[:1], ts[:1], []float64{work}, "GFLOP/s", ref)
 				reportRate(b, 4*float64(n*k)/1e9, ts[0].kernel, "GB/s")
+				if len(ts) > 1 {
+					reportOld(b, work, "GFLOP/s", ts[0], ts[1])
+				}
 			})
 		}
 	}
 }
+
+// newFloatKernels are issue 33's float32 linear-family kernels, the
+// SkipKernels of BenchmarkLinearShapes' old variant.
+const newFloatKernels = "gpu/tiled128,gpu/skinny"
 
 // gonumLinear returns a func running blas32.Gemm(NoTrans, Trans) for
 // x [M, K] · w [N, K]ᵀ, the CPU reference of aten.linear, or nil past

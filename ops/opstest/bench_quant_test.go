@@ -25,7 +25,11 @@ import (
 // graph in copies that together exceed 64 MB on a GPU (-bench-stream-mb)
 // so the weights come from memory. q4-GB/s counts the packed weight and
 // scale bytes (read once per dispatch), GFLOP/s 2·M·K·N; q4-speedup is the
-// f32 kernel time over the q4 one.
+// f32 kernel time over the q4 one. Under the gpu family at M = 1, q4old is
+// the same graph on the kernels the weight-word GEMV replaced (ops.Config.SkipKernels
+// "gpu/q4gemv": gemv_gpu.wgsl's 16-byte units for M ≤ 16), timed in the
+// same iterations: q4old-GB/s, q4old-kernel-ms, and x-q4old, its kernel
+// time over q4's (above 1: the new kernel is faster).
 //
 //	go test -run '^$' -bench LinearQ4gsw -count 5 ./ops/opstest
 func BenchmarkLinearQ4gsw(b *testing.B) {
@@ -68,6 +72,12 @@ func benchQ4gsw(b *testing.B, dev *gpu.Device, m, k, n, g int64) {
 		{name: "q4", sb: qb, copies: qcopies, in: feed},
 		{name: "tiled", sb: qb, cfg: ops.Config{NoQGEMV: true}, copies: qcopies, in: feed},
 	}
+	old, hasOld := oldKernels(b, dev, vs[0], "gpu/q4gemv")
+	hasOld = hasOld && m <= 8 // past 8 rows both run gemv_gpu.wgsl
+	if hasOld {
+		old.name = "q4old"
+		vs = append(vs, old)
+	}
 	fbytes := 4 * n * k
 	if lim := dev.Limits(); uint64(fbytes) <= lim.MaxStorageBufferBindingSize && uint64(fbytes) <= lim.MaxBufferSize {
 		fb := serialization.NewBuilder()
@@ -90,6 +100,17 @@ func benchQ4gsw(b *testing.B, dev *gpu.Device, m, k, n, g int64) {
 		if !math.IsNaN(kt) {
 			b.ReportMetric(kt/kq, "x-tiled")
 		}
+	}
+	if hasOld {
+		ko := ts[2].kernel
+		reportRate(b, float64(qbytes)/1e9, ko, "q4old-GB/s")
+		if !math.IsNaN(ko) {
+			b.ReportMetric(ko*1e3, "q4old-kernel-ms")
+			if !math.IsNaN(kq) {
+				b.ReportMetric(ko/kq, "x-q4old")
+			}
+		}
+		ts = append(ts[:2], ts[3:]...)
 	}
 	if len(ts) > 2 {
 		kf := ts[2].kernel

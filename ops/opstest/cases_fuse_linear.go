@@ -58,6 +58,15 @@ func init() {
 		{name: "q4_swiglu", m: 1, k: 64, ns: []int64{24, 24}, swiglu: true, q4: 32, want: 1},
 		{name: "q4_classifier_g64", m: 1, k: 128, ns: []int64{40}, q4: 64, want: 1},
 		{name: "q4_long_k", m: 1, k: 1056, ns: []int64{9, 17}, q4: 32, want: 1},
+		// The GPU family's weight-word GEMV (gemv_quant.wgsl) fused: column
+		// blocks of 32 rows (N past one and not a multiple), group 64;
+		// and K whose staged input leaves room for 2 and 1 rows a warp
+		// in 32 KiB of workgroup memory (lavapipe's; 4 in 48 KiB).
+		{name: "q4_swiglu_wide", m: 1, k: 256, ns: []int64{70, 70}, swiglu: true, q4: 64, want: 1},
+		{name: "q4_qkv_wide", m: 1, k: 128, ns: []int64{33, 65, 7}, q4: 128, want: 1, at8: 2},
+		{name: "q4_swiglu_k7168", m: 1, k: 7168, ns: []int64{9, 9}, swiglu: true, q4: 32, want: 1},
+		{name: "q4_classifier_k7680", m: 1, k: 7680, ns: []int64{37}, q4: 256, want: 1},
+		{name: "q4_swiglu_k7680", m: 1, k: 7680, ns: []int64{5, 5}, swiglu: true, q4: 64, want: 1},
 		// More linears than one dispatch binds: two.
 		{name: "four_linears", m: 1, k: 64, ns: []int64{16, 8, 8, 4}, want: 2},
 		// Under the exporter's greedy plan the norm's input dies at the

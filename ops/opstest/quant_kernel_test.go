@@ -14,7 +14,8 @@ import (
 // ops.Config.NoQGEMV moves every one-row case to the tiled kernel; in the
 // gpu family those of at most 16 rows with K a multiple of 32 (the groups
 // are 32 or 64) run gemv_gpu.wgsl, the others (and all under NoQGEMV)
-// matmul_gpu.wgsl's tiled "q" form.
+// matmul_gpu.wgsl's tiled "q" form; those of at most 8 rows with K a
+// multiple of 8 run gemv_quant.wgsl (TestGPUKernelChoice has the rest).
 func TestQuantLinearKernelChoice(t *testing.T) {
 	t.Parallel()
 	dev := testDevice(t)
@@ -39,7 +40,10 @@ func TestQuantLinearKernelChoice(t *testing.T) {
 					if _, err := fmt.Sscanf(c.Name[strings.LastIndex(c.Name, "/M"):], "/M%d_K%d", &m, &k); err != nil {
 						t.Fatalf("no M and K in the name: %v", err)
 					}
-					if m <= 16 && k%32 == 0 {
+					switch {
+					case m <= 8 && k%8 == 0: // the weight-word GEMV (linear_gpu_quant.go)
+						want = "gemv_quant.wgsl"
+					case m <= 16 && k%32 == 0:
 						want = "gemv_gpu.wgsl"
 					}
 				case strings.HasSuffix(c.Name, "/qgemv"):
