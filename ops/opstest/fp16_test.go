@@ -30,17 +30,19 @@ func TestConformanceFP16(t *testing.T) {
 // the cases of the linear family's ops (FamilyCases): the family decides
 // no other op's kernels, so the others would run the same kernels twice
 // (TestNumericsGuard checks that every other case records the same
-// kernels under both families).
+// kernels under both families). On a CPU adapter outside the long sweeps
+// a family case runs one plan in each family (coverFamilies).
 func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
+	cpuCases, gpuCases := coverFamilies(GPU{Dev: dev}, cases)
 	t.Run("cpu", func(t *testing.T) {
 		c := cfg
 		c.Family = ops.FamilyCPU
-		Run(t, GPU{Dev: dev, Kernels: c}, cases)
+		Run(t, GPU{Dev: dev, Kernels: c}, cpuCases)
 	})
 	t.Run("gpu", func(t *testing.T) {
 		c := cfg
 		c.Family = ops.FamilyGPU
-		Run(t, GPU{Dev: dev, Kernels: c}, FamilyCases(cases))
+		Run(t, GPU{Dev: dev, Kernels: c}, gpuCases)
 	})
 }
 

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
@@ -76,6 +75,9 @@ type Case struct {
 	// on the bits), so it gets no subnormal allowance on an adapter that
 	// flushes (see subnormal.go).
 	SubnormalExact bool
+	// only, when set, is the one plan the first input set runs under
+	// outside the long sweeps (coverFamilies).
+	only Plan
 }
 
 // heavy returns c marked Heavy.
@@ -253,21 +255,6 @@ const LargeBytes = 4 << 20
 // adapter.
 type cpuAdapter interface{ CPUAdapter() bool }
 
-// plansOf is the plans a case built as b, with named constants named and
-// inputs, runs under with seed on be: plansFor(seed), less the dedicated
-// plan for a large case on a CPU adapter outside the long sweeps
-// (LargeBytes).
-func plansOf(be Backend, b *serialization.Builder, named []serialization.NamedBlob, inputs []*reference.Tensor, seed uint64) []Plan {
-	plans := plansFor(seed)
-	if len(plans) < 2 || (testenv.Long() && !testing.Short()) {
-		return plans
-	}
-	if a, ok := be.(cpuAdapter); !ok || !a.CPUAdapter() || caseBytes(b, named, inputs) < LargeBytes {
-		return plans
-	}
-	return []Plan{PlanExporter}
-}
-
 // caseBytes is the size of a case's constants and inputs.
 func caseBytes(b *serialization.Builder, named []serialization.NamedBlob, inputs []*reference.Tensor) int64 {
 	n := int64(len(b.InlineData()))
@@ -304,7 +291,7 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 	// as ±0.
 	flush := flushes(be) && !c.SubnormalExact
 	dispatches := map[Plan]int{}
-	for _, plan := range plansOf(be, b, named, inputs, seed) {
+	for _, plan := range plansOf(be, c, b, named, inputs, seed) {
 		switch plan {
 		case PlanDedicated:
 			memplan.PlanDedicated(b.Graph())
@@ -464,16 +451,4 @@ func FamilyCases(cases []Case) []Case {
 		}
 	}
 	return out
-}
-
-// holdsFamilyOp reports whether g holds an op whose kernels the kernel
-// family decides (ops.LinearFamilyOps).
-func holdsFamilyOp(g *serialization.Graph) bool {
-	fam := ops.LinearFamilyOps()
-	for _, op := range g.Chain {
-		if slices.Contains(fam, op.Name) {
-			return true
-		}
-	}
-	return false
 }

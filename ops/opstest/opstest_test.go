@@ -90,32 +90,34 @@ func TestDefaultCoverage(t *testing.T) {
 		plan Plan
 	}
 	ran := map[string]map[run]bool{}
-	large := 0
-	for _, c := range Cases {
-		b := serialization.NewBuilder()
-		inputs := c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-		named := b.NamedBlobs()
-		plans := plansOf(be, b, named, inputs, 1)
-		if len(plans) < 2 {
-			large++
-		}
-		fams := []ops.Family{ops.FamilyCPU}
-		if !c.Heavy && holdsFamilyOp(b.Graph()) {
-			fams = append(fams, ops.FamilyGPU)
-		}
-		for _, op := range b.Graph().Chain {
-			if ran[op.Name] == nil {
-				ran[op.Name] = map[run]bool{}
+	large, once := 0, 0
+	cpuCases, gpuCases := coverFamilies(be, Cases)
+	for _, fc := range []struct {
+		fam   ops.Family
+		cases []Case
+	}{{ops.FamilyCPU, cpuCases}, {ops.FamilyGPU, gpuCases}} {
+		for _, c := range fc.cases {
+			b := serialization.NewBuilder()
+			inputs := c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+			plans := plansOf(be, c, b, b.NamedBlobs(), inputs, 1)
+			switch {
+			case c.only != "":
+				once++
+			case len(plans) < 2:
+				large++
 			}
-			for _, f := range fams {
+			for _, op := range b.Graph().Chain {
+				if ran[op.Name] == nil {
+					ran[op.Name] = map[run]bool{}
+				}
 				for _, p := range plans {
-					ran[op.Name][run{f, p}] = true
+					ran[op.Name][run{fc.fam, p}] = true
 				}
 			}
 		}
 	}
 	family := map[string]bool{}
-	for _, n := range ops.LinearFamilyOps() {
+	for _, n := range familyOps() {
 		family[n] = true
 	}
 	for _, n := range ops.Names() {
@@ -131,7 +133,8 @@ func TestDefaultCoverage(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d ops, %d cases, %d of them large (one plan here)", len(ops.Names()), len(Cases), large)
+	t.Logf("%d ops, %d cases (%d in the gpu family): %d runs of a large case and %d of a family case under one plan here",
+		len(ops.Names()), len(cpuCases), len(gpuCases), large, once)
 }
 
 // adapterBackend is the reference as a Backend that says whether it runs
@@ -190,7 +193,7 @@ func TestPlansOf(t *testing.T) {
 			}
 			t.Setenv(testenv.LongEnv, long)
 			b, inputs := build(c.inputs, c.constants)
-			got := plansOf(c.be, b, b.NamedBlobs(), inputs, c.seed)
+			got := plansOf(c.be, Case{}, b, b.NamedBlobs(), inputs, c.seed)
 			if testing.Short() && c.long && len(c.want) == 2 {
 				c.want = exporter // -short keeps to the default's runs
 			}
