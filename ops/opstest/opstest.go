@@ -33,11 +33,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/memplan"
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -94,7 +91,8 @@ var Cases []Case
 // -short run the first, under both memory plans.
 const Seeds = 3
 
-// Backend runs a graph for the suite: the GPU graph (GPU), the plain-Go
+// Backend runs a graph for the suite: the GPU graph (gpubackend.GPU, in
+// its own package so that this one does not link graph), the plain-Go
 // reference interpreter (Reference), or any other implementation of the
 // format. Its arguments are the format's own bytes and public types, so a
 // backend can live outside this module.
@@ -105,59 +103,6 @@ type Backend interface {
 	// notion).
 	Run(ctx context.Context, blob []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) (outs []*reference.Tensor, dispatches int, err error)
 }
-
-// GPU is the Backend of graph.Build on Dev, loaded with kernel choices
-// Kernels.
-type GPU struct {
-	Dev     *gpu.Device
-	Kernels ops.Config
-	// MaxBindingSize lowers the device's binding and buffer size limits
-	// for the load (graph.Options.MaxBindingSize; 0: the device's), so
-	// that small weights are held in chunks.
-	MaxBindingSize uint64
-	// Inspect, when set, is called with each loaded graph before it runs
-	// (a test checks what the load made: chunks, memory); its error fails
-	// the run.
-	Inspect func(*graph.WebGPUGraph) error
-}
-
-// Run implements Backend.
-func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
-	blob, nd, err := decode(raw, named)
-	if err != nil {
-		return nil, 0, err
-	}
-	g, err := graph.Build(ctx, b.Dev, blob, graph.Options{NamedData: nd, Kernels: b.Kernels, MaxBindingSize: b.MaxBindingSize})
-	if err != nil {
-		return nil, 0, fmt.Errorf("gpu build: %w", err)
-	}
-	defer g.Close()
-	if b.Inspect != nil {
-		if err := b.Inspect(g); err != nil {
-			return nil, 0, err
-		}
-	}
-	hostIn := make([]graph.Tensor, len(inputs))
-	for i, in := range inputs {
-		hostIn[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
-	}
-	got, err := g.Execute(ctx, hostIn)
-	if err != nil {
-		return nil, 0, fmt.Errorf("gpu execute: %w", err)
-	}
-	outs := make([]*reference.Tensor, len(got))
-	for i, o := range got {
-		if outs[i], err = reference.Decode(o.DType, o.Shape, o.Data); err != nil {
-			return nil, 0, err
-		}
-	}
-	return outs, len(g.Dispatches()), nil
-}
-
-// CPUAdapter reports whether b's device is a CPU adapter (lavapipe), where
-// a large case's first seed runs under one memory plan outside the long
-// sweeps (LargeBytes).
-func (b GPU) CPUAdapter() bool { return graph.DeviceProfile(b.Dev).Class == ops.ClassCPU }
 
 // Reference is the Backend of the plain-Go reference interpreter, run
 // with Options (the counterparts of kernel choices that change results).
@@ -241,9 +186,9 @@ func plansFor(seed uint64) []Plan {
 
 // LargeBytes is the size from which a case is large: its inputs and
 // constants take at least this many bytes (a million float32 values).
-// On a backend that runs on a CPU adapter (GPU.CPUAdapter), outside the
-// long sweeps (testenv.Long), the first seed runs a large case under the
-// exporter's plan only: such a case is there for its size (grids past
+// On a backend that runs on a CPU adapter (gpubackend.GPU.CPUAdapter),
+// outside the long sweeps (testenv.Long), the first seed runs a large case
+// under the exporter's plan only: such a case is there for its size (grids past
 // 65535 workgroups, indices past 2^24, long rows), and on lavapipe each
 // plan costs it up to seconds of host and kernel time (the 18 largest
 // took 19 of the 41 s the cpu family's 2,792 cases took on two busy
@@ -406,22 +351,6 @@ func Dims(shape []int64) []uint32 {
 		d[i] = uint32(s)
 	}
 	return d
-}
-
-// Load encodes b's graph, decodes it as a delegate blob and builds it on
-// dev with opts (its named data from b unless opts gives some): the way
-// the suite's tests and benchmarks get a GPU graph from a builder. The
-// caller closes the graph.
-func Load(dev *gpu.Device, b *serialization.Builder, opts graph.Options) (*graph.WebGPUGraph, *serialization.Blob, error) {
-	blob, nd, err := decode(mustBlob(b), b.NamedBlobs())
-	if err != nil {
-		return nil, nil, err
-	}
-	if opts.NamedData == nil {
-		opts.NamedData = nd
-	}
-	g, err := graph.Build(context.Background(), dev, blob, opts)
-	return g, blob, err
 }
 
 // mustBlob encodes b; the suite's builders only hold valid values, so an
