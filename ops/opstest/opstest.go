@@ -8,22 +8,32 @@
 //
 // What a run covers. TestConformance runs every case with its first input
 // set under both memory plans in the cpu kernel family, and the cases
-// whose graphs hold an op the family decides (FamilyCases) under both
-// plans in the gpu family too, whatever the adapter. Outside the long
-// sweeps two things are left out: a large case (LargeBytes) runs under
-// the exporter's plan only on a CPU adapter, and the gpu family skips the
-// Heavy cases. TestDefaultCoverage proves that every registered op still
-// runs under both plans in the cpu family, and every op the family decides
-// under both in the gpu family. The long sweeps (testenv.Long:
-// WGDELEGATE_TEST_LONG=1, as CI runs) add every seed (Seeds), the large
-// cases' dedicated plan, the Heavy cases in the gpu family and the
-// reference against itself. -short, the GPU host's op suite, runs what
-// the default runs: on a GPU adapter, every case under both plans.
+// whose graphs hold an op the family decides (FamilyCases) in the gpu
+// family too, whatever the adapter. On a CPU adapter outside the long
+// sweeps three things are left out: a large case (LargeBytes) runs under
+// the exporter's plan only, a family case runs one plan in each family
+// (coverFamilies: the other plan in the other family), and the gpu family
+// skips the Heavy cases. TestDefaultCoverage proves that every registered
+// op still runs under both plans in the cpu family, and every op the
+// family decides under both in the gpu family. The long sweeps
+// (testenv.Long: WGDELEGATE_TEST_LONG=1, as CI runs) add every seed
+// (Seeds), both plans in both families for every case, the Heavy cases in
+// the gpu family and the reference against itself. -short, the GPU host's
+// op suite (`go test -c ./ops/opstest`, then `ops_opstest.test
+// -test.short`), runs what the default runs: on a GPU adapter, every case
+// under both plans in both families.
 //
-// The package's tests share one device and run in parallel (testDevice in
-// device_test.go); about a minute on two cores for `go test ./ops/opstest`,
-// most of it TestConformance's 3,100 case runs and the numerics guard's
-// builds.
+// Layout. This package holds the cases, the runner (Run, RunCase), the
+// reference comparison and the Backend interface, and links neither graph
+// nor the GPU binding (TestPurePackages); the GPU backend (GPU, Load) is
+// ops/opstest/gpubackend, which this package's tests import, so that one
+// test binary runs every case on the device, and its benchmarks too. The
+// tests share one device and run in parallel (testDevice in
+// device_test.go); `go test ./ops/opstest` takes about 70 s on two cores
+// with other work on the machine (68 s at a load of 2.6), most of it
+// TestConformance's 3,000 case runs and the numerics guard's builds, and
+// about 300 s beside two CPU-bound jobs, well inside the 10-minute
+// per-binary timeout.
 package opstest
 
 import (
