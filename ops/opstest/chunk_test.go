@@ -12,12 +12,19 @@ import (
 // TestConformanceChunked runs ChunkCases under their lowered binding
 // limits, in both kernel families, against the reference, and checks that
 // the load held the weights in as many chunks as the case says (so that a
-// case cannot pass on the unchunked path).
+// case cannot pass on the unchunked path). On a CPU adapter outside the
+// long sweeps a case runs one memory plan in each family, the other plan
+// in the other (cases alternate which), as coverFamilies does for the
+// family cases.
 func TestConformanceChunked(t *testing.T) {
 	t.Parallel()
 	dev := testDevice(t)
-	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
-		for _, c := range ChunkCases {
+	onePlan := GPU{Dev: dev}.CPUAdapter() && !sweeping()
+	for f, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
+		for i, c := range ChunkCases {
+			if onePlan {
+				c.only = []Plan{PlanDedicated, PlanExporter}[(i+f)%2]
+			}
 			t.Run(fmt.Sprintf("%v/%s", fam, c.Name), func(t *testing.T) {
 				be := GPU{Dev: dev, Kernels: ops.Config{Family: fam}, MaxBindingSize: c.Limit,
 					Inspect: func(g *graph.WebGPUGraph) error {
