@@ -29,11 +29,11 @@
 // ops/opstest/gpubackend, which this package's tests import, so that one
 // test binary runs every case on the device, and its benchmarks too. The
 // tests share one device and run in parallel (testDevice in
-// device_test.go); `go test ./ops/opstest` takes about 70 s on two cores
-// with other work on the machine (68 s at a load of 2.6), most of it
-// TestConformance's 3,000 case runs and the numerics guard's builds, and
-// about 300 s beside two CPU-bound jobs, well inside the 10-minute
-// per-binary timeout.
+// device_test.go); `go test ./ops/opstest` takes about a minute on two
+// cores (57–71 s with a little other work on the machine), most of it
+// TestConformance's 3,000 case runs and the numerics guard's builds (each
+// about a third of its CPU time in compiling kernels), and 106–299 s
+// beside two CPU-bound jobs, inside the 10-minute per-binary timeout.
 package opstest
 
 import (
