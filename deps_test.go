@@ -15,7 +15,8 @@ const module = "github.com/wgdelegate/wgdelegate"
 // device, and that some package edges stay cut: npy does not import
 // graph, prepack does not import ops, ops imports neither graph nor lower
 // (a fused op reads its group, never the graph), lower does not import
-// graph. It asks the go tool for each
+// graph, and the op conformance suite (ops/opstest) does not import graph
+// (its GPU backend is ops/opstest/gpubackend, which its tests import). It asks the go tool for each
 // package's dependencies (not counting tests) and is skipped when the go
 // tool is not on PATH.
 func TestPurePackages(t *testing.T) {
@@ -40,6 +41,9 @@ func TestPurePackages(t *testing.T) {
 		{"./ops", []string{module + "/graph", module + "/lower"}},
 		{"./lower", []string{module + "/graph"}},
 		{"./ops/reference", nil},
+		// The conformance suite's cases, runner and comparison; its GPU
+		// backend is ops/opstest/gpubackend, which its tests import.
+		{"./ops/opstest", []string{module + "/graph"}},
 	} {
 		t.Run(strings.TrimPrefix(tc.pkg, "./"), func(t *testing.T) {
 			imports := listDeps(t, goTool, tc.pkg)

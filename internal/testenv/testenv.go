@@ -1,12 +1,16 @@
 // Package testenv says how thoroughly the tests run.
 //
 // The README's `go test ./...` is the contributor's inner loop: every op
-// with one input set under both memory plans, every end-to-end model,
-// in a few minutes on a 2-core machine. With the environment variable
+// with one input set under both memory plans (on a CPU adapter a large op
+// case under one, opstest.LargeBytes, and a case of the kernel family's
+// ops one plan in each family), every end-to-end model, in a few minutes
+// on a 2-core machine. With the environment variable
 // WGDELEGATE_TEST_LONG=1 (CI sets it) the same command also runs the
-// exhaustive sweeps: every seed of every op case (opstest.Seeds), the
-// reference interpreter checked against itself, and the longer soak.
-// -short (the race detector's run) keeps to the default's coverage or less.
+// exhaustive sweeps: every seed of every op case (opstest.Seeds), every
+// case under both plans in both families, the reference interpreter
+// checked against itself, the longer soak and the server's larger load
+// test. -short (the race detector's run) keeps to the default's coverage
+// or less.
 package testenv
 
 import (

@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/llm"
 	"github.com/wgdelegate/wgdelegate/llm/chat"
 	"github.com/wgdelegate/wgdelegate/llm/server"
@@ -36,8 +37,8 @@ type loadCase struct {
 	complete int // completion tokens
 }
 
-// TestLoad sends 64 requests from 16 concurrent clients (24 from 8 under
-// -short) to a server with 4 sessions: chat and completions, streamed and
+// TestLoad sends 24 requests from 8 concurrent clients (64 from 16 in the
+// long sweeps, testenv.Long) to a server with 4 sessions: chat and completions, streamed and
 // not, greedy and seeded sampling, every eighth streamed one abandoned
 // after its first chunk. Every other request must get exactly the reply a
 // lone runner gives; afterwards no goroutine, session, saved state or
@@ -45,9 +46,9 @@ type loadCase struct {
 // (p50, p99) and the tokens per second, measured by the clients (no
 // assertion on them).
 func TestLoad(t *testing.T) {
-	requests, clients := 64, 16
-	if testing.Short() {
-		requests, clients = 24, 8
+	requests, clients := 24, 8
+	if testenv.Long() && !testing.Short() {
+		requests, clients = 64, 16
 	}
 	const budget = 8
 	f := getFixture(t)

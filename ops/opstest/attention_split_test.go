@@ -1,11 +1,9 @@
 package opstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 )
@@ -19,11 +17,8 @@ import (
 // two; and the split cases of cases_attention_split.go with their caches
 // held as halves.
 func TestKVCacheHalfSplit(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var cases []Case
 	for _, s := range []halfKVSpec{
 		{b: 1, hq: 8, hkv: 2, d: 8, maxS: 1024, prefill: 61, decode: 5},

@@ -1,12 +1,10 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -59,11 +57,8 @@ func packable(t *testing.T, c Case) bool {
 // still matches the reference on every conv case. (The conformance suite
 // checks the packed kernel's values.)
 func TestConvPacking(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	cases := convCases()
 	npacked := 0
 	for _, c := range cases {

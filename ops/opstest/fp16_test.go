@@ -1,7 +1,6 @@
 package opstest
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -17,11 +16,8 @@ import (
 // kernel family as TestConformance does (the gpu family the cases of the
 // linear family's ops, every case in the long sweeps).
 func TestConformanceFP16(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	cases := FP16Cases()
 	if len(cases) < 80 {
 		t.Fatalf("only %d fp16 cases: a family pattern no longer matches", len(cases))
@@ -34,17 +30,19 @@ func TestConformanceFP16(t *testing.T) {
 // the cases of the linear family's ops (FamilyCases): the family decides
 // no other op's kernels, so the others would run the same kernels twice
 // (TestNumericsGuard checks that every other case records the same
-// kernels under both families).
+// kernels under both families). On a CPU adapter outside the long sweeps
+// a family case runs one plan in each family (coverFamilies).
 func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
+	cpuCases, gpuCases := coverFamilies(GPU{Dev: dev}, cases)
 	t.Run("cpu", func(t *testing.T) {
 		c := cfg
 		c.Family = ops.FamilyCPU
-		Run(t, GPU{Dev: dev, Kernels: c}, cases)
+		Run(t, GPU{Dev: dev, Kernels: c}, cpuCases)
 	})
 	t.Run("gpu", func(t *testing.T) {
 		c := cfg
 		c.Family = ops.FamilyGPU
-		Run(t, GPU{Dev: dev, Kernels: c}, FamilyCases(cases))
+		Run(t, GPU{Dev: dev, Kernels: c}, gpuCases)
 	})
 }
 
@@ -52,11 +50,8 @@ func runFamilies(t *testing.T, dev *gpu.Device, cfg ops.Config, cases []Case) {
 // and matmuls under ops.Config.NoHalfWeights: FLOAT16 linear weights read
 // as their float32 copy by the float32 kernels.
 func TestConformanceFP16NoHalfWeights(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var cases []Case
 	for _, c := range FP16Cases() {
 		if strings.Contains(c.Name, "linear") || strings.Contains(c.Name, "/mm/") || strings.Contains(c.Name, "addmm") {
@@ -76,11 +71,8 @@ func TestConformanceFP16NoHalfWeights(t *testing.T) {
 // results are checked by TestConformanceFP16 and
 // TestConformanceFP16NoHalfWeights.
 func TestHalfWeightPath(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	for _, c := range []struct {
 		in       []int64
 		n        int64

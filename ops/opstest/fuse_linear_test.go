@@ -1,11 +1,9 @@
 package opstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -15,11 +13,8 @@ import (
 // NoElementwiseFusion every op records one, and that both forms match the
 // reference under both memory plans.
 func TestLinearGroupFusion(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		if !strings.HasPrefix(c.Name, "fuse_linear/") {

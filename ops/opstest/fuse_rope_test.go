@@ -1,11 +1,9 @@
 package opstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -14,11 +12,8 @@ import (
 // nothing changes), under both memory plans, and that fused and unfused
 // (NoElementwiseFusion) both match the reference, the caches included.
 func TestRopeCacheFusion(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		if !strings.HasPrefix(c.Name, "fuse_rope/") {

@@ -56,11 +56,8 @@ func buildCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config, exporter b
 // that with fusion off the same cases record one dispatch per op and still
 // match the reference (the unfused form of every chain).
 func TestFuseDecisions(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	for _, c := range Cases {
 		want, ok := fuseDispatches[c.Name]
 		if !ok {
@@ -101,11 +98,8 @@ func TestFuseDecisions(t *testing.T) {
 // Under the exporter's plan every re-recording binds the transient tensors
 // again for its own lifetimes.
 func TestFuseReexecute(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var c Case
 	for _, x := range Cases {
 		if x.Name == "dynamic/fuse_decision" {

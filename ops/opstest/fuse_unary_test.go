@@ -72,11 +72,8 @@ var fuseUnaryEdges = func() []float64 {
 // output a graph output, which no chain may absorb. The fused result must
 // also match the reference, but for subnormal inputs.
 func TestFuseUnaryMatchesUnfused(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	f := serialization.Float32
 	for _, c := range fusableUnary {
 		for _, n := range []int64{int64(len(fuseUnaryEdges)) + 11, 4 * 32} {
@@ -163,11 +160,8 @@ func runFuseUnary(t *testing.T, dev *gpu.Device, o op, x *reference.Tensor, unfu
 // epilogue renders the unary op's formula. x·w reproduces x exactly: x's
 // rows are [v, 0, ...] and w's first row is ones, its others zeros.
 func TestFuseMatmulEpilogueMatchesUnfused(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	for _, fam := range []ops.Family{ops.FamilyCPU, ops.FamilyGPU} {
 		t.Run(fam.String(), func(t *testing.T) { testFuseMatmulEpilogue(t, dev, fam) })
 	}

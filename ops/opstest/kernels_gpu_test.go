@@ -44,11 +44,8 @@ func linearKernelFiles(g *graph.WebGPUGraph, op string) []string {
 // "q" form (matmul_gpu.wgsl); past 16 rows the tiled one. A group size
 // not a multiple of 8 (a word spanning two groups) keeps the one before.
 func TestGPUKernelChoice(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	type choice struct {
 		c         Case
 		op        string
@@ -121,27 +118,25 @@ func TestGPUKernelChoice(t *testing.T) {
 // gpu family with the new kernels skipped (ops.Config.SkipKernels
 // newGPUKernels): the kernels they replaced stay selectable for the GPU
 // run that compares them, so they must stay correct. (TestConformance runs
-// the same cases on the new ones.)
+// the same cases on the new ones.) On a CPU adapter outside the long
+// sweeps a case runs under the plan it has in TestConformance's gpu
+// family (coverFamilies).
 func TestConformanceSkippedKernels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the gpu family's cases a second time")
 	}
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	Run(t, GPU{Dev: dev, Kernels: ops.Config{Family: ops.FamilyGPU, SkipKernels: newGPUKernels}}, FamilyCases(Cases))
+	t.Parallel()
+	dev := testDevice(t)
+	be := GPU{Dev: dev, Kernels: ops.Config{Family: ops.FamilyGPU, SkipKernels: newGPUKernels}}
+	_, cases := coverFamilies(be, Cases) // FamilyCases, one plan each on a CPU adapter
+	Run(t, be, cases)
 }
 
 // TestSkipKernelsUnknown: a SkipKernels name that is no table entry fails
 // the load with ops.ErrConfig, naming it.
 func TestSkipKernelsUnknown(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	b := serialization.NewBuilder()
 	q4gswCase([]int64{1, 64}, 9, 32, true, false).Build(b, rand.New(rand.NewPCG(1, 2)))
 	g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{SkipKernels: "gpu/q4gemv, gpu/nosuch"}})
@@ -176,11 +171,8 @@ func TestGPUQuantFoldedGrid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("65537 workgroups of 256 invocations")
 	}
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	for _, c := range []struct {
 		op      string
 		m, n, k int
@@ -279,11 +271,8 @@ func TestGPUSkinnyFoldedGrid(t *testing.T) {
 		t.Skip("65537 workgroups, 38 MB of output")
 	}
 	const m, n, k = 9, 65535*16 + 20, 4
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	f := serialization.Float32
 	wv := make([]float64, n*k)
@@ -347,11 +336,8 @@ func TestGPUSkinnyFoldedGrid(t *testing.T) {
 // from the cache file (hits), all match the reference, and the cpu family
 // packs nothing.
 func TestRowScalesPackedCache(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	c := q4gswCase([]int64{1, 64}, 9, 32, true, false)
 	path := filepath.Join(t.TempDir(), "packed.cache")
 	const bytes = 12 * 2 * 4

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
@@ -134,11 +133,8 @@ var halfKVSpecs = []halfKVSpec{
 // ops.Config.HalfKVCache under both memory plans, against the reference
 // that reads the cached k and v rounded to half.
 func TestKVCacheHalf(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var cases []Case
 	for _, s := range halfKVSpecs {
 		cases = append(cases, s.testCase())
@@ -154,11 +150,8 @@ func TestKVCacheHalf(t *testing.T) {
 // head_dim is even); the outputs must match the half reference
 // within fp16's tolerance.
 func TestKVCacheHalfFallback(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var cases []Case
 	for _, c := range Cases {
 		if strings.HasPrefix(c.Name, "sdpa_with_kv_cache/") || strings.HasPrefix(c.Name, "custom_sdpa/") {
@@ -179,11 +172,8 @@ func TestKVCacheHalfFallback(t *testing.T) {
 // that is also a graph output, or has an odd head_dim, stays float32
 // and its output holds exactly the float32 values written.
 func TestKVCacheHalfBytes(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	for _, c := range []struct {
 		spec      halfKVSpec
 		half      int   // caches held as halves
@@ -245,11 +235,8 @@ func TestKVCacheHalfBytes(t *testing.T) {
 // half holds exactly, half subnormals, which lavapipe's pack2x16float
 // keeps).
 func TestKVCacheHalfRounding(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	vals := []float64{
 		1 + 0x1p-11,    // tie: down to 1 (even)
 		1 + 3*0x1p-11,  // tie: up to 1+2⁻⁹ (even)

@@ -72,14 +72,10 @@ func kvShapes() (qs, ks, cs []int64) {
 	return []int64{kvB, kvS, kvHq, kvD}, []int64{kvB, kvS, kvHkv, kvD}, []int64{kvB, kvMaxS, kvHkv, kvD}
 }
 
-// kvOpen opens the device and a random source seeded with seed.
+// kvOpen returns the shared device and a random source seeded with seed.
 func kvOpen(t *testing.T, seed uint64) (*gpu.Device, *rand.Rand) {
 	t.Helper()
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev, rand.New(rand.NewPCG(seed, 0x5eed))
+	return testDevice(t), rand.New(rand.NewPCG(seed, 0x5eed))
 }
 
 // writeRows is the host model of a cache update: rows pos.. of cache take
@@ -128,6 +124,7 @@ func decodeOut(t *testing.T, g graph.Tensor) *reference.Tensor {
 // replays the steps, which only holds if every step's cache writes persist
 // in the caches' buffers into the next Execute.
 func TestKVCacheSteps(t *testing.T) {
+	t.Parallel()
 	// The caches come through et_vk.prepack, or (as the exporter passes them
 	// to sdpa_with_kv_cache, which prepacks its own inputs) as the
 	// constants themselves, which the op keeps a writable copy of.
@@ -142,7 +139,6 @@ func TestKVCacheSteps(t *testing.T) {
 
 func kvCacheSteps(t *testing.T, direct bool) {
 	dev, r := kvOpen(t, 7)
-	defer dev.Close()
 	f := serialization.Float32
 	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
@@ -193,8 +189,8 @@ func kvCacheSteps(t *testing.T, direct bool) {
 // step must see the rows the previous ops wrote in the same Execute, and
 // stale rows from the previous Execute must be overwritten, not mixed in.
 func TestKVCacheChain(t *testing.T) {
+	t.Parallel()
 	dev, r := kvOpen(t, 9)
-	defer dev.Close()
 	f := serialization.Float32
 	qs, ks, cs := kvShapes()
 	kc0, vc0 := RandTensor(r, f, cs, -1, 1), RandTensor(r, f, cs, -1, 1)
@@ -271,8 +267,8 @@ func customStepRef(q, kc, vc *reference.Tensor, pos int64) (*reference.Tensor, e
 // match the replayed reference if cache writes persist across Execute
 // calls in the cache tensors' own buffers.
 func TestKVCachePersists(t *testing.T) {
+	t.Parallel()
 	dev, r := kvOpen(t, 11)
-	defer dev.Close()
 	f := serialization.Float32
 	const pos = 4
 	qs, ks, cs := kvShapes()

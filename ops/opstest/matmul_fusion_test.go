@@ -1,7 +1,6 @@
 package opstest
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,12 +11,15 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// buildCase loads case c (seed 1) as a GPU graph.
+// buildMatmulCase loads case c (seed 1) as a GPU graph whose load and
+// dispatches a test inspects: without the warm-up run, which dispatches
+// each kernel once (and so has lavapipe compile it) for an Execute that
+// does not follow.
 func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *graph.WebGPUGraph {
 	t.Helper()
 	b := serialization.NewBuilder()
 	c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-	g, _, err := Load(dev, b, graph.Options{Kernels: cfg})
+	g, _, err := Load(dev, b, graph.Options{Kernels: cfg, SkipWarmup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +31,8 @@ func buildMatmulCase(t *testing.T, dev *gpu.Device, c Case, cfg ops.Config) *gra
 // belongs to the activation, in the unfused forms one does. (The
 // conformance suite checks the values.)
 func TestMatmulEpilogueFusion(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		if !strings.Contains(c.Name, "/epilogue/") {
@@ -79,11 +78,8 @@ func testEpilogueFusion(t *testing.T, dev *gpu.Device, c Case, fam ops.Family) {
 // blocks along the grid (the cpu kernel's y, the gpu kernel's z), which
 // the default choice never records.
 func TestLinearGEMVRowBlocks(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	var cases []Case
 	for _, c := range Cases {
 		tiled := strings.HasSuffix(c.Name, "/vec4") || strings.HasSuffix(c.Name, "/scalar")
@@ -107,12 +103,9 @@ func TestLinearGEMVRowBlocks(t *testing.T) {
 // the mm kernel, and the results must still match the reference. Cases
 // whose weight is a constant must have packed it.
 func TestLinearPacked(t *testing.T) {
+	t.Parallel()
 	cfg := ops.Config{Family: ops.FamilyCPU, PackLinear: true}
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := testDevice(t)
 	var cases []Case
 	for _, c := range Cases {
 		if strings.HasPrefix(c.Name, "linear/") && !strings.Contains(c.Name, "/gemv") {

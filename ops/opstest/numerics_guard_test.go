@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/internal/numguard"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/ops"
@@ -81,30 +80,37 @@ func TestNumericsGuard(t *testing.T) {
 		// parsing, and the full run (the README's command) checks it.
 		t.Skip("the numerics guard runs without -short")
 	}
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	// kernels[family][case]: the kernels a case records under the plain
 	// cpu and gpu configs, to check that the family changes only the
 	// family cases' kernels (which is why the gpu family repeats only
 	// those: runFamilies).
 	kernels := map[ops.Family]map[string]string{ops.FamilyCPU: {}, ops.FamilyGPU: {}}
-	for _, cfg := range guardConfigs {
-		start := time.Now()
-		plain := cfg == (ops.Config{Family: cfg.Family})
-		for _, c := range Cases {
-			b := serialization.NewBuilder()
-			c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-			memplan.PlanDedicated(b.Graph())
-			g, _, err := Load(dev, b, graph.Options{Kernels: cfg, SkipWarmup: true})
+	// fam: the cases the gpu family repeats (FamilyCases: a family op in
+	// the graph), with the Heavy ones it leaves to the long sweeps.
+	fam := map[string]bool{}
+	// Each case is built (its graph and random inputs) and encoded once,
+	// then loaded under every config.
+	start := time.Now()
+	for _, c := range Cases {
+		b := serialization.NewBuilder()
+		c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
+		fam[c.Name] = holdsFamilyOp(b.Graph()) || c.Heavy
+		memplan.PlanDedicated(b.Graph())
+		raw, named := mustBlob(b), b.NamedBlobs()
+		for _, cfg := range guardConfigs {
+			blob, nd, err := decode(raw, named)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			g, err := graph.Build(context.Background(), dev, blob, graph.Options{NamedData: nd, Kernels: cfg, SkipWarmup: true})
 			if err != nil {
 				// The cases' builds are checked by TestConformance; a
 				// choice a case rejects renders nothing to check.
 				continue
 			}
-			if plain {
+			if cfg == (ops.Config{Family: cfg.Family}) {
 				var ks []string
 				for _, d := range g.Dispatches() {
 					ks = append(ks, d.Kernel)
@@ -113,15 +119,8 @@ func TestNumericsGuard(t *testing.T) {
 			}
 			g.Close()
 		}
-		t.Logf("%+v: %v, %d kernels", cfg, time.Since(start), len(shaders.Rendered()))
 	}
-	fam := map[string]bool{}
-	for _, c := range FamilyCases(Cases) {
-		fam[c.Name] = true
-	}
-	for _, c := range Cases {
-		fam[c.Name] = fam[c.Name] || c.Heavy // family cases left to the long sweeps
-	}
+	t.Logf("%d cases under %d configs: %v, %d kernels", len(Cases), len(guardConfigs), time.Since(start), len(shaders.Rendered()))
 	same := 0
 	for name, k := range kernels[ops.FamilyCPU] {
 		if fam[name] {
@@ -169,9 +168,14 @@ func TestNumericsGuard(t *testing.T) {
 
 // TestMain runs the suite, then the numerics guard over every kernel the
 // tests that ran rendered (a -run subset checks its subset): a kernel
-// variant only some test reaches is checked too.
+// variant only some test reaches is checked too. It closes the device the
+// tests shared (testDevice).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := closeTestDevice(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the test device:", err)
+		code = 1
+	}
 	if code == 0 {
 		g, err := newGuard()
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
@@ -20,22 +19,6 @@ import (
 // rounded once. A helper is correct only if it is correct on every
 // adapter, so what they check is bits, not closeness. (They live here, not
 // in shaders, whose tests run without a device.)
-
-var (
-	helperDevOnce sync.Once
-	helperDev     *gpu.Device
-	helperDevErr  error
-)
-
-// helperDevice opens the device the helper tests share, once.
-func helperDevice(t *testing.T) *gpu.Device {
-	t.Helper()
-	helperDevOnce.Do(func() { helperDev, helperDevErr = gpu.Open(context.Background(), gpu.Options{}) })
-	if helperDevErr != nil {
-		t.Fatal(helperDevErr)
-	}
-	return helperDev
-}
 
 // runHelper renders body (WGSL template text over the shared templates
 // that defines fn f(a: u32, b: u32) -> u32) into a kernel mapping pairs of
@@ -57,7 +40,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := helperDevice(t)
+	d := testDevice(t)
 	p, err := d.Pipeline(t.Name(), src, "main", shaders.Layout(1, 1, false))
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +138,7 @@ func randomFloatBits(r *rand.Rand, n int) []uint32 {
 // operands and results, overflow), quotients near integers and exact
 // halves of subnormals (ties to even).
 func TestDivRN(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(25, 1))
 	var xs, ys []uint32
 	edge := edgeFloats()
@@ -219,6 +203,7 @@ fn f(a: u32, b: u32) -> u32 {
 // on quantizer-like operands (including quotients at and next to exact
 // halves, where the fast path must defer to div_rn) and random ones.
 func TestRoundDiv(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(25, 2))
 	var xs, ys []uint32
 	for i := 0; i < 100000; i++ {
@@ -282,6 +267,7 @@ func ulpDiff(got, want float32) float64 {
 // reduce), random ones at every exponent, and the edges (±0, subnormals,
 // Inf, NaN).
 func TestTrig(t *testing.T) {
+	t.Parallel()
 	const trigULPs = 4
 	r := rand.New(rand.NewPCG(25, 3))
 	var xs []uint32
@@ -347,6 +333,7 @@ fn f(a: u32, b: u32) -> u32 {
 // nor fclamp's bounds (the reference's clampNaN), -0 equals +0 but fmax
 // prefers +0 (math.Max), and subnormals compare as themselves.
 func TestNumHelpers(t *testing.T) {
+	t.Parallel()
 	edge := edgeFloats()
 	var xs, ys []uint32
 	for _, x := range edge {
@@ -461,6 +448,7 @@ fn f(a: u32, b: u32) -> u32 {
 // half and one float32 ulp on each side of them: the ties), the float32
 // edges, and random bit patterns.
 func TestRoundHalf(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(27, 1))
 	xs := edgeFloats()
 	for h := uint32(0); h < 0x7c00; h++ {

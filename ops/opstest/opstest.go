@@ -5,6 +5,35 @@
 //
 // Cases are data (Case values in per-family tables); Run drives them. Add a
 // family by appending to Cases from an init in a cases_<family>.go file.
+//
+// What a run covers. TestConformance runs every case with its first input
+// set under both memory plans in the cpu kernel family, and the cases
+// whose graphs hold an op the family decides (FamilyCases) in the gpu
+// family too, whatever the adapter. On a CPU adapter outside the long
+// sweeps three things are left out: a large case (LargeBytes) runs under
+// the exporter's plan only, a family case runs one plan in each family
+// (coverFamilies: the other plan in the other family), and the gpu family
+// skips the Heavy cases. TestDefaultCoverage proves that every registered
+// op still runs under both plans in the cpu family, and every op the
+// family decides under both in the gpu family. The long sweeps
+// (testenv.Long: WGDELEGATE_TEST_LONG=1, as CI runs) add every seed
+// (Seeds), both plans in both families for every case, the Heavy cases in
+// the gpu family and the reference against itself. -short, the GPU host's
+// op suite (`go test -c ./ops/opstest`, then `ops_opstest.test
+// -test.short`), runs what the default runs: on a GPU adapter, every case
+// under both plans in both families.
+//
+// Layout. This package holds the cases, the runner (Run, RunCase), the
+// reference comparison and the Backend interface, and links neither graph
+// nor the GPU binding (TestPurePackages); the GPU backend (GPU, Load) is
+// ops/opstest/gpubackend, which this package's tests import, so that one
+// test binary runs every case on the device, and its benchmarks too. The
+// tests share one device and run in parallel (testDevice in
+// device_test.go); `go test ./ops/opstest` takes about a minute on two
+// cores (57–71 s with a little other work on the machine), most of it
+// TestConformance's 3,000 case runs and the numerics guard's builds (each
+// about a third of its CPU time in compiling kernels), and 106–299 s
+// beside two CPU-bound jobs, inside the 10-minute per-binary timeout.
 package opstest
 
 import (
@@ -14,11 +43,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/internal/testenv"
 	"github.com/wgdelegate/wgdelegate/memplan"
-	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -56,6 +82,9 @@ type Case struct {
 	// on the bits), so it gets no subnormal allowance on an adapter that
 	// flushes (see subnormal.go).
 	SubnormalExact bool
+	// only, when set, is the one plan the first input set runs under
+	// outside the long sweeps (coverFamilies).
+	only Plan
 }
 
 // heavy returns c marked Heavy.
@@ -72,7 +101,8 @@ var Cases []Case
 // -short run the first, under both memory plans.
 const Seeds = 3
 
-// Backend runs a graph for the suite: the GPU graph (GPU), the plain-Go
+// Backend runs a graph for the suite: the GPU graph (gpubackend.GPU, in
+// its own package so that this one does not link graph), the plain-Go
 // reference interpreter (Reference), or any other implementation of the
 // format. Its arguments are the format's own bytes and public types, so a
 // backend can live outside this module.
@@ -82,54 +112,6 @@ type Backend interface {
 	// dispatches is how many kernels it recorded (0 when it has no such
 	// notion).
 	Run(ctx context.Context, blob []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) (outs []*reference.Tensor, dispatches int, err error)
-}
-
-// GPU is the Backend of graph.Build on Dev, loaded with kernel choices
-// Kernels.
-type GPU struct {
-	Dev     *gpu.Device
-	Kernels ops.Config
-	// MaxBindingSize lowers the device's binding and buffer size limits
-	// for the load (graph.Options.MaxBindingSize; 0: the device's), so
-	// that small weights are held in chunks.
-	MaxBindingSize uint64
-	// Inspect, when set, is called with each loaded graph before it runs
-	// (a test checks what the load made: chunks, memory); its error fails
-	// the run.
-	Inspect func(*graph.WebGPUGraph) error
-}
-
-// Run implements Backend.
-func (b GPU) Run(ctx context.Context, raw []byte, named []serialization.NamedBlob, inputs []*reference.Tensor) ([]*reference.Tensor, int, error) {
-	blob, nd, err := decode(raw, named)
-	if err != nil {
-		return nil, 0, err
-	}
-	g, err := graph.Build(ctx, b.Dev, blob, graph.Options{NamedData: nd, Kernels: b.Kernels, MaxBindingSize: b.MaxBindingSize})
-	if err != nil {
-		return nil, 0, fmt.Errorf("gpu build: %w", err)
-	}
-	defer g.Close()
-	if b.Inspect != nil {
-		if err := b.Inspect(g); err != nil {
-			return nil, 0, err
-		}
-	}
-	hostIn := make([]graph.Tensor, len(inputs))
-	for i, in := range inputs {
-		hostIn[i] = graph.Tensor{DType: in.DType, Shape: in.Shape, Data: in.Encode()}
-	}
-	got, err := g.Execute(ctx, hostIn)
-	if err != nil {
-		return nil, 0, fmt.Errorf("gpu execute: %w", err)
-	}
-	outs := make([]*reference.Tensor, len(got))
-	for i, o := range got {
-		if outs[i], err = reference.Decode(o.DType, o.Shape, o.Data); err != nil {
-			return nil, 0, err
-		}
-	}
-	return outs, len(g.Dispatches()), nil
 }
 
 // Reference is the Backend of the plain-Go reference interpreter, run
@@ -164,8 +146,8 @@ func decode(raw []byte, named []serialization.NamedBlob) (*serialization.Blob, *
 }
 
 // Run runs every case on backend be and on the reference: the first input
-// set under both memory plans, and Seeds sets in the long sweeps
-// (testenv.Long).
+// set under both memory plans (a large case on a CPU adapter under one,
+// see LargeBytes), and Seeds sets in the long sweeps (testenv.Long).
 func Run(t *testing.T, be Backend, cases []Case) {
 	RunAgainst(t, be, Reference{}, cases)
 }
@@ -212,12 +194,41 @@ func plansFor(seed uint64) []Plan {
 	return []Plan{PlanDedicated}
 }
 
+// LargeBytes is the size from which a case is large: its inputs and
+// constants take at least this many bytes (a million float32 values).
+// On a backend that runs on a CPU adapter (gpubackend.GPU.CPUAdapter),
+// outside the long sweeps (testenv.Long), the first seed runs a large case
+// under the exporter's plan only: such a case is there for its size (grids past
+// 65535 workgroups, indices past 2^24, long rows), and on lavapipe each
+// plan costs it up to seconds of host and kernel time (the 18 largest
+// took 19 of the 41 s the cpu family's 2,792 cases took on two busy
+// cores). Its ops meet both plans in smaller cases (TestDefaultCoverage),
+// and the long sweeps run it under both.
+const LargeBytes = 4 << 20
+
+// cpuAdapter is implemented by backends that can say they run on a CPU
+// adapter.
+type cpuAdapter interface{ CPUAdapter() bool }
+
+// caseBytes is the size of a case's constants and inputs.
+func caseBytes(b *serialization.Builder, named []serialization.NamedBlob, inputs []*reference.Tensor) int64 {
+	n := int64(len(b.InlineData()))
+	for _, nb := range named {
+		n += int64(len(nb.Data))
+	}
+	for _, in := range inputs {
+		n += int64(len(in.V)) * int64(in.DType.Size())
+	}
+	return n
+}
+
 // RunCase runs one case with one seed on be and returns the first
 // mismatch with the reference. The case runs under a dedicated buffer per
 // tensor and under the exporter's greedy memory plan (the first seed both,
-// later seeds alternately); both must match the reference and record as
-// many dispatches (a fusion the exporter's plan prevented would show
-// there).
+// later seeds alternately; a large case's first seed on a CPU adapter
+// only the exporter's outside the long sweeps, see LargeBytes); both must
+// match the reference and record as many dispatches (a fusion the
+// exporter's plan prevented would show there).
 func RunCase(be Backend, c Case, seed uint64) error {
 	return RunCaseAgainst(be, Reference{}, c, seed)
 }
@@ -235,7 +246,7 @@ func RunCaseAgainst(be Backend, ref Reference, c Case, seed uint64) error {
 	// as ±0.
 	flush := flushes(be) && !c.SubnormalExact
 	dispatches := map[Plan]int{}
-	for _, plan := range plansFor(seed) {
+	for _, plan := range plansOf(be, c, b, named, inputs, seed) {
 		switch plan {
 		case PlanDedicated:
 			memplan.PlanDedicated(b.Graph())
@@ -325,22 +336,22 @@ func Compare(got, want *reference.Tensor, tol Tolerance) error {
 	return nil
 }
 
-// RandTensor returns a tensor of uniform values in [lo, hi) (integers for
-// integer dtypes).
+// RandTensor returns a tensor of uniform values in [lo, hi) (integers,
+// rounded down, for every dtype but float32). The loops are per dtype: the
+// large cases' inputs (16 million values) are a good part of what building
+// every case costs.
 func RandTensor(r *rand.Rand, dt serialization.DataType, shape []int64, lo, hi float64) *reference.Tensor {
 	t := reference.New(dt, shape)
+	if dt == serialization.Float32 {
+		for i := range t.V {
+			t.V[i] = float64(float32(lo + r.Float64()*(hi-lo)))
+		}
+		return t
+	}
 	for i := range t.V {
-		v := lo + r.Float64()*(hi-lo)
-		t.V[i] = reference.Round(dt, math.Floor(v)*boolf(dt != serialization.Float32)+v*boolf(dt == serialization.Float32))
+		t.V[i] = reference.Round(dt, math.Floor(lo+r.Float64()*(hi-lo)))
 	}
 	return t
-}
-
-func boolf(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Dims converts a shape to VkTensor dims.
@@ -350,22 +361,6 @@ func Dims(shape []int64) []uint32 {
 		d[i] = uint32(s)
 	}
 	return d
-}
-
-// Load encodes b's graph, decodes it as a delegate blob and builds it on
-// dev with opts (its named data from b unless opts gives some): the way
-// the suite's tests and benchmarks get a GPU graph from a builder. The
-// caller closes the graph.
-func Load(dev *gpu.Device, b *serialization.Builder, opts graph.Options) (*graph.WebGPUGraph, *serialization.Blob, error) {
-	blob, nd, err := decode(mustBlob(b), b.NamedBlobs())
-	if err != nil {
-		return nil, nil, err
-	}
-	if opts.NamedData == nil {
-		opts.NamedData = nd
-	}
-	g, err := graph.Build(context.Background(), dev, blob, opts)
-	return g, blob, err
 }
 
 // mustBlob encodes b; the suite's builders only hold valid values, so an
@@ -383,10 +378,6 @@ func mustBlob(b *serialization.Builder) []byte {
 // second family must repeat. Outside the long sweeps (testenv.Long) it
 // leaves out the Heavy ones.
 func FamilyCases(cases []Case) []Case {
-	fam := map[string]bool{}
-	for _, n := range ops.FamilyOps() {
-		fam[n] = true
-	}
 	var out []Case
 	for _, c := range cases {
 		if c.Heavy && (!testenv.Long() || testing.Short()) {
@@ -394,11 +385,8 @@ func FamilyCases(cases []Case) []Case {
 		}
 		b := serialization.NewBuilder()
 		c.Build(b, rand.New(rand.NewPCG(1, 0x5eed)))
-		for _, op := range b.Graph().Chain {
-			if fam[op.Name] {
-				out = append(out, c)
-				break
-			}
+		if holdsFamilyOp(b.Graph()) {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -19,6 +19,7 @@ import (
 // number in a different float32 order, so codes may differ by one where
 // the value sits next to a rounding boundary, and only rarely.
 func TestQ8taConvMatchesFloatPath(t *testing.T) {
+	t.Parallel()
 	for _, c := range q8ConvConfigs {
 		name := q8ConvCase(c).Name
 		t.Run(name, func(t *testing.T) {
@@ -79,6 +80,7 @@ func compareCodes(t *testing.T, fused, float *reference.Tensor) {
 // q8ta_linear: dequantize → aten.linear on float weights q·s_w[n] → [relu]
 // → quantize.
 func TestQ8taLinearMatchesFloatPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		m, k, n     int64
 		zpIn, zpOut int64

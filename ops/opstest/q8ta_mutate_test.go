@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/memplan"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -17,11 +16,8 @@ import (
 // in 0..8, a dtype) with a fixed seed: every build must return an error or
 // a graph that executes; no op may panic.
 func TestQ8taMutations(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	rounds := 40
 	if testing.Short() {
 		rounds = 8

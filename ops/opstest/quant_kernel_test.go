@@ -1,12 +1,10 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -19,11 +17,8 @@ import (
 // matmul_gpu.wgsl's tiled "q" form; those of at most 8 rows with K a
 // multiple of 8 run gemv_quant.wgsl (TestGPUKernelChoice has the rest).
 func TestQuantLinearKernelChoice(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		quant := strings.HasPrefix(c.Name, "linear_q4gsw/epilogue/") || strings.HasPrefix(c.Name, "linear_dq8ca_q4gsw/epilogue/")

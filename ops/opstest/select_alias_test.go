@@ -1,11 +1,9 @@
 package opstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
@@ -13,11 +11,8 @@ import (
 // no dispatch (a view of its input) and one with NoViewAliasing, under
 // both memory plans, and that both forms match the reference.
 func TestSelectAlias(t *testing.T) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	t.Parallel()
+	dev := testDevice(t)
 	n := 0
 	for _, c := range Cases {
 		if !strings.HasPrefix(c.Name, "select_alias/") {

@@ -24,12 +24,9 @@ const minNormal32 = 0x1p-126
 func isSubnormal32(v float64) bool { return v != 0 && math.Abs(v) < minNormal32 }
 
 // flusher is implemented by a Backend that can tell whether its adapter
-// flushes subnormals (GPU).
+// flushes float32 subnormals, so that the suite applies the subnormal
+// allowance (gpubackend.GPU).
 type flusher interface{ FlushesSubnormals() bool }
-
-// FlushesSubnormals reports whether the GPU's adapter flushes float32
-// subnormals, so that the suite applies the subnormal allowance.
-func (b GPU) FlushesSubnormals() bool { return b.Dev.Info().Subnormals.Flushes() }
 
 // flushes reports whether be's results get the subnormal allowance.
 func flushes(be Backend) bool {

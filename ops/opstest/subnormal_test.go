@@ -22,6 +22,7 @@ func tensorOf(dt serialization.DataType, vs ...float64) *reference.Tensor {
 // reference on flushed inputs (alt), and nothing else passes that Compare
 // would reject.
 func TestCompareFlushing(t *testing.T) {
+	t.Parallel()
 	f, b := serialization.Float32, serialization.Bool
 	inf, nan := math.Inf(1), math.NaN()
 	sub := 1e-39 // a float32 subnormal
@@ -59,6 +60,7 @@ func TestCompareFlushing(t *testing.T) {
 // TestFlushInputs replaces float32 subnormals by zeros of their sign and
 // leaves normals, other dtypes and the caller's tensors alone.
 func TestFlushInputs(t *testing.T) {
+	t.Parallel()
 	x := tensorOf(serialization.Float32, 1e-39, -1e-39, 0x1p-126, -3, 1e-45)
 	i := tensorOf(serialization.Int32, 0, 1)
 	out := FlushInputs([]*reference.Tensor{x, i})
@@ -110,6 +112,7 @@ func subnormalMulCase(s float64, exact bool) Case {
 // backend that flushes passes where it says so, fails where it does not
 // (lavapipe's case: exact), and fails a SubnormalExact case either way.
 func TestRunCaseFlushing(t *testing.T) {
+	t.Parallel()
 	for _, s := range []float64{100, -30} {
 		if err := RunCaseAgainst(flushingRef{claims: true}, Reference{}, subnormalMulCase(s, false), 1); err != nil {
 			t.Errorf("2^%v: a flushing backend that says so: %v", s, err)
@@ -127,6 +130,7 @@ func TestRunCaseFlushing(t *testing.T) {
 // TestCompareInfinity: an infinite reference value is met only by itself.
 // (Compare used to accept any finite value there: |g - Inf| <= Rel·Inf.)
 func TestCompareInfinity(t *testing.T) {
+	t.Parallel()
 	f := serialization.Float32
 	inf := math.Inf(1)
 	tol := DefaultTolerance[f]

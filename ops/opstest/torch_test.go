@@ -26,6 +26,7 @@ var torchPython = flag.String("torch", "", "python3 with PyTorch: cross-check th
 // runs only with -torch=/path/to/python3 (Debian's python3-torch); cases
 // with ops torch does not know (et_vk.*, llama.*, prepack) are skipped.
 func TestTorchCrossCheck(t *testing.T) {
+	t.Parallel()
 	if *torchPython == "" {
 		t.Skip("no -torch python given")
 	}
