@@ -20,30 +20,6 @@ var sessCfg = func() models.LlamaConfig {
 	return c
 }()
 
-// sessModel loads sessCfg's decoder as a plain Model, with its
-// ProgramInfo; every call gives the same weights.
-func sessModel(t testing.TB) (*wgdelegate.Model, llm.ProgramInfo) {
-	t.Helper()
-	v, err := models.NewLlamaLayout(sessCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := models.Encode(v.B, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := llm.InspectProgram(f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := wgdelegate.Load(context.Background(), f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, info
-}
-
 // lone generates from prompt on a fresh sequence of r, a runner on
 // another load of the model: what a session must give.
 func lone(t testing.TB, r *llm.Runner, prompt []int32, o llm.GenerateOptions) []int32 {
@@ -91,13 +67,8 @@ func testEngines() []engine {
 // Each call's tokens equal a fresh sequence's on the whole prompt.
 func TestSessionPrefixReuse(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
 			p, err := llm.NewPool(m, info, llm.SessionOptions{})
@@ -154,13 +125,8 @@ func TestSessionPrefixReuse(t *testing.T) {
 // graph holds on the device (no refresh), written at each switch.
 func TestSessionsInterleaved(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
 			p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 4})
@@ -238,13 +204,8 @@ func TestSessionsInterleaved(t *testing.T) {
 // afterwards no store is left but those of open sessions.
 func TestSessionsConcurrent(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +260,7 @@ func TestSessionsConcurrent(t *testing.T) {
 // (ErrSessionsFull), a closed session makes room, and bad options are
 // ErrOption.
 func TestSessionsFull(t *testing.T) {
-	m, info := sessModel(t)
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	for _, c := range []struct {
 		name string
 		o    llm.SessionOptions
@@ -345,7 +306,7 @@ func TestSessionsFull(t *testing.T) {
 // requests a session cannot serve are rejected before anything runs.
 func TestPoolClaimsState(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	p, err := llm.NewPool(m, info, llm.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -412,13 +373,8 @@ func TestPoolClaimsState(t *testing.T) {
 // leaves the session holding a prefix of its sequence, which the next
 // call reuses and gets right; the pool's other sessions are unaffected.
 func TestSessionCancelKeepsPrefix(t *testing.T) {
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	p, err := llm.NewPool(m, info, llm.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
