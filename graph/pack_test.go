@@ -125,7 +125,7 @@ func packedGraph(t testing.TB, r, c uint32, seed uint64) ([]byte, *serialization
 	out := b.Tensor(f, []uint32{c, r}, -1)
 	b.Op("test.packed_transpose", p, out)
 	b.Outputs(out)
-	blob, named := builtBlob(t, b)
+	blob, named := BuiltBlob(t, b)
 	return blob, named, w
 }
 
@@ -305,14 +305,7 @@ func TestPackedArgDeferred(t *testing.T) {
 	out := b.Tensor(f, []uint32{6, 5}, -1)
 	b.Op("test.packed_identity", w, out)
 	b.Outputs(out)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		named.Add(nb.Key, nb.Data)
-	}
+	blob, named := BuiltBlob(t, b)
 	g, err := Load(context.Background(), device(t), blob, Options{NamedData: named})
 	if err != nil {
 		t.Fatal(err)
