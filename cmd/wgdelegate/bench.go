@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -128,13 +126,7 @@ func parseBenchArgs(args []string) (benchOptions, error) {
 }
 
 func benchCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseBenchArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return benchModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseBenchArgs, benchModel)
 }
 
 // benchResult is what bench prints; the JSON names are a stable interface.

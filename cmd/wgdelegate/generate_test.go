@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/models"
-	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
 
 // genCfg has stories260K's shape (dim 64, 5 layers, 8 query heads over 4
@@ -103,25 +102,8 @@ func parseIDs(t *testing.T, s string) []int32 {
 // compare exactly; run.c stops early only at BOS (token 1), where generate
 // must produce 1 too. Skipped without a C compiler.
 func TestGenerateMatchesRunC(t *testing.T) {
-	cc := ""
-	for _, c := range []string{"cc", "gcc", "clang"} {
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
-	}
-	runCPath := testenv.RunC()
-	if runCPath == "" {
-		t.Skip("run.c not found: set LLAMA2C_RUN_C")
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "run")
-	if out, err := exec.Command(cc, "-O2", "-o", bin, runCPath, "-lm").CombinedOutput(); err != nil {
-		t.Fatalf("compiling run.c: %v\n%s", err, out)
-	}
+	bin := buildRunC(t, dir)
 	var tok bytes.Buffer
 	if err := models.WriteLlama2CTokenizer(&tok, int(genCfg.Vocab)); err != nil {
 		t.Fatal(err)

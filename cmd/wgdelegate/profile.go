@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -129,13 +128,7 @@ func parseProfileArgs(args []string) (profileOptions, error) {
 }
 
 func profileCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseProfileArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return profileModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseProfileArgs, profileModel)
 }
 
 // loaded is a model opened by a command, with its device and inputs.

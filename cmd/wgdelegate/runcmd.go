@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,13 +68,7 @@ func parseRunArgs(args []string) (runOptions, error) {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseRunArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return runModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseRunArgs, runModel)
 }
 
 // runModel does the work of "wgdelegate run": everything that can be checked
