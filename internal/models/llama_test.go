@@ -380,16 +380,9 @@ func TestLlama2CRoundTrip(t *testing.T) {
 			cfg := testLlama
 			cfg.MaxTokens = 1
 			cfg.Seed = 0
-			w := RandomLlamaWeights(cfg)
-			if shared {
-				w.Output = w.Embedding
-			}
-			var buf bytes.Buffer
-			if err := WriteLlama2C(&buf, cfg, w); err != nil {
-				t.Fatal(err)
-			}
+			ckpt, w := checkpoint(t, cfg, shared)
 			hdr := make([]int32, 7)
-			if err := binary.Read(bytes.NewReader(buf.Bytes()), binary.LittleEndian, hdr); err != nil {
+			if err := binary.Read(bytes.NewReader(ckpt), binary.LittleEndian, hdr); err != nil {
 				t.Fatal(err)
 			}
 			vocab := int32(cfg.Vocab)
@@ -399,7 +392,7 @@ func TestLlama2CRoundTrip(t *testing.T) {
 			if want := []int32{32, 48, 2, 4, 2, vocab, 16}; !slices.Equal(hdr, want) {
 				t.Errorf("header %v, want %v", hdr, want)
 			}
-			gotCfg, got, err := ReadLlama2C(buf.Bytes())
+			gotCfg, got, err := ReadLlama2C(ckpt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,11 +413,7 @@ func TestLlama2CRoundTrip(t *testing.T) {
 func TestReadLlama2CRejects(t *testing.T) {
 	cfg := testLlama
 	cfg.MaxTokens = 1
-	var buf bytes.Buffer
-	if err := WriteLlama2C(&buf, cfg, RandomLlamaWeights(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	good := buf.Bytes()
+	good, _ := checkpoint(t, cfg, false)
 	withHeader := func(field int, v int32) []byte {
 		b := slices.Clone(good)
 		binary.LittleEndian.PutUint32(b[4*field:], uint32(v))
