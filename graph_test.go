@@ -492,13 +492,7 @@ func TestNoVulkanDelegate(t *testing.T) {
 }
 
 func TestCloseReleases(t *testing.T) {
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, dims(4), -1)
-	y := b.Tensor(serialization.Float32, dims(4), -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
-	m, err := load(t, b)
+	m, err := load(t, cloneModel())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,11 +183,7 @@ func TestInputMessages(t *testing.T) {
 	requireOps(t, "aten.add.Tensor", "aten.relu.default")
 	ctx := context.Background()
 	single := mustLoad(t, cloneModel())
-	chained, err := wgdelegate.Load(ctx, encodePlan(t, chainSpec(t)), wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chained.Close()
+	chained := loadPTE(t, encodePlan(t, chainSpec(t)))
 	for _, tc := range []struct {
 		name string
 		m    *wgdelegate.Model
