@@ -60,3 +60,14 @@ func NewTestRunner(t testing.TB, cfg models.LlamaConfig) *Runner {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// NewTestPool is a Pool of sessions on m, closed when t ends.
+func NewTestPool(t testing.TB, m *wgdelegate.Model, info ProgramInfo, o SessionOptions) *Pool {
+	t.Helper()
+	p, err := NewPool(m, info, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}

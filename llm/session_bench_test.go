@@ -41,11 +41,7 @@ func benchSwitch(b *testing.B, pos int) {
 	f, info := llm.EncodeTestDecoder(b, cfg)
 	load := func() *wgdelegate.Model { return llm.LoadTestModel(b, f.PTE) }
 	m := load()
-	p, err := llm.NewPool(m, info, llm.SessionOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	p := llm.NewTestPool(b, m, info, llm.SessionOptions{})
 	prompt := func(seed int32) []int32 {
 		out := make([]int32, pos)
 		for i := range out {

@@ -72,11 +72,7 @@ func TestSessionsTakeTurns(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := NewPool(m, info, SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := NewTestPool(t, m, info, SessionOptions{})
 			const n = 4
 			o := c.o
 			o.MaxNewTokens = 6

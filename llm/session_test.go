@@ -71,11 +71,7 @@ func TestSessionPrefixReuse(t *testing.T) {
 	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, llm.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, llm.SessionOptions{})
 			s, err := p.New()
 			if err != nil {
 				t.Fatal(err)
@@ -129,16 +125,13 @@ func TestSessionsInterleaved(t *testing.T) {
 	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, llm.SessionOptions{MaxSessions: 4})
 			o := e.o
 			o.MaxNewTokens = 4
 			convs := [][]int32{{1, 2, 3, 4, 5}, {1, 9, 8, 7}, {1, 30, 31, 32, 33, 34, 35}}
 			sessions := make([]*llm.Session, len(convs))
 			for i := range sessions {
+				var err error
 				if sessions[i], err = p.New(); err != nil {
 					t.Fatal(err)
 				}
@@ -206,11 +199,7 @@ func TestSessionsConcurrent(t *testing.T) {
 	ctx := context.Background()
 	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	r := llm.NewTestRunner(t, sessCfg)
-	p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := llm.NewTestPool(t, m, info, llm.SessionOptions{MaxSessions: 8})
 	const n = 8
 	prompts := make([][]int32, n)
 	opts := make([]llm.GenerateOptions, n)
@@ -269,11 +258,7 @@ func TestSessionsFull(t *testing.T) {
 		{"budget", llm.SessionOptions{MemoryBudget: 2*m.StateBytes() + m.StateBytes()/2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, c.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, c.o)
 			a, err := p.New()
 			if err != nil {
 				t.Fatal(err)
@@ -375,11 +360,7 @@ func TestPoolClaimsState(t *testing.T) {
 func TestSessionCancelKeepsPrefix(t *testing.T) {
 	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	r := llm.NewTestRunner(t, sessCfg)
-	p, err := llm.NewPool(m, info, llm.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := llm.NewTestPool(t, m, info, llm.SessionOptions{})
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
 			s, err := p.New()
