@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -121,16 +120,7 @@ func TestGenerateMatchesRunC(t *testing.T) {
 				t.Fatal(err)
 			}
 			ckptPath := write(t, dir, name+".bin", ckpt.Bytes())
-			cmd := exec.Command(bin, ckptPath, "-z", tokPath, "-t", "0", "-n", "64", "-i", "")
-			var so, se bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &so, &se
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("run.c: %v\n%s", err, se.String())
-			}
-			want := models.ParseLlama2CPieces(so.String())
-			if len(want) < 8 {
-				t.Fatalf("run.c printed only %d tokens: %q", len(want), so.String())
-			}
+			want, runCStderr := runCIDs(t, bin, ckptPath, tokPath)
 
 			out := mustRunStdout(t, "generate", "--data", strings.TrimSuffix(pte, ".pte")+".ptd", "--ids", "1", "-n", "64", "--temperature", "0", pte)
 			got := parseIDs(t, out)
@@ -141,7 +131,7 @@ func TestGenerateMatchesRunC(t *testing.T) {
 			if !slices.Equal(got[:n], want) || (n < 64 && got[n] != 1) {
 				t.Fatalf("generate's greedy tokens differ from run.c's:\n got %v\nwant %v (then BOS if shorter)", got, want)
 			}
-			t.Logf("%d tokens equal run.c's (run.c %s)", n, strings.TrimSpace(se.String()))
+			t.Logf("%d tokens equal run.c's (run.c %s)", n, strings.TrimSpace(runCStderr))
 		})
 	}
 }
