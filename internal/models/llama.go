@@ -177,15 +177,26 @@ type Llama struct {
 	s *stack
 }
 
-// NewLlama writes the graph for cfg with weights w (RandomLlamaWeights
-// when nil).
-func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
+// llamaWeights checks cfg, and w against it; a nil w is
+// RandomLlamaWeights(cfg).
+func llamaWeights(cfg LlamaConfig, w *LlamaWeights) (*LlamaWeights, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if w == nil {
-		w = RandomLlamaWeights(cfg)
-	} else if err := w.check(cfg); err != nil {
+		return RandomLlamaWeights(cfg), nil
+	}
+	if err := w.check(cfg); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewLlama writes the graph for cfg with weights w (RandomLlamaWeights
+// when nil).
+func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
+	w, err := llamaWeights(cfg, w)
+	if err != nil {
 		return nil, err
 	}
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim(),
