@@ -16,10 +16,10 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// testCfg is a small two-layer GQA llama: 4 query heads over 2 key/value
-// heads of 8, a 16-position cache, up to 4 tokens per Execute.
-var testCfg = models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// testCfg is models.TinyLlama, a small two-layer GQA llama: 4 query
+// heads over 2 key/value heads of 8, a 16-position cache, up to 4 tokens
+// per Execute.
+var testCfg = models.TinyLlama
 
 // layouts are the calling conventions the tests write.
 var layouts = []struct {

@@ -11,10 +11,13 @@ import (
 	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
 
-// turnCfg is a two-layer llama with a 48-position cache, up to 4 tokens
-// per Execute.
-var turnCfg = models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 48, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// turnCfg is models.TinyLlama with a 48-position cache: a two-layer
+// llama, up to 4 tokens per Execute.
+var turnCfg = func() models.LlamaConfig {
+	c := models.TinyLlama
+	c.MaxSeq = 48
+	return c
+}()
 
 // tokenEvent is one generated token of one session, in device order.
 type tokenEvent struct{ session, index int }

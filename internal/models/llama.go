@@ -65,6 +65,11 @@ var (
 	// frequency scaling.
 	Llama32_1B = LlamaConfig{Dim: 2048, Hidden: 8192, Layers: 16, Heads: 32, KVHeads: 8, Vocab: 128256,
 		MaxSeq: 256, MaxTokens: 1, Eps: 1e-5, RopeTheta: 500000, Seed: 1}
+	// TinyLlama is the small llama the tests run: two layers, grouped-query
+	// attention (4 query heads over 2 key/value heads of 8), a 40-token
+	// vocabulary, a 16-position cache, up to 4 tokens per Execute.
+	TinyLlama = LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
+		MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
 )
 
 // HeadDim is the size of one attention head.

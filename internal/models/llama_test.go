@@ -14,10 +14,9 @@ import (
 	"github.com/wgdelegate/wgdelegate"
 )
 
-// testLlama is a small llama with two layers and grouped-query attention
-// (4 query heads over 2 key/value heads of 8).
-var testLlama = LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// testLlama is TinyLlama, a small llama with two layers and grouped-query
+// attention (4 query heads over 2 key/value heads of 8).
+var testLlama = TinyLlama
 
 // TestLlamaDecode loads a two-layer GQA llama through wgdelegate.Load and
 // runs a 3-token prefill, then greedy decode steps of one token with
