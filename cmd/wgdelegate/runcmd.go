@@ -263,6 +263,18 @@ func checkModelFile(path string) error {
 	return nil
 }
 
+// mapModel checks the model (checkModelFile) and maps it into memory.
+func mapModel(path string) (*serialization.MappedFile, error) {
+	if err := checkModelFile(path); err != nil {
+		return nil, err
+	}
+	mf, err := serialization.MapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return mf, nil
+}
+
 // describeUnknown explains why a file is not a model, naming what it looks
 // like when it is a file that often gets passed by mistake.
 func describeUnknown(b []byte) string {
