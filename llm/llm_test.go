@@ -47,6 +47,16 @@ func load(t *testing.T, v *models.LlamaVariant) *llm.Runner {
 	return r
 }
 
+// loadTestCfg is load of testCfg's decoder in the default layout.
+func loadTestCfg(t *testing.T) *llm.Runner {
+	t.Helper()
+	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load(t, v)
+}
+
 // lastRow returns the last position's logits of a reference output
 // ([1, V] or [1, S, V]) as a [1, V] tensor.
 func lastRow(want *reference.Tensor, vocab int64) *reference.Tensor {
@@ -135,11 +145,7 @@ func TestConventionsAgainstReference(t *testing.T) {
 // one long Generate.
 func TestPrefillEqualsOneByOne(t *testing.T) {
 	ctx := context.Background()
-	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, v)
+	r := loadTestCfg(t)
 	prompt := []int32{3, 14, 15, 9}
 	all, err := r.Generate(ctx, prompt, llm.GenerateOptions{MaxNewTokens: 10})
 	if err != nil {
@@ -190,11 +196,7 @@ func TestPrefillEqualsOneByOne(t *testing.T) {
 // generating to the end of the cache.
 func TestGenerateControls(t *testing.T) {
 	ctx := context.Background()
-	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, v)
+	r := loadTestCfg(t)
 	prompt := []int32{2, 4, 6}
 	full, err := r.Generate(ctx, prompt, llm.GenerateOptions{})
 	if err != nil {
