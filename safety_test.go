@@ -15,10 +15,13 @@ import (
 )
 
 // cloneModel is y = clone(x) for a float32 [4] x.
-func cloneModel() *serialization.Builder {
+func cloneModel() *serialization.Builder { return cloneOf(serialization.Float32, 4) }
+
+// cloneOf is y = clone(x) for an x of type dt and the given shape.
+func cloneOf(dt serialization.DataType, shape ...int64) *serialization.Builder {
 	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, dims(4), -1)
-	y := b.Tensor(serialization.Float32, dims(4), -1)
+	x := b.Tensor(dt, dims(shape...), -1)
+	y := b.Tensor(dt, dims(shape...), -1)
 	b.Op("aten.clone.default", x, b.Null(), y)
 	b.Inputs(x)
 	b.Outputs(y)
