@@ -223,15 +223,22 @@ func chainSpec(t testing.TB) planSpec {
 	}
 }
 
+// loadPTE loads pte on the test device; the model is closed when t ends.
+func loadPTE(t testing.TB, pte []byte) *wgdelegate.Model {
+	t.Helper()
+	m, err := wgdelegate.Load(context.Background(), pte, wgdelegate.WithDevice(device(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func TestChainedDelegates(t *testing.T) {
 	requireOps(t, "aten.add.Tensor", "aten.relu.default")
 	pte := encodePlan(t, chainSpec(t))
 	ctx := context.Background()
-	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadPTE(t, pte)
 	if m.NumDelegates() != 2 || m.NumInputs() != 2 || m.NumOutputs() != 2 {
 		t.Fatalf("delegates %d, inputs %d, outputs %d", m.NumDelegates(), m.NumInputs(), m.NumOutputs())
 	}
@@ -273,17 +280,8 @@ func TestChainedDelegates(t *testing.T) {
 // model and a chained plan alike.
 func TestInfoIndex(t *testing.T) {
 	requireOps(t, "aten.add.Tensor", "aten.relu.default")
-	ctx := context.Background()
-	single, err := wgdelegate.Load(ctx, reluBlob(t, 4), wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer single.Close()
-	chained, err := wgdelegate.Load(ctx, encodePlan(t, chainSpec(t)), wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chained.Close()
+	single := loadPTE(t, reluBlob(t, 4))
+	chained := loadPTE(t, encodePlan(t, chainSpec(t)))
 	for _, tc := range []struct {
 		name  string
 		m     *wgdelegate.Model
@@ -337,11 +335,7 @@ func TestIndependentDelegates(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := wgdelegate.Load(ctx, pte, wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadPTE(t, pte)
 	outs, err := m.Execute(ctx,
 		wgdelegate.FromFloat32([]int64{3}, []float32{-1, 0, 1}),
 		wgdelegate.FromFloat32([]int64{2}, []float32{1, 2}),

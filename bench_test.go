@@ -30,6 +30,21 @@ func cloneChain(n int, elems int64) *serialization.Builder {
 	return b
 }
 
+// timeExecute executes m on in once, untimed, then b.N times, timed.
+func timeExecute(b *testing.B, m *wgdelegate.Model, in []wgdelegate.Tensor) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := m.Execute(ctx, in...); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Execute(ctx, in...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkExecuteDispatchBound measures the per-dispatch cost of a graph of
 // tiny ops (one pass, one submit) and the allocations of one Execute.
 func BenchmarkExecuteDispatchBound(b *testing.B) {
@@ -41,17 +56,8 @@ func BenchmarkExecuteDispatchBound(b *testing.B) {
 			}
 			defer m.Close()
 			in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{64}, make([]float32, 64))}
-			ctx := context.Background()
-			if _, err := m.Execute(ctx, in...); err != nil {
-				b.Fatal(err)
-			}
 			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := m.Execute(ctx, in...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			timeExecute(b, m, in)
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n+1), "µs/dispatch")
 		})
 	}
@@ -67,17 +73,8 @@ func BenchmarkExecuteCopyBandwidth(b *testing.B) {
 	}
 	defer m.Close()
 	in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{elems}, make([]float32, elems))}
-	ctx := context.Background()
-	if _, err := m.Execute(ctx, in...); err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := m.Execute(ctx, in...); err != nil {
-			b.Fatal(err)
-		}
-	}
+	timeExecute(b, m, in)
 	// Two kernels each read and write 16 MiB.
 	b.ReportMetric(float64(4*elems*2*2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "kernelGB/s")
 }
@@ -135,16 +132,7 @@ func BenchmarkChain200(b *testing.B) {
 			}
 			defer m.Close()
 			in := []wgdelegate.Tensor{wgdelegate.Float32Tensor([]int64{64}, make([]float32, 64))}
-			ctx := context.Background()
-			if _, err := m.Execute(ctx, in...); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := m.Execute(ctx, in...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			timeExecute(b, m, in)
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/op")
 			b.ReportMetric(float64(m.MemoryStats().NumDispatches), "dispatches")
 		})

@@ -443,12 +443,7 @@ func TestInlineConstant(t *testing.T) {
 }
 
 func TestExecuteInputErrors(t *testing.T) {
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Int32, dims(2, 2), -1)
-	y := b.Tensor(serialization.Int32, dims(2, 2), -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
+	b := cloneOf(serialization.Int32, 2, 2)
 	m := mustLoad(t, b)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -492,13 +487,7 @@ func TestNoVulkanDelegate(t *testing.T) {
 }
 
 func TestCloseReleases(t *testing.T) {
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, dims(4), -1)
-	y := b.Tensor(serialization.Float32, dims(4), -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
-	m, err := load(t, b)
+	m, err := load(t, cloneModel())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,12 +506,7 @@ func TestCloseReleases(t *testing.T) {
 // device; the program's delegate call still says int64, so outputs are
 // widened back and int64 inputs narrowed.
 func TestInt64OutputsWidened(t *testing.T) {
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Int32, dims(3), -1)
-	y := b.Tensor(serialization.Int32, dims(3), -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
+	b := cloneOf(serialization.Int32, 3)
 	blob, err := b.Blob()
 	if err != nil {
 		t.Fatal(err)

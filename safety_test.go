@@ -15,10 +15,13 @@ import (
 )
 
 // cloneModel is y = clone(x) for a float32 [4] x.
-func cloneModel() *serialization.Builder {
+func cloneModel() *serialization.Builder { return cloneOf(serialization.Float32, 4) }
+
+// cloneOf is y = clone(x) for an x of type dt and the given shape.
+func cloneOf(dt serialization.DataType, shape ...int64) *serialization.Builder {
 	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, dims(4), -1)
-	y := b.Tensor(serialization.Float32, dims(4), -1)
+	x := b.Tensor(dt, dims(shape...), -1)
+	y := b.Tensor(dt, dims(shape...), -1)
 	b.Op("aten.clone.default", x, b.Null(), y)
 	b.Inputs(x)
 	b.Outputs(y)
@@ -183,11 +186,7 @@ func TestInputMessages(t *testing.T) {
 	requireOps(t, "aten.add.Tensor", "aten.relu.default")
 	ctx := context.Background()
 	single := mustLoad(t, cloneModel())
-	chained, err := wgdelegate.Load(ctx, encodePlan(t, chainSpec(t)), wgdelegate.WithDevice(device(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chained.Close()
+	chained := loadPTE(t, encodePlan(t, chainSpec(t)))
 	for _, tc := range []struct {
 		name string
 		m    *wgdelegate.Model

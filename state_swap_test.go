@@ -11,10 +11,9 @@ import (
 	"github.com/wgdelegate/wgdelegate/internal/models"
 )
 
-// swapCfg is a two-layer GQA llama with a 16-position cache and up to 4
-// tokens per Execute.
-var swapCfg = models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// swapCfg is models.TinyLlama, a two-layer GQA llama with a 16-position
+// cache and up to 4 tokens per Execute.
+var swapCfg = models.TinyLlama
 
 // TestStateClaimSwap: two sequences take turns in one model through the
 // claim's Save and Restore; each step's logits equal, bit for bit, those

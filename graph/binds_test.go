@@ -14,16 +14,7 @@ import (
 // loadBuilder loads b's graph with opts on the test device.
 func loadBuilder(t testing.TB, b *serialization.Builder, opts graph.Options) *graph.WebGPUGraph {
 	t.Helper()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	blob, named := graph.BuiltBlob(t, b)
 	opts.NamedData = named
 	g, err := graph.Load(context.Background(), graph.OpenTestDevice(t), blob, opts)
 	if err != nil {

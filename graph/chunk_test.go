@@ -121,16 +121,7 @@ func BenchmarkChunkedLinear(b *testing.B) {
 	y := bb.Tensor(f, []uint32{1, n}, -1)
 	bb.Op("aten.linear.default", x, wt, bb.Null(), y)
 	bb.Outputs(y)
-	blob, err := bb.Blob()
-	if err != nil {
-		b.Fatal(err)
-	}
-	nd := serialization.NewNamedDataMap()
-	for _, nb := range bb.NamedBlobs() {
-		if err := nd.Add(nb.Key, nb.Data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	blob, nd := BuiltBlob(b, bb)
 	in := []Tensor{{DType: f, Shape: []int64{1, k}, Data: make([]byte, k*4)}}
 	for _, c := range []struct {
 		name  string

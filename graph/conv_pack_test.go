@@ -52,27 +52,11 @@ func randWeight(n int, seed uint64) ([]float32, []byte) {
 	return w, raw
 }
 
-// builtBlob returns what b describes: the blob and its named data.
-func builtBlob(t testing.TB, b *serialization.Builder) ([]byte, *serialization.NamedDataMap) {
-	t.Helper()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return blob, named
-}
-
 // loadBuilt loads what b describes, with its named data.
 func loadBuilt(t *testing.T, b *serialization.Builder, opt Options) *WebGPUGraph {
 	t.Helper()
 	var blob []byte
-	blob, opt.NamedData = builtBlob(t, b)
+	blob, opt.NamedData = BuiltBlob(t, b)
 	g, err := Load(context.Background(), device(t), blob, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -11,28 +11,12 @@ import (
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/ops"
-	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // loadDecoder loads d's graph on the test device.
 func loadDecoder(t testing.TB, d *models.Decoder) *graph.WebGPUGraph {
 	t.Helper()
-	blob, err := d.B.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range d.B.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := graph.Load(context.Background(), graph.OpenTestDevice(t), blob, graph.Options{NamedData: named})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
+	return loadBuilder(t, d.B, graph.Options{})
 }
 
 // TestDecodeMovingPosRefreshes: decode steps whose input_pos moves (and

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
+	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
 // Hooks for the external tests (package graph_test), which may import
@@ -12,6 +13,22 @@ import (
 
 // OpenTestDevice returns the process-wide test device.
 func OpenTestDevice(t testing.TB) *gpu.Device { return device(t) }
+
+// BuiltBlob returns what b describes: the blob and its named data.
+func BuiltBlob(t testing.TB, b *serialization.Builder) ([]byte, *serialization.NamedDataMap) {
+	t.Helper()
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := serialization.NewNamedDataMap()
+	for _, nb := range b.NamedBlobs() {
+		if err := named.Add(nb.Key, nb.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return blob, named
+}
 
 // ForceRerecord makes g's next Execute re-record every op, as new input
 // shapes would, instead of refreshing.

@@ -14,25 +14,6 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// cloneHeadWith is cloneHead with kernel choices: a head on a graph
-// that copies its [1, rows, vocab] input to its output.
-func cloneHeadWith(ctx context.Context, t *testing.T, rows, vocab int, k ops.Config) *graph.Head {
-	t.Helper()
-	b := serialization.NewBuilder()
-	x := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
-	y := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
-	b.Op("aten.clone.default", x, b.Null(), y)
-	b.Inputs(x)
-	b.Outputs(y)
-	g := loadBuilder(t, b, graph.Options{Kernels: k})
-	h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
-}
-
 // headRows are adversarial rows of n logits for the head's pick and
 // top-k: random, the largest tied across chunks (the first must win) and
 // within one, in the last (partial) chunk, NaNs (at 0 too), all NaN,

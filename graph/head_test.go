@@ -12,6 +12,7 @@ import (
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/models"
+	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -164,21 +165,20 @@ func TestHeadArgmax(t *testing.T) {
 // are closed when t ends.
 func cloneHead(ctx context.Context, t *testing.T, rows, vocab int) *graph.Head {
 	t.Helper()
+	return cloneHeadWith(ctx, t, rows, vocab, ops.Config{})
+}
+
+// cloneHeadWith is cloneHead with kernel choices: a head on a graph
+// that copies its [1, rows, vocab] input to its output.
+func cloneHeadWith(ctx context.Context, t *testing.T, rows, vocab int, k ops.Config) *graph.Head {
+	t.Helper()
 	b := serialization.NewBuilder()
 	x := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
 	y := b.Tensor(serialization.Float32, []uint32{1, uint32(rows), uint32(vocab)}, -1)
 	b.Op("aten.clone.default", x, b.Null(), y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Load(ctx, graph.OpenTestDevice(t), blob, graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g := loadBuilder(t, b, graph.Options{Kernels: k})
 	h, err := g.NewHead(graph.HeadOptions{Logits: 0, Token: -1})
 	if err != nil {
 		t.Fatal(err)

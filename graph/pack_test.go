@@ -49,15 +49,7 @@ func init() {
 		return testCopy(b, packed, args[1])
 	}})
 	ops.Register("test.packed_transpose", func(b ops.Builder, args []int32) error {
-		w, err := b.Tensor(args[0])
-		if err != nil {
-			return err
-		}
-		spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
-		if err != nil {
-			return err
-		}
-		packed, err := b.PackWeight(args[0], spec)
+		packed, err := packTransposed(b, args[0])
 		if err != nil {
 			return err
 		}
@@ -67,15 +59,7 @@ func init() {
 	// op records: weights get their buffers in one place, after the
 	// recording (weights.go).
 	ops.Register("test.packed_transpose_placed", func(b ops.Builder, args []int32) error {
-		w, err := b.Tensor(args[0])
-		if err != nil {
-			return err
-		}
-		spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
-		if err != nil {
-			return err
-		}
-		packed, err := b.PackWeight(args[0], spec)
+		packed, err := packTransposed(b, args[0])
 		if err != nil {
 			return err
 		}
@@ -84,6 +68,19 @@ func init() {
 		}
 		return testCopy(b, packed, args[1])
 	})
+}
+
+// packTransposed is the transpose packing of the weight id.
+func packTransposed(b ops.Builder, id int32) (ops.Tensor, error) {
+	w, err := b.Tensor(id)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	spec, err := ops.TransposeSpec(w, b.MaxWorkgroupsPerDim())
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	return b.PackWeight(id, spec)
 }
 
 // testCopy copies packed into out.
@@ -125,7 +122,7 @@ func packedGraph(t testing.TB, r, c uint32, seed uint64) ([]byte, *serialization
 	out := b.Tensor(f, []uint32{c, r}, -1)
 	b.Op("test.packed_transpose", p, out)
 	b.Outputs(out)
-	blob, named := builtBlob(t, b)
+	blob, named := BuiltBlob(t, b)
 	return blob, named, w
 }
 
@@ -305,14 +302,7 @@ func TestPackedArgDeferred(t *testing.T) {
 	out := b.Tensor(f, []uint32{6, 5}, -1)
 	b.Op("test.packed_identity", w, out)
 	b.Outputs(out)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		named.Add(nb.Key, nb.Data)
-	}
+	blob, named := BuiltBlob(t, b)
 	g, err := Load(context.Background(), device(t), blob, Options{NamedData: named})
 	if err != nil {
 		t.Fatal(err)

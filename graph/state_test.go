@@ -16,22 +16,7 @@ import (
 // loadDecoderWith is loadDecoder with kernel choices.
 func loadDecoderWith(t testing.TB, d *models.Decoder, k ops.Config) *graph.WebGPUGraph {
 	t.Helper()
-	blob, err := d.B.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range d.B.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := graph.Load(context.Background(), graph.OpenTestDevice(t), blob, graph.Options{NamedData: named, Kernels: k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
+	return loadBuilder(t, d.B, graph.Options{Kernels: k})
 }
 
 // TestStateSwap runs two sequences through one decoder graph, swapping
@@ -166,22 +151,7 @@ func cacheGraph(t *testing.T, bsz uint32, none bool) *graph.WebGPUGraph {
 		b.Op("sdpa_with_kv_cache.default", q, k, v, kc, vc, b.Int(0), b.Int(1), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
 		b.Outputs(out)
 	}
-	raw, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := graph.Load(context.Background(), graph.OpenTestDevice(t), raw, graph.Options{NamedData: named})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
+	return loadBuilder(t, b, graph.Options{})
 }
 
 // TestStateLayouts: constant caches get their writable copies as state; a

@@ -119,7 +119,7 @@ func TestPrepackOutputBuffer(t *testing.T) {
 	b.Op("aten.clone.default", p, b.Null(), out)
 	b.Op("et_vk.prepack.default", c, p)
 	b.Outputs(out)
-	blob, named := builtBlob(t, b)
+	blob, named := BuiltBlob(t, b)
 	_, err := Load(context.Background(), device(t), blob, Options{NamedData: named})
 	if !errors.Is(err, ErrReadBeforeWrite) || !errors.Is(err, ErrInvalidGraph) {
 		t.Errorf("prepack output read before its prepack: %v, want ErrReadBeforeWrite and ErrInvalidGraph", err)

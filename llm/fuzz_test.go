@@ -21,18 +21,7 @@ func FuzzLlama2CTokenizer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ids, err := tk.Encode(text, true)
-		if err != nil {
-			return
-		}
-		prev := int32(-1)
-		for _, id := range ids {
-			if id < 0 || int(id) >= tk.VocabSize() {
-				t.Fatalf("id %d outside the vocabulary of %d", id, tk.VocabSize())
-			}
-			_ = tk.Decode(prev, id)
-			prev = id
-		}
+		encodeInVocab(t, tk, text)
 	})
 }
 
@@ -45,19 +34,26 @@ func FuzzSentencePiece(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ids, err := tk.Encode(text, true)
-		if err != nil {
-			return
-		}
-		prev := int32(-1)
-		for _, id := range ids {
-			if id < 0 || int(id) >= tk.VocabSize() {
-				t.Fatalf("id %d outside the vocabulary of %d", id, tk.VocabSize())
-			}
-			_ = tk.Decode(prev, id)
-			prev = id
-		}
+		encodeInVocab(t, tk, text)
 	})
+}
+
+// encodeInVocab encodes text with tk (an error is no failure) and checks
+// that every id is in tk's vocabulary and decodes without panicking.
+func encodeInVocab(t *testing.T, tk llm.Tokenizer, text string) {
+	t.Helper()
+	ids, err := tk.Encode(text, true)
+	if err != nil {
+		return
+	}
+	prev := int32(-1)
+	for _, id := range ids {
+		if id < 0 || int(id) >= tk.VocabSize() {
+			t.Fatalf("id %d outside the vocabulary of %d", id, tk.VocabSize())
+		}
+		_ = tk.Decode(prev, id)
+		prev = id
+	}
 }
 
 // FuzzTiktoken: any bytes either fail to parse with an error or give a

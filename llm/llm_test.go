@@ -16,10 +16,10 @@ import (
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// testCfg is a small two-layer GQA llama: 4 query heads over 2 key/value
-// heads of 8, a 16-position cache, up to 4 tokens per Execute.
-var testCfg = models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// testCfg is models.TinyLlama, a small two-layer GQA llama: 4 query
+// heads over 2 key/value heads of 8, a 16-position cache, up to 4 tokens
+// per Execute.
+var testCfg = models.TinyLlama
 
 // layouts are the calling conventions the tests write.
 var layouts = []struct {
@@ -45,6 +45,16 @@ func load(t *testing.T, v *models.LlamaVariant) *llm.Runner {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// loadTestCfg is load of testCfg's decoder in the default layout.
+func loadTestCfg(t *testing.T) *llm.Runner {
+	t.Helper()
+	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load(t, v)
 }
 
 // lastRow returns the last position's logits of a reference output
@@ -135,11 +145,7 @@ func TestConventionsAgainstReference(t *testing.T) {
 // one long Generate.
 func TestPrefillEqualsOneByOne(t *testing.T) {
 	ctx := context.Background()
-	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, v)
+	r := loadTestCfg(t)
 	prompt := []int32{3, 14, 15, 9}
 	all, err := r.Generate(ctx, prompt, llm.GenerateOptions{MaxNewTokens: 10})
 	if err != nil {
@@ -190,11 +196,7 @@ func TestPrefillEqualsOneByOne(t *testing.T) {
 // generating to the end of the cache.
 func TestGenerateControls(t *testing.T) {
 	ctx := context.Background()
-	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, v)
+	r := loadTestCfg(t)
 	prompt := []int32{2, 4, 6}
 	full, err := r.Generate(ctx, prompt, llm.GenerateOptions{})
 	if err != nil {

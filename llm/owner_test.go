@@ -8,40 +8,15 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
-	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/llm"
 )
-
-// loadDecoder loads testCfg's decoder as a plain Model, with its
-// ProgramInfo.
-func loadDecoder(t *testing.T) (*wgdelegate.Model, llm.ProgramInfo, models.Files) {
-	t.Helper()
-	v, err := models.NewLlamaLayout(testCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := models.Encode(v.B, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := llm.InspectProgram(f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := wgdelegate.Load(context.Background(), f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, info, f
-}
 
 // TestRunnerOwnsCache: a second runner on one model is refused with
 // ErrCacheOwned until the first is closed; the closed runner refuses to
 // run; a runner made after it generates what a fresh model does.
 func TestRunnerOwnsCache(t *testing.T) {
 	ctx := context.Background()
-	m, info, _ := loadDecoder(t)
+	m, info, _ := llm.LoadTestDecoder(t, testCfg)
 	first, err := llm.New(m, info)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +64,7 @@ func TestRunnerOwnsCache(t *testing.T) {
 // TestRunnerOwnsCacheConcurrent: of runners made at once on one model,
 // exactly one gets it (run with -race).
 func TestRunnerOwnsCacheConcurrent(t *testing.T) {
-	m, info, _ := loadDecoder(t)
+	m, info, _ := llm.LoadTestDecoder(t, testCfg)
 	const n = 8
 	runners := make([]*llm.Runner, n)
 	errs := make([]error, n)
@@ -121,7 +96,7 @@ func TestRunnerOwnsCacheConcurrent(t *testing.T) {
 // their own, so several live side by side, and Close closes the model.
 func TestOpenOwnsItsModel(t *testing.T) {
 	ctx := context.Background()
-	_, _, f := loadDecoder(t)
+	_, _, f := llm.LoadTestDecoder(t, testCfg)
 	a, err := llm.Load(ctx, f.PTE)
 	if err != nil {
 		t.Fatal(err)

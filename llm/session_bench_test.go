@@ -38,32 +38,10 @@ func BenchmarkSessionSwitch(b *testing.B) {
 func benchSwitch(b *testing.B, pos int) {
 	ctx := context.Background()
 	cfg := models.Stories260K
-	l, err := models.NewLlama(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := models.Encode(l.B, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	info, err := llm.InspectProgram(f.PTE)
-	if err != nil {
-		b.Fatal(err)
-	}
-	load := func() *wgdelegate.Model {
-		m, err := wgdelegate.Load(ctx, f.PTE)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { m.Close() })
-		return m
-	}
+	f, info := llm.EncodeTestDecoder(b, cfg)
+	load := func() *wgdelegate.Model { return llm.LoadTestModel(b, f.PTE) }
 	m := load()
-	p, err := llm.NewPool(m, info, llm.SessionOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	p := llm.NewTestPool(b, m, info, llm.SessionOptions{})
 	prompt := func(seed int32) []int32 {
 		out := make([]int32, pos)
 		for i := range out {
@@ -182,23 +160,7 @@ func BenchmarkSessionsMemory(b *testing.B) {
 	ctx := context.Background()
 	cfg := models.LlamaConfig{Dim: 288, Hidden: 768, Layers: 6, Heads: 6, KVHeads: 6, Vocab: 32000,
 		MaxSeq: 256, MaxTokens: 32, Eps: 1e-5, RopeTheta: 10000, Seed: 1}
-	l, err := models.NewLlama(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := models.Encode(l.B, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	info, err := llm.InspectProgram(f.PTE)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := wgdelegate.Load(ctx, f.PTE)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m, info, _ := llm.LoadTestDecoder(b, cfg)
 	for range b.N {
 		for _, n := range []int{1, 8} {
 			p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: n})

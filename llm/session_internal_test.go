@@ -7,37 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
 
-// turnCfg is a two-layer llama with a 48-position cache, up to 4 tokens
-// per Execute.
-var turnCfg = models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 48, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
-
-func turnModel(t *testing.T) (*wgdelegate.Model, ProgramInfo) {
-	t.Helper()
-	l, err := models.NewLlama(turnCfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := models.Encode(l.B, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := InspectProgram(f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := wgdelegate.Load(context.Background(), f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, info
-}
+// turnCfg is models.TinyLlama with a 48-position cache: a two-layer
+// llama, up to 4 tokens per Execute.
+var turnCfg = func() models.LlamaConfig {
+	c := models.TinyLlama
+	c.MaxSeq = 48
+	return c
+}()
 
 // tokenEvent is one generated token of one session, in device order.
 type tokenEvent struct{ session, index int }
@@ -75,13 +55,8 @@ func startQueued(t *testing.T, p *Pool, n int, gen func(i int)) *sync.WaitGroup 
 // others' steps between them, so the short prompts queued behind it get
 // their first tokens first. Every decode path.
 func TestSessionsTakeTurns(t *testing.T) {
-	m, info := turnModel(t)
-	ref, refInfo := turnModel(t)
-	r, err := New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := LoadTestDecoder(t, turnCfg)
+	r := NewTestRunner(t, turnCfg)
 	cases := []struct {
 		name string
 		o    GenerateOptions
@@ -100,11 +75,7 @@ func TestSessionsTakeTurns(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := NewPool(m, info, SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := NewTestPool(t, m, info, SessionOptions{})
 			const n = 4
 			o := c.o
 			o.MaxNewTokens = 6

@@ -20,30 +20,6 @@ var sessCfg = func() models.LlamaConfig {
 	return c
 }()
 
-// sessModel loads sessCfg's decoder as a plain Model, with its
-// ProgramInfo; every call gives the same weights.
-func sessModel(t testing.TB) (*wgdelegate.Model, llm.ProgramInfo) {
-	t.Helper()
-	v, err := models.NewLlamaLayout(sessCfg, nil, models.LlamaLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := models.Encode(v.B, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := llm.InspectProgram(f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := wgdelegate.Load(context.Background(), f.PTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, info
-}
-
 // lone generates from prompt on a fresh sequence of r, a runner on
 // another load of the model: what a session must give.
 func lone(t testing.TB, r *llm.Runner, prompt []int32, o llm.GenerateOptions) []int32 {
@@ -91,20 +67,11 @@ func testEngines() []engine {
 // Each call's tokens equal a fresh sequence's on the whole prompt.
 func TestSessionPrefixReuse(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, llm.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, llm.SessionOptions{})
 			s, err := p.New()
 			if err != nil {
 				t.Fatal(err)
@@ -154,25 +121,17 @@ func TestSessionPrefixReuse(t *testing.T) {
 // graph holds on the device (no refresh), written at each switch.
 func TestSessionsInterleaved(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, llm.SessionOptions{MaxSessions: 4})
 			o := e.o
 			o.MaxNewTokens = 4
 			convs := [][]int32{{1, 2, 3, 4, 5}, {1, 9, 8, 7}, {1, 30, 31, 32, 33, 34, 35}}
 			sessions := make([]*llm.Session, len(convs))
 			for i := range sessions {
+				var err error
 				if sessions[i], err = p.New(); err != nil {
 					t.Fatal(err)
 				}
@@ -238,18 +197,9 @@ func TestSessionsInterleaved(t *testing.T) {
 // afterwards no store is left but those of open sessions.
 func TestSessionsConcurrent(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := llm.NewPool(m, info, llm.SessionOptions{MaxSessions: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
+	p := llm.NewTestPool(t, m, info, llm.SessionOptions{MaxSessions: 8})
 	const n = 8
 	prompts := make([][]int32, n)
 	opts := make([]llm.GenerateOptions, n)
@@ -299,7 +249,7 @@ func TestSessionsConcurrent(t *testing.T) {
 // (ErrSessionsFull), a closed session makes room, and bad options are
 // ErrOption.
 func TestSessionsFull(t *testing.T) {
-	m, info := sessModel(t)
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	for _, c := range []struct {
 		name string
 		o    llm.SessionOptions
@@ -308,11 +258,7 @@ func TestSessionsFull(t *testing.T) {
 		{"budget", llm.SessionOptions{MemoryBudget: 2*m.StateBytes() + m.StateBytes()/2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := llm.NewPool(m, info, c.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := llm.NewTestPool(t, m, info, c.o)
 			a, err := p.New()
 			if err != nil {
 				t.Fatal(err)
@@ -345,7 +291,7 @@ func TestSessionsFull(t *testing.T) {
 // requests a session cannot serve are rejected before anything runs.
 func TestPoolClaimsState(t *testing.T) {
 	ctx := context.Background()
-	m, info := sessModel(t)
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
 	p, err := llm.NewPool(m, info, llm.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -412,18 +358,9 @@ func TestPoolClaimsState(t *testing.T) {
 // leaves the session holding a prefix of its sequence, which the next
 // call reuses and gets right; the pool's other sessions are unaffected.
 func TestSessionCancelKeepsPrefix(t *testing.T) {
-	m, info := sessModel(t)
-	ref, refInfo := sessModel(t)
-	r, err := llm.New(ref, refInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := llm.NewPool(m, info, llm.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
+	p := llm.NewTestPool(t, m, info, llm.SessionOptions{})
 	for _, e := range testEngines() {
 		t.Run(e.name, func(t *testing.T) {
 			s, err := p.New()

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 
@@ -117,4 +121,18 @@ func kernelsFlag(dst *wgdelegate.KernelFamily) func(string) error {
 		*dst = f
 		return nil
 	}
+}
+
+// parseAndRun is a command that does its work in one call: it parses args
+// with parse, then runs do with the options under a context that an
+// interrupt (Ctrl-C) cancels.
+func parseAndRun[O any](args []string, stdout, stderr io.Writer, parse func([]string) (O, error),
+	do func(context.Context, O, io.Writer, io.Writer) error) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return do(ctx, o, stdout, stderr)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -90,51 +88,58 @@ Examples:
 
 // benchOptions are the parsed arguments of "wgdelegate bench".
 type benchOptions struct {
-	model       string
-	data        []string
-	inputs      []string
-	iterations  int
+	measureOptions
 	packedCache string
-	json        bool
-	f16KV       bool
-	noFusion    bool
-	verbose     bool
-	verify      bool                    // WithVerifyData (--verify)
-	cpuThreads  int                     // DeviceOptions.CPUThreads (--cpu-threads)
-	kernels     wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
+}
+
+// measureOptions are the options bench and profile share: the model,
+// how it is loaded and run, and how the result is printed.
+type measureOptions struct {
+	model      string
+	data       []string
+	inputs     []string
+	iterations int
+	json       bool
+	f16KV      bool
+	noFusion   bool
+	verbose    bool
+	verify     bool                    // WithVerifyData (--verify)
+	cpuThreads int                     // DeviceOptions.CPUThreads (--cpu-threads)
+	kernels    wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
+}
+
+// parse applies args to o's flags and to own, the command cmd's own
+// flags, and takes the one model.
+func (o *measureOptions) parse(cmd string, args []string, own ...flagSpec) error {
+	specs := append(own,
+		flagSpec{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
+		flagSpec{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
+		flagSpec{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
+		flagSpec{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
+		flagSpec{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
+		flagSpec{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
+		flagSpec{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
+		flagSpec{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
+		flagSpec{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
+		flagSpec{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
+	)
+	pos, err := parseArgs(cmd, args, specs)
+	if err != nil {
+		return err
+	}
+	o.model, err = oneModel(cmd, pos)
+	return err
 }
 
 func parseBenchArgs(args []string) (benchOptions, error) {
-	o := benchOptions{iterations: 10}
-	specs := []flagSpec{
-		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
-		packedCacheFlag(&o.packedCache),
-		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
-		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
-		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
-		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
-		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
-		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
-		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
-		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
-		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
-	}
-	pos, err := parseArgs("bench", args, specs)
-	if err != nil {
-		return o, err
-	}
-	o.model, err = oneModel("bench", pos)
+	var o benchOptions
+	o.iterations = 10
+	err := o.parse("bench", args, packedCacheFlag(&o.packedCache))
 	return o, err
 }
 
 func benchCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseBenchArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return benchModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseBenchArgs, benchModel)
 }
 
 // benchResult is what bench prints; the JSON names are a stable interface.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/internal/models"
-	"github.com/wgdelegate/wgdelegate/internal/testenv"
 )
 
 // genCfg has stories260K's shape (dim 64, 5 layers, 8 query heads over 4
@@ -103,25 +101,8 @@ func parseIDs(t *testing.T, s string) []int32 {
 // compare exactly; run.c stops early only at BOS (token 1), where generate
 // must produce 1 too. Skipped without a C compiler.
 func TestGenerateMatchesRunC(t *testing.T) {
-	cc := ""
-	for _, c := range []string{"cc", "gcc", "clang"} {
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
-	}
-	runCPath := testenv.RunC()
-	if runCPath == "" {
-		t.Skip("run.c not found: set LLAMA2C_RUN_C")
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "run")
-	if out, err := exec.Command(cc, "-O2", "-o", bin, runCPath, "-lm").CombinedOutput(); err != nil {
-		t.Fatalf("compiling run.c: %v\n%s", err, out)
-	}
+	bin := buildRunC(t, dir)
 	var tok bytes.Buffer
 	if err := models.WriteLlama2CTokenizer(&tok, int(genCfg.Vocab)); err != nil {
 		t.Fatal(err)
@@ -139,16 +120,7 @@ func TestGenerateMatchesRunC(t *testing.T) {
 				t.Fatal(err)
 			}
 			ckptPath := write(t, dir, name+".bin", ckpt.Bytes())
-			cmd := exec.Command(bin, ckptPath, "-z", tokPath, "-t", "0", "-n", "64", "-i", "")
-			var so, se bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &so, &se
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("run.c: %v\n%s", err, se.String())
-			}
-			want := models.ParseLlama2CPieces(so.String())
-			if len(want) < 8 {
-				t.Fatalf("run.c printed only %d tokens: %q", len(want), so.String())
-			}
+			want, runCStderr := runCIDs(t, bin, ckptPath, tokPath)
 
 			out := mustRunStdout(t, "generate", "--data", strings.TrimSuffix(pte, ".pte")+".ptd", "--ids", "1", "-n", "64", "--temperature", "0", pte)
 			got := parseIDs(t, out)
@@ -159,7 +131,7 @@ func TestGenerateMatchesRunC(t *testing.T) {
 			if !slices.Equal(got[:n], want) || (n < 64 && got[n] != 1) {
 				t.Fatalf("generate's greedy tokens differ from run.c's:\n got %v\nwant %v (then BOS if shorter)", got, want)
 			}
-			t.Logf("%d tokens equal run.c's (run.c %s)", n, strings.TrimSpace(se.String()))
+			t.Logf("%d tokens equal run.c's (run.c %s)", n, strings.TrimSpace(runCStderr))
 		})
 	}
 }

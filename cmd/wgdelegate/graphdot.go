@@ -58,12 +58,9 @@ func graphCommand(args []string, stdout io.Writer) error {
 				strings.ToUpper(format), strings.TrimSuffix(o.out, filepath.Ext(o.out))+".dot")
 		}
 	}
-	if err := checkModelFile(o.model); err != nil {
-		return err
-	}
-	mf, err := serialization.MapFile(o.model)
+	mf, err := mapModel(o.model)
 	if err != nil {
-		return fmt.Errorf("model: %w", err)
+		return err
 	}
 	defer mf.Close()
 	var buf bytes.Buffer

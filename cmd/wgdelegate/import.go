@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,13 +138,7 @@ func parseImportArgs(args []string) (importOptions, error) {
 }
 
 func importCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseImportArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return importLlama2C(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseImportArgs, importLlama2C)
 }
 
 // importLlama2C does the work of "wgdelegate import llama2c": every check

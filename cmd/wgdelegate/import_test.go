@@ -65,8 +65,9 @@ func buildRunC(t *testing.T, dir string) string {
 }
 
 // runCIDs runs run.c greedily for 64 steps from BOS on a checkpoint and
-// returns the token ids it printed.
-func runCIDs(t *testing.T, bin, ckpt, tok string) []int32 {
+// returns the token ids it printed, and what it wrote to stderr (its
+// speed).
+func runCIDs(t *testing.T, bin, ckpt, tok string) ([]int32, string) {
 	t.Helper()
 	cmd := exec.Command(bin, ckpt, "-z", tok, "-t", "0", "-n", "64", "-i", "")
 	var so, se bytes.Buffer
@@ -78,7 +79,7 @@ func runCIDs(t *testing.T, bin, ckpt, tok string) []int32 {
 	if len(ids) < 8 {
 		t.Fatalf("run.c printed only %d tokens: %q", len(ids), so.String())
 	}
-	return ids
+	return ids, se.String()
 }
 
 // TestImportMatchesRunC: `import llama2c` on a checkpoint of random
@@ -117,7 +118,7 @@ func TestImportMatchesRunC(t *testing.T) {
 			if tc.q4 > 0 {
 				runCCkpt = writeCheckpoint(t, sub, "dequantized.bin", genCfg, dequantized(genCfg, w, tc.q4))
 			}
-			want := runCIDs(t, runC, runCCkpt, tok)
+			want, _ := runCIDs(t, runC, runCCkpt, tok)
 			got := parseIDs(t, mustRunStdout(t, "generate", filepath.Join(out, "model.pte"), "--data", filepath.Join(out, "model.ptd"),
 				"--ids", "1", "-n", "64", "--temperature", "0"))
 			if len(got) != 64 {

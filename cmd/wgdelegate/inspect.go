@@ -38,12 +38,9 @@ func inspectCommand(args []string, stdout, stderr io.Writer) error {
 	if o.model, err = oneModel("inspect", pos); err != nil {
 		return err
 	}
-	if err := checkModelFile(o.model); err != nil {
-		return err
-	}
-	mf, err := serialization.MapFile(o.model)
+	mf, err := mapModel(o.model)
 	if err != nil {
-		return fmt.Errorf("model: %w", err)
+		return err
 	}
 	defer mf.Close()
 	limits, limitsFrom := wgdelegate.DefaultLimits, "WebGPU default limits"

@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,18 +74,8 @@ Examples:
 
 // profileOptions are the parsed arguments of "wgdelegate profile".
 type profileOptions struct {
-	model      string
-	data       []string
-	inputs     []string
-	iterations int
-	trace      string
-	json       bool
-	f16KV      bool
-	noFusion   bool
-	verbose    bool
-	verify     bool                    // WithVerifyData (--verify)
-	cpuThreads int                     // DeviceOptions.CPUThreads (--cpu-threads)
-	kernels    wgdelegate.KernelFamily // KernelConfig.Family (--kernels)
+	measureOptions
+	trace string
 }
 
 // iterationsFlag parses a positive --iterations value into dst.
@@ -106,36 +95,15 @@ func appendFlag(dst *[]string) func(string) error {
 }
 
 func parseProfileArgs(args []string) (profileOptions, error) {
-	o := profileOptions{iterations: 3}
-	specs := []flagSpec{
-		{names: []string{"iterations", "n"}, value: true, set: iterationsFlag(&o.iterations)},
-		{names: []string{"trace"}, value: true, set: func(v string) error { o.trace = v; return nil }},
-		{names: []string{"json"}, set: func(string) error { o.json = true; return nil }},
-		{names: []string{"no-fusion"}, set: func(string) error { o.noFusion = true; return nil }},
-		{names: []string{"f16-kv-cache"}, set: func(string) error { o.f16KV = true; return nil }},
-		{names: []string{"cpu-threads"}, value: true, set: cpuThreadsFlag(&o.cpuThreads)},
-		{names: []string{"kernels"}, value: true, set: kernelsFlag(&o.kernels)},
-		{names: []string{"data"}, value: true, set: appendFlag(&o.data)},
-		{names: []string{"input"}, value: true, set: appendFlag(&o.inputs)},
-		{names: []string{"verify"}, set: func(string) error { o.verify = true; return nil }},
-		{names: []string{"verbose", "v"}, set: func(string) error { o.verbose = true; return nil }},
-	}
-	pos, err := parseArgs("profile", args, specs)
-	if err != nil {
-		return o, err
-	}
-	o.model, err = oneModel("profile", pos)
+	var o profileOptions
+	o.iterations = 3
+	err := o.parse("profile", args,
+		flagSpec{names: []string{"trace"}, value: true, set: func(v string) error { o.trace = v; return nil }})
 	return o, err
 }
 
 func profileCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseProfileArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return profileModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseProfileArgs, profileModel)
 }
 
 // loaded is a model opened by a command, with its device and inputs.

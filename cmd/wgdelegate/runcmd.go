@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,13 +68,7 @@ func parseRunArgs(args []string) (runOptions, error) {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseRunArgs(args)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return runModel(ctx, o, stdout, stderr)
+	return parseAndRun(args, stdout, stderr, parseRunArgs, runModel)
 }
 
 // runModel does the work of "wgdelegate run": everything that can be checked
@@ -268,6 +261,18 @@ func checkModelFile(path string) error {
 		return fmt.Errorf("%s: %s", path, describeUnknown(id[:n]))
 	}
 	return nil
+}
+
+// mapModel checks the model (checkModelFile) and maps it into memory.
+func mapModel(path string) (*serialization.MappedFile, error) {
+	if err := checkModelFile(path); err != nil {
+		return nil, err
+	}
+	mf, err := serialization.MapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return mf, nil
 }
 
 // describeUnknown explains why a file is not a model, naming what it looks

@@ -65,6 +65,11 @@ var (
 	// frequency scaling.
 	Llama32_1B = LlamaConfig{Dim: 2048, Hidden: 8192, Layers: 16, Heads: 32, KVHeads: 8, Vocab: 128256,
 		MaxSeq: 256, MaxTokens: 1, Eps: 1e-5, RopeTheta: 500000, Seed: 1}
+	// TinyLlama is the small llama the tests run: two layers, grouped-query
+	// attention (4 query heads over 2 key/value heads of 8), a 40-token
+	// vocabulary, a 16-position cache, up to 4 tokens per Execute.
+	TinyLlama = LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
+		MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
 )
 
 // HeadDim is the size of one attention head.
@@ -177,15 +182,26 @@ type Llama struct {
 	s *stack
 }
 
-// NewLlama writes the graph for cfg with weights w (RandomLlamaWeights
-// when nil).
-func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
+// llamaWeights checks cfg, and w against it; a nil w is
+// RandomLlamaWeights(cfg).
+func llamaWeights(cfg LlamaConfig, w *LlamaWeights) (*LlamaWeights, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if w == nil {
-		w = RandomLlamaWeights(cfg)
-	} else if err := w.check(cfg); err != nil {
+		return RandomLlamaWeights(cfg), nil
+	}
+	if err := w.check(cfg); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewLlama writes the graph for cfg with weights w (RandomLlamaWeights
+// when nil).
+func NewLlama(cfg LlamaConfig, w *LlamaWeights) (*Llama, error) {
+	w, err := llamaWeights(cfg, w)
+	if err != nil {
 		return nil, err
 	}
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim(),

@@ -14,10 +14,9 @@ import (
 	"github.com/wgdelegate/wgdelegate"
 )
 
-// testLlama is a small llama with two layers and grouped-query attention
-// (4 query heads over 2 key/value heads of 8).
-var testLlama = LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
-	MaxSeq: 16, MaxTokens: 4, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
+// testLlama is TinyLlama, a small llama with two layers and grouped-query
+// attention (4 query heads over 2 key/value heads of 8).
+var testLlama = TinyLlama
 
 // TestLlamaDecode loads a two-layer GQA llama through wgdelegate.Load and
 // runs a 3-token prefill, then greedy decode steps of one token with
@@ -380,16 +379,9 @@ func TestLlama2CRoundTrip(t *testing.T) {
 			cfg := testLlama
 			cfg.MaxTokens = 1
 			cfg.Seed = 0
-			w := RandomLlamaWeights(cfg)
-			if shared {
-				w.Output = w.Embedding
-			}
-			var buf bytes.Buffer
-			if err := WriteLlama2C(&buf, cfg, w); err != nil {
-				t.Fatal(err)
-			}
+			ckpt, w := checkpoint(t, cfg, shared)
 			hdr := make([]int32, 7)
-			if err := binary.Read(bytes.NewReader(buf.Bytes()), binary.LittleEndian, hdr); err != nil {
+			if err := binary.Read(bytes.NewReader(ckpt), binary.LittleEndian, hdr); err != nil {
 				t.Fatal(err)
 			}
 			vocab := int32(cfg.Vocab)
@@ -399,7 +391,7 @@ func TestLlama2CRoundTrip(t *testing.T) {
 			if want := []int32{32, 48, 2, 4, 2, vocab, 16}; !slices.Equal(hdr, want) {
 				t.Errorf("header %v, want %v", hdr, want)
 			}
-			gotCfg, got, err := ReadLlama2C(buf.Bytes())
+			gotCfg, got, err := ReadLlama2C(ckpt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,11 +412,7 @@ func TestLlama2CRoundTrip(t *testing.T) {
 func TestReadLlama2CRejects(t *testing.T) {
 	cfg := testLlama
 	cfg.MaxTokens = 1
-	var buf bytes.Buffer
-	if err := WriteLlama2C(&buf, cfg, RandomLlamaWeights(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	good := buf.Bytes()
+	good, _ := checkpoint(t, cfg, false)
 	withHeader := func(field int, v int32) []byte {
 		b := slices.Clone(good)
 		binary.LittleEndian.PutUint32(b[4*field:], uint32(v))

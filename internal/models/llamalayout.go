@@ -34,12 +34,8 @@ type LlamaVariant struct {
 // NewLlamaLayout writes the llama of cfg and w (RandomLlamaWeights when
 // nil) with the calling convention layout.
 func NewLlamaLayout(cfg LlamaConfig, w *LlamaWeights, layout LlamaLayout) (*LlamaVariant, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if w == nil {
-		w = RandomLlamaWeights(cfg)
-	} else if err := w.check(cfg); err != nil {
+	w, err := llamaWeights(cfg, w)
+	if err != nil {
 		return nil, err
 	}
 	s := &stack{vocab: cfg.Vocab, dim: cfg.Dim, heads: cfg.Heads, kvHeads: cfg.KVHeads, headDim: cfg.HeadDim(),

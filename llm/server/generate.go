@@ -543,27 +543,25 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, m *serv
 	if err != nil {
 		return err
 	}
-	id, created := newID("chatcmpl-"), time.Now().Unix()
+	h := newHead("chatcmpl-", m.ID)
 	if !rq.stream {
 		out := s.run(r.Context(), m, rq, func(string) {})
 		if out.err != nil {
 			return out.err
 		}
-		writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
+		writeJSON(w, http.StatusOK, chatResponse{head: h.as("chat.completion"),
 			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: out.text}, FinishReason: out.finish}}, Usage: usageOf(rq, out)})
 		return nil
 	}
 	chunk := func(d chatDelta, finish *string) any {
-		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-			Choices: []chatChunkChoice{{Delta: d, FinishReason: finish}}}
+		return chatChunk{head: h.as("chat.completion.chunk"), Choices: []chatChunkChoice{{Delta: d, FinishReason: finish}}}
 	}
 	empty := ""
 	return s.stream(w, r, m, rq, chunk(chatDelta{Role: "assistant", Content: &empty}, nil),
 		func(d string) any { return chunk(chatDelta{Content: &d}, nil) },
 		func(finish string) any { return chunk(chatDelta{}, &finish) },
 		func(u *usage) any {
-			return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-				Choices: []chatChunkChoice{}, Usage: u}
+			return chatChunk{head: h.as("chat.completion.chunk"), Choices: []chatChunkChoice{}, Usage: u}
 		})
 }
 
@@ -576,31 +574,41 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, m *served) 
 	if err != nil {
 		return err
 	}
-	id, created := newID("cmpl-"), time.Now().Unix()
+	h := newHead("cmpl-", m.ID)
 	if !rq.stream {
 		out := s.run(r.Context(), m, rq, func(string) {})
 		if out.err != nil {
 			return out.err
 		}
-		writeJSON(w, http.StatusOK, completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
+		writeJSON(w, http.StatusOK, completionResponse{head: h.as("text_completion"),
 			Choices: []completionChoice{{Text: out.text, FinishReason: &out.finish}}, Usage: usageOf(rq, out)})
 		return nil
 	}
 	chunk := func(text string, finish *string) any {
-		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
+		return completionResponse{head: h.as("text_completion"), Choices: []completionChoice{{Text: text, FinishReason: finish}}}
 	}
 	return s.stream(w, r, m, rq, nil,
 		func(d string) any { return chunk(d, nil) },
 		func(finish string) any { return chunk("", &finish) },
 		func(u *usage) any {
-			return completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-				Choices: []completionChoice{}, Usage: u}
+			return completionResponse{head: h.as("text_completion"), Choices: []completionChoice{}, Usage: u}
 		})
 }
 
 // fingerprint is the system_fingerprint of every response.
 const fingerprint = "wgdelegate"
+
+// newHead starts the head of the responses to one request: a fresh id
+// with prefix, the time now, and the model's id.
+func newHead(prefix, model string) head {
+	return head{ID: newID(prefix), Created: time.Now().Unix(), Model: model, SystemFingerprint: fingerprint}
+}
+
+// as is h for objects of the kind object.
+func (h head) as(object string) head {
+	h.Object = object
+	return h
+}
 
 // stream answers rq as server-sent events: first (when non-nil), one
 // event per text delta, the finish reason, the usage when asked for, and

@@ -80,14 +80,20 @@ type chatChoice struct {
 	FinishReason string      `json:"finish_reason"`
 }
 
+// head is the fields every completion response and stream chunk starts
+// with.
+type head struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	Model             string `json:"model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+}
+
 type chatResponse struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	SystemFingerprint string       `json:"system_fingerprint"`
-	Choices           []chatChoice `json:"choices"`
-	Usage             *usage       `json:"usage"`
+	head
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage"`
 }
 
 type chatDelta struct {
@@ -103,13 +109,9 @@ type chatChunkChoice struct {
 }
 
 type chatChunk struct {
-	ID                string            `json:"id"`
-	Object            string            `json:"object"`
-	Created           int64             `json:"created"`
-	Model             string            `json:"model"`
-	SystemFingerprint string            `json:"system_fingerprint"`
-	Choices           []chatChunkChoice `json:"choices"`
-	Usage             *usage            `json:"usage,omitempty"`
+	head
+	Choices []chatChunkChoice `json:"choices"`
+	Usage   *usage            `json:"usage,omitempty"`
 }
 
 type completionChoice struct {
@@ -120,13 +122,9 @@ type completionChoice struct {
 }
 
 type completionResponse struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
-	SystemFingerprint string             `json:"system_fingerprint"`
-	Choices           []completionChoice `json:"choices"`
-	Usage             *usage             `json:"usage,omitempty"`
+	head
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
 }
 
 type modelObject struct {
