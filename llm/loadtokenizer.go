@@ -190,3 +190,42 @@ func StopTokens(t Tokenizer) []int32 {
 	}
 	return nil
 }
+
+// SpecialTokenID returns the id of the special token s when t names its
+// special tokens (named: Tiktoken, HFTokenizer); ok says whether s is
+// one of them.
+func SpecialTokenID(t Tokenizer, s string) (id int32, ok, named bool) {
+	sp, named := t.(interface{ SpecialTokenID(string) (int32, bool) })
+	if !named {
+		return -1, false, false
+	}
+	id, ok = sp.SpecialTokenID(s)
+	return id, ok, true
+}
+
+// TokenID maps a text, such as one of a chat template's stop texts
+// (chat.Template.Stops), to one token id of t: the special token's id,
+// else the one id the text encodes to. It reports false for a text that
+// is neither (one that encodes to several tokens).
+func TokenID(t Tokenizer, s string) (int32, bool) {
+	if id, ok, _ := SpecialTokenID(t, s); ok {
+		return id, true
+	}
+	if e, err := t.Encode(s, false); err == nil && len(e) == 1 {
+		return e[0], true
+	}
+	return -1, false
+}
+
+// IsBOSText reports whether s, a chat template's bos_token text, stands
+// for t's BOS token: t has a BOS, and s is the special token with that id
+// (or t names no special tokens, so the text is taken at its word). A
+// prompt rendered with s in front is then encoded without s and with t's
+// BOS id, as the model was trained.
+func IsBOSText(t Tokenizer, s string) bool {
+	if s == "" || t.BOS() < 0 {
+		return false
+	}
+	id, ok, named := SpecialTokenID(t, s)
+	return !named || ok && id == t.BOS()
+}

@@ -173,3 +173,52 @@ func TestUnknownTokenizer(t *testing.T) {
 		t.Errorf("truncated tokenizer.bin: %v", err)
 	}
 }
+
+// TestTokenID: a chat template's texts as token ids: special tokens by
+// their ids (named tokenizers only), other texts by the one id they
+// encode to, none for a text of several tokens; IsBOSText only for the
+// tokenizer's own BOS (any text when the tokenizer names no special
+// tokens and has a BOS).
+func TestTokenID(t *testing.T) {
+	l2c, err := llm.ParseLlama2CTokenizer(writeLlama2CTokenizer(testPieces(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := l2c.Encode("ab", false)
+	if err != nil || len(one) != 1 {
+		t.Fatalf("Encode(ab) = %v, %v: the case needs a one-token text", one, err)
+	}
+	llama3, qwen := loadHF(t, "llama3_6k"), loadHF(t, "qwen2_6k")
+	for _, tc := range []struct {
+		name    string
+		tok     llm.Tokenizer
+		text    string
+		id      int32
+		ok      bool
+		named   bool
+		special bool
+		bos     bool
+	}{
+		{"llama3 eot", llama3, "<|eot_id|>", 6009, true, true, true, false},
+		{"llama3 bos", llama3, "<|begin_of_text|>", 6000, true, true, true, true},
+		{"llama3 eos is not its bos", llama3, "<|end_of_text|>", 6001, true, true, true, false},
+		{"qwen im_end", qwen, "<|im_end|>", 6258, true, true, true, false},
+		{"qwen has no bos", qwen, "<|endoftext|>", 6256, true, true, true, false},
+		{"llama2.c one token", l2c, "ab", one[0], true, false, false, true},
+		{"llama2.c several tokens", l2c, "ab c ab", -1, false, false, false, true},
+		{"empty", llama3, "", -1, false, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, special, named := llm.SpecialTokenID(tc.tok, tc.text)
+			if special != tc.special || named != tc.named || special && id != tc.id {
+				t.Errorf("SpecialTokenID = %d, %v, %v; want %d, %v, %v", id, special, named, tc.id, tc.special, tc.named)
+			}
+			if id, ok := llm.TokenID(tc.tok, tc.text); id != tc.id || ok != tc.ok {
+				t.Errorf("TokenID = %d, %v; want %d, %v", id, ok, tc.id, tc.ok)
+			}
+			if got := llm.IsBOSText(tc.tok, tc.text); got != tc.bos {
+				t.Errorf("IsBOSText = %v, want %v", got, tc.bos)
+			}
+		})
+	}
+}

@@ -119,3 +119,20 @@ func ExampleLlama3ChatPrompt() {
 	// "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nAnswer in one word.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat colour is the sky?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
 	// true 267
 }
+
+// ExampleTokenID maps a chat template's stop texts to the token ids a
+// generation stops at (GenerateOptions.StopTokens).
+func ExampleTokenID() {
+	tok, err := llm.LoadTokenizer("tokenizer.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var stops []int32
+	for _, s := range []string{"<|eot_id|>", "<|end_of_text|>"} {
+		if id, ok := llm.TokenID(tok, s); ok {
+			stops = append(stops, id)
+		}
+	}
+	fmt.Println(stops)
+}

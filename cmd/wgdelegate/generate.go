@@ -299,29 +299,10 @@ func chatPrompt(o generateOptions, tok llm.Tokenizer) (string, bool, []int32, er
 		return "", false, nil, fmt.Errorf("generate: --chat: %w", err)
 	}
 	bos := false
-	if b := tpl.Tokens().BOS; b != "" && strings.HasPrefix(text, b) && tok.BOS() >= 0 {
-		if id, ok, named := specialID(tok, b); !named || ok && id == tok.BOS() {
-			text, bos = text[len(b):], true
-		}
+	if b := tpl.Tokens().BOS; strings.HasPrefix(text, b) && llm.IsBOSText(tok, b) {
+		text, bos = text[len(b):], true
 	}
 	return text, bos, stopIDs(tok, tpl.Stops()), nil
-}
-
-// specialTokens is a tokenizer that names its special tokens (Tiktoken,
-// HFTokenizer).
-type specialTokens interface {
-	SpecialTokenID(string) (int32, bool)
-}
-
-// specialID returns the id of the special token s, when tok names its
-// special tokens (named).
-func specialID(tok llm.Tokenizer, s string) (id int32, ok, named bool) {
-	sp, named := tok.(specialTokens)
-	if !named {
-		return -1, false, false
-	}
-	id, ok = sp.SpecialTokenID(s)
-	return id, ok, true
 }
 
 // chatTemplate finds --chat's template: --chat-template's (a Jinja file,
@@ -361,8 +342,8 @@ func findChatTemplate(tokenizer, flag string, tok llm.Tokenizer, flagMsg, findMs
 	if !errors.Is(err, chat.ErrNoTemplate) {
 		return nil, fmt.Errorf("%s: %w", findMsg, err)
 	}
-	if sp, ok := tok.(specialTokens); ok {
-		if name := chat.GuessBuiltin(func(s string) bool { _, ok := sp.SpecialTokenID(s); return ok }); name != "" {
+	if _, _, named := llm.SpecialTokenID(tok, ""); named {
+		if name := chat.GuessBuiltin(func(s string) bool { _, ok, _ := llm.SpecialTokenID(tok, s); return ok }); name != "" {
 			return chat.Builtin(name)
 		}
 	}
@@ -398,13 +379,7 @@ func stopTokens(o generateOptions, tok llm.Tokenizer, programEOS, chatStops []in
 func stopIDs(tok llm.Tokenizer, stops []string) []int32 {
 	var ids []int32
 	for _, s := range stops {
-		id, ok, _ := specialID(tok, s)
-		if !ok {
-			if e, err := tok.Encode(s, false); err == nil && len(e) == 1 {
-				id, ok = e[0], true
-			}
-		}
-		if ok && !slices.Contains(ids, id) {
+		if id, ok := llm.TokenID(tok, s); ok && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

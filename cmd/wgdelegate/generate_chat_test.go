@@ -33,7 +33,7 @@ func tiktoken256(t *testing.T, dir string) (string, llm.Tokenizer) {
 
 func specialIDOf(t *testing.T, tk llm.Tokenizer, s string) int32 {
 	t.Helper()
-	id, ok, _ := specialID(tk, s)
+	id, ok, _ := llm.SpecialTokenID(tk, s)
 	if !ok {
 		t.Fatalf("no %s", s)
 	}

@@ -153,7 +153,7 @@ func (s *Server) SetModel(m Model) error {
 	}
 	if m.Template != nil {
 		for _, st := range m.Template.Stops() {
-			if id, ok := tokenID(m.Tokenizer, st); ok && int64(id) < sv.conv.Vocab {
+			if id, ok := llm.TokenID(m.Tokenizer, st); ok && int64(id) < sv.conv.Vocab {
 				if !slices.Contains(sv.chatStops, id) {
 					sv.chatStops = append(sv.chatStops, id)
 				}
@@ -161,10 +161,8 @@ func (s *Server) SetModel(m Model) error {
 				sv.chatStopTexts = append(sv.chatStopTexts, st)
 			}
 		}
-		if b := m.Template.Tokens().BOS; b != "" && m.Tokenizer.BOS() >= 0 {
-			if id, ok, named := specialID(m.Tokenizer, b); !named || ok && id == m.Tokenizer.BOS() {
-				sv.bosText = b
-			}
+		if b := m.Template.Tokens().BOS; llm.IsBOSText(m.Tokenizer, b) {
+			sv.bosText = b
 		}
 	}
 	sv.sessions = newSessions(m.Pool, s.opts.MaxQueue, s.metrics)
