@@ -47,17 +47,8 @@
 // 2^24, exact in f32. Where a quotient may not round as the correctly
 // rounded one would (rare), the lane sums its units again with the exact
 // quantizer (dq8_qx_exact) before the reduction.
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
 {{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 
 // Go twin: gpuGEMVParams in ops/linear_gpu.go.
 struct Params {

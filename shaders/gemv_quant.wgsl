@@ -116,18 +116,7 @@ var<workgroup> xq: array<vec4<f32>, {{mul 2 .XW}}>;
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
-{{- if .DQ8}}
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
-{{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 
 // Go twin: gpuQuantParams in ops/linear_gpu_quant.go.
 struct Params {

@@ -26,14 +26,7 @@
 // per-dimension limit) runs over column blocks.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" false "Out" "out")}}
 
 // Go twin: gpuGEMVParams in ops/linear_gpu.go (gemv_gpu.wgsl's).
 struct Params {
