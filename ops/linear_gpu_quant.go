@@ -250,20 +250,7 @@ func recordGPUQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	if sh.Grouped {
 		scales, gw, ls = c.rowScales, q.g/8, c.rowScalesG
 	}
-	inputs := []int32{q.x, q.w, scales}
-	if sh.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, q.xs, q.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, q.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	inputs := sh.bind([]int32{q.x, q.w, scales}, sh.DQ8, q.xs, q.xz, q.bias, epi)
 	kern, err := shaders.Render("gemv_quant.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err

@@ -51,24 +51,7 @@
 {{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 
 // Go twin: gpuGEMVParams in ops/linear_gpu.go.
-struct Params {
-  m: u32,          // input rows
-  n: u32,          // output columns (weight rows)
-  k: u32,          // weight row length in units
-  k_begin: u32,    // this chunk, in units
-  k_end: u32,
-  accumulate: u32,
-  last: u32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  gw: u32,         // q4: units per scale group
-  ld_s: u32,       // q4: scale row stride
-  _p0: u32,
-}
+{{- template "gemv_params" (args "KUnit" "in the format's units")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .DQ8}}
 
