@@ -92,20 +92,7 @@ fn qdec(n: u32, k: u32) -> f32 {
 var<workgroup> at: array<f32, {{mul .BK .AP}}>;
 var<workgroup> bt: array<f32, {{mul .BK .BP}}>;
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(workgroup_id) wid: vec3<u32>) {
-  let tx = lid.x;
-  let ty = lid.y;
-  let row0 = wid.y * {{.BM}}u;
-  let col0 = wid.x * {{.BN}}u;
-  let m = params.m;
-  let n = params.n;
-  let kk = params.k;
-  let batch = wid.z + params.batch_base;
-  let ab = batch_offsets(batch);
-  let aoff = ab.x;
-  let boff = ab.y;
+{{template "tiled_main" .}}
 {{- range $i := .RowsT}}{{range $j := $.ColsT}}
   var acc{{$i}}_{{$j}} = 0.0;
 {{- end}}{{end}}

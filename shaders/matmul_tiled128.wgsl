@@ -79,20 +79,7 @@ fn swz(k: u32) -> u32 {
     }
 {{- end}}
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(workgroup_id) wid: vec3<u32>) {
-  let tx = lid.x;
-  let ty = lid.y;
-  let row0 = wid.y * {{.BM}}u;
-  let col0 = wid.x * {{.BN}}u;
-  let m = params.m;
-  let n = params.n;
-  let kk = params.k;
-  let batch = wid.z + params.batch_base;
-  let ab = batch_offsets(batch);
-  let aoff = ab.x;
-  let boff = ab.y;
+{{template "tiled_main" .}}
   // This invocation's share of a tile load: A's row li / 2, k (li % 2)·4
   // .. +3; B's {{if eq .B "kn"}}k row li / 32, columns (li % 32)·4 .. +3{{else}}row (output column) li / 2, k (li % 2)·4 .. +3{{end}}.
   let la_r = li / 2u;
