@@ -51,12 +51,8 @@ static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, 
 		wgdH resolve, uint64_t resolveOff, wgdH staging, uint64_t copyBytes, void *errp) {
 	const wgdpDispatch *d = (const wgdpDispatch *)dv;
 	wgdErr *err = (wgdErr *)errp;
-	wgpuDevicePushErrorScope(dev, 0);
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return -1;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return -1;
 	for (size_t i = 0; i < n; i++) {
 		wgdpTimestampWrites tw = {qs, first + 2 * (uint32_t)i, first + 2 * (uint32_t)i + 1};
 		wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
@@ -83,12 +79,8 @@ static int wgdp_submit_pass(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH
 		wgdH resolve, wgdH staging, void *errp) {
 	const wgdpDispatch *d = (const wgdpDispatch *)dv;
 	wgdErr *err = (wgdErr *)errp;
-	wgpuDevicePushErrorScope(dev, 0);
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return -1;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return -1;
 	wgdpTimestampWrites tw = {qs, 0, 1};
 	wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
 	wgdH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
