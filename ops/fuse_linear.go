@@ -54,8 +54,6 @@ const (
 type fusedGEMVShader struct {
 	Shape  string // cpu or gpu
 	Format string // f32v, half or q4
-	Segs   []int  // weight indices
-	Outs   []int  // output indices
 	Pair   bool
 	Norm   bool
 	NormW  bool
@@ -65,12 +63,66 @@ type fusedGEMVShader struct {
 	WG     int
 	// Strides is the lanes' reduction tree (Lanes/2 .. 1), WGStrides the
 	// workgroup's (WG/2 .. 1, the gpu norm prologue's).
-	Strides, WGStrides         []int
+	Strides, WGStrides []int
+	XN                 int      // Norm: vec4s of the staged normalized input (K/4)
+	Q4X                []int    // q4 (gpu): the 8 input vec4s of a unit, 0 .. 7
+	Q4X4               []int    // q4 (cpu): the 4 words of a unit, 0 .. 3
+	Comp               []string // q4 (cpu): their components, x .. w
+
+	fusedLayout
+}
+
+// fusedLayout is the binding layout of the fused linear groups' kernels
+// (gemv_fused.wgsl, gemv_quant.wgsl's fused form; common.tmpl's
+// "fused_linears"): the segments' (weights') and outputs' indices, and
+// the first binding of the weights, of their scales, of the outputs and
+// the params binding.
+type fusedLayout struct {
+	Segs, Outs                 []int
 	WBase, SBase, OBase, PBind int
-	XN                         int      // Norm: vec4s of the staged normalized input (K/4)
-	Q4X                        []int    // q4 (gpu): the 8 input vec4s of a unit, 0 .. 7
-	Q4X4                       []int    // q4 (cpu): the 4 words of a unit, 0 .. 3
-	Comp                       []string // q4 (cpu): their components, x .. w
+}
+
+// bindWeights returns a fused group's inputs up to its weights' scales
+// (norm's x, its weight when normW, lins' weights) and numbers them.
+func (f *fusedLayout) bindWeights(norm *fusedNorm, normW bool, lins []fusedLinear) []int32 {
+	inputs := []int32{norm.x}
+	if normW {
+		inputs = append(inputs, norm.w)
+	}
+	f.WBase = len(inputs)
+	for i, l := range lins {
+		f.Segs = append(f.Segs, i)
+		inputs = append(inputs, l.weight)
+	}
+	f.SBase = len(inputs)
+	return inputs
+}
+
+// bindOutputs numbers nout outputs and the params after ninputs inputs.
+func (f *fusedLayout) bindOutputs(ninputs, nout int) {
+	for i := range nout {
+		f.Outs = append(f.Outs, i)
+	}
+	f.OBase = ninputs
+	f.PBind = ninputs + nout
+}
+
+// fusedBlocks lays lins' output segments over column blocks of cols
+// columns (with pair, the gate's and up's one segment of lins[0].n): the
+// segments' columns n and first blocks blk, nout segments in all, the
+// unused ones starting at the total, which it returns.
+func fusedBlocks(lins []fusedLinear, pair bool, cols int64, nout int) (n, blk [4]uint32, total int64) {
+	for i, l := range lins {
+		if pair && i > 0 {
+			continue
+		}
+		n[i], blk[i] = uint32(l.n), uint32(total)
+		total += (l.n + cols - 1) / cols
+	}
+	for i := nout; i < 4; i++ {
+		blk[i] = uint32(total)
+	}
+	return n, blk, total
 }
 
 // fusedGEMVParams is the Go twin of gemv_fused.wgsl's Params (96 bytes).
@@ -366,17 +418,8 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 	if sh.Shape == "gpu" {
 		cols = int64(sh.GCols)
 	}
-	inputs := []int32{norm.x}
-	if sh.NormW {
-		inputs = append(inputs, norm.w)
-	}
-	sh.WBase = len(inputs)
+	inputs := sh.bindWeights(norm, sh.NormW, lins)
 	p := fusedGEMVParams{K: uint32(fusedUnits(sh.Format, k)), Len: uint32(k), Eps: norm.eps}
-	for i, l := range lins {
-		sh.Segs = append(sh.Segs, i)
-		inputs = append(inputs, l.weight)
-	}
-	sh.SBase = len(inputs)
 	if sh.Format == "q4" {
 		sh.Q4X = []int{0, 1, 2, 3, 4, 5, 6, 7}
 		for i, l := range lins {
@@ -385,23 +428,9 @@ func recordFusedGEMV(b Builder, norm *fusedNorm, lins []fusedLinear, outs []int3
 		}
 	}
 	var blk int64
-	for i, l := range lins {
-		if pair && i > 0 {
-			continue
-		}
-		p.N[i], p.Blk[i] = uint32(l.n), uint32(blk)
-		blk += (l.n + cols - 1) / cols
-	}
-	for i := range outs {
-		sh.Outs = append(sh.Outs, i)
-	}
-	nseg := len(outs)
-	for i := nseg; i < 4; i++ {
-		p.Blk[i] = uint32(blk)
-	}
+	p.N, p.Blk, blk = fusedBlocks(lins, pair, cols, len(outs))
 	p.NBlk = uint32(blk)
-	sh.OBase = len(inputs)
-	sh.PBind = sh.OBase + len(outs)
+	sh.bindOutputs(len(inputs), len(outs))
 	kern, err := shaders.Render("gemv_fused.wgsl", sh, "main", shaders.Layout(len(inputs), len(outs), true), uint32(sh.WG))
 	if err != nil {
 		return err

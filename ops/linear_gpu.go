@@ -207,19 +207,7 @@ func recordGPUGEMVKernel(b Builder, g gpuGEMV, epi matmulEpilogue, dst int32) er
 	if g.scales >= 0 {
 		inputs = append(inputs, g.scales)
 	}
-	if sh.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, g.xs, g.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, g.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	inputs = sh.bind(inputs, sh.DQ8, g.xs, g.xz, g.bias, epi)
 	kern, err := shaders.Render("gemv_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
@@ -279,11 +267,7 @@ func recordGPUTiled(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	default:
 		sh.B = "kn"
 	}
-	inputs := []int32{f.a, weight}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, f.bias)
-	}
+	inputs := sh.bind([]int32{f.a, weight}, false, 0, 0, f.bias, epi)
 	return recordGPUTiledKernel(b, sh, f, inputs, ldb, gpuTiledQ{}, epi, dst)
 }
 
@@ -295,15 +279,7 @@ func recordGPUTiledQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32
 	q := c.q
 	sh := gpuTiledShader{B: "q", Q: q.sh, Bias: q.bias >= 0}
 	f := matmulCall{a: q.x, b: q.w, bias: q.bias, out: q.out, m: q.m, n: q.n, k: q.k, transB: true, alpha: 1, beta: 1, biasSN: 1}
-	inputs := []int32{q.x, q.w, q.scales}
-	if sh.Q.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, q.xs, q.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, q.bias)
-	}
+	inputs := sh.bind([]int32{q.x, q.w, q.scales}, sh.Q.DQ8, q.xs, q.xz, q.bias, epi)
 	return recordGPUTiledKernel(b, sh, f, inputs, q.k, gpuTiledQ{rowBytes: q.rowBytes, g: q.g, ldS: q.ldS}, epi, dst)
 }
 
@@ -312,8 +288,8 @@ func recordGPUTiledQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32
 type gpuTiledQ struct{ rowBytes, g, ldS int64 }
 
 // recordGPUTiledKernel records matmul_gpu.wgsl for f with sh's B form:
-// inputs are A, B (and the scales and DQ8 qparams of the "q" form, and the
-// bias) at the bindings sh names; the epilogue's res is appended.
+// inputs are A, B (and the scales and DQ8 qparams of the "q" form), the
+// bias and the epilogue's res, at the bindings sh names (qBindings.bind).
 func recordGPUTiledKernel(b Builder, sh gpuTiledShader, f matmulCall, inputs []int32, ldb int64, qg gpuTiledQ, epi matmulEpilogue, dst int32) error {
 	sh.Act, sh.Res, sh.Gate = epi.act, epi.res, epi.gate
 	sh.TM, sh.TN, sh.BK = gpuTiledTM, gpuTiledTN, gpuTiledBK
@@ -327,28 +303,13 @@ func recordGPUTiledKernel(b Builder, sh gpuTiledShader, f matmulCall, inputs []i
 	for o := 0; o < sh.BN*sh.BK; o += 256 {
 		sh.LoadB = append(sh.LoadB, o)
 	}
-	batch := NumelOf(f.bdims)
-	if batch*f.m*f.n > matmulMaxElems {
-		return Errorf(-1, "output of %d×%d×%d elements is too large", batch, f.m, f.n)
-	}
-	gx := (f.n + int64(sh.BN) - 1) / int64(sh.BN)
-	gy := (f.m + int64(sh.BM) - 1) / int64(sh.BM)
-	maxg := int64(b.MaxWorkgroupsPerDim())
-	if gx > maxg || gy > maxg {
-		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", f.m, f.n, gx, gy, maxg)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
-	kern, err := shaders.Render("matmul_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), 256)
+	tiles, err := newMatmulTiles(b, f, sh.BM, sh.BN, sh.BK)
 	if err != nil {
 		return err
 	}
-	bd, as, bs := make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims))
-	for i := range f.bdims {
-		bd[i], as[i], bs[i] = uint32(f.bdims[i]), uint32(f.aStride[i]), uint32(f.bStride[i])
+	kern, err := shaders.Render("matmul_gpu.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), 256)
+	if err != nil {
+		return err
 	}
 	var qp Params
 	qp.U32(uint32(qg.rowBytes)).U32(uint32(qg.g)).U32(uint32(qg.ldS)).U32(0)
@@ -356,13 +317,48 @@ func recordGPUTiledKernel(b Builder, sh gpuTiledShader, f matmulCall, inputs []i
 	if sh.B == "q" {
 		what = "quantized linear"
 	}
-	tiles := (f.k + int64(sh.BK) - 1) / int64(sh.BK)
-	for z0 := int64(0); z0 < batch; z0 += maxg {
-		gz := min(batch-z0, maxg)
-		err := kChunks(tiles, gpuTiledMaxTrips, func(begin, end int64, accumulate, last uint32) error {
-			p := matmulParams(f, f.n, f.k, begin*int64(sh.BK), min(end*int64(sh.BK), f.k), accumulate, last, z0, epi, ldb, bd, as, bs)
-			p = append(p, qp.Bytes()...)
-			if err := b.Dispatch(kern, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
+	return tiles.record(b, kern, f, inputs, dst, epi, ldb, gpuTiledMaxTrips, qp.Bytes(), what)
+}
+
+// matmulTiles is the dispatch geometry of a tiled matmul kernel
+// (matmul_gpu.wgsl, matmul_tiled128.wgsl): f's batch count, the grid of
+// its bm×bn output tiles (gx, gy), the device's per-dimension limit maxg
+// (the batch runs in slices of it, one dispatch series each) and the
+// kernel's K tile bk.
+type matmulTiles struct {
+	batch, gx, gy, maxg, bk int64
+}
+
+// newMatmulTiles checks f's output size and grid against the limits and
+// returns its geometry for bm×bn tiles with K tiles of bk.
+func newMatmulTiles(b Builder, f matmulCall, bm, bn, bk int) (matmulTiles, error) {
+	t := matmulTiles{batch: NumelOf(f.bdims), bk: int64(bk), maxg: int64(b.MaxWorkgroupsPerDim())}
+	if t.batch*f.m*f.n > matmulMaxElems {
+		return t, Errorf(-1, "output of %d×%d×%d elements is too large", t.batch, f.m, f.n)
+	}
+	t.gx = (f.n + int64(bn) - 1) / int64(bn)
+	t.gy = (f.m + int64(bm) - 1) / int64(bm)
+	if t.gx > t.maxg || t.gy > t.maxg {
+		return t, Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", f.m, f.n, t.gx, t.gy, t.maxg)
+	}
+	return t, nil
+}
+
+// record records kern for f, one dispatch per batch slice and K chunk of
+// at most maxTrips tiles, its params matmulParams' (B's row stride ldb)
+// followed by extra; errors name what.
+func (t matmulTiles) record(b Builder, kern *shaders.Kernel, f matmulCall, inputs []int32, dst int32, epi matmulEpilogue, ldb, maxTrips int64, extra []byte, what string) error {
+	bd, as, bs := make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims))
+	for i := range f.bdims {
+		bd[i], as[i], bs[i] = uint32(f.bdims[i]), uint32(f.aStride[i]), uint32(f.bStride[i])
+	}
+	ktiles := (f.k + t.bk - 1) / t.bk
+	for z0 := int64(0); z0 < t.batch; z0 += t.maxg {
+		gz := min(t.batch-z0, t.maxg)
+		err := kChunks(ktiles, maxTrips, func(begin, end int64, accumulate, last uint32) error {
+			p := matmulParams(f, f.n, f.k, begin*t.bk, min(end*t.bk, f.k), accumulate, last, z0, epi, ldb, bd, as, bs)
+			p = append(p, extra...)
+			if err := b.Dispatch(kern, inputs, []int32{dst}, p, [3]uint32{uint32(t.gx), uint32(t.gy), uint32(gz)}); err != nil {
 				return fmt.Errorf("ops: %s: %w", what, err)
 			}
 			return nil

@@ -177,11 +177,10 @@ type gpuQuantShader struct {
 	AccIdx  []int // 0 .. NAcc − 1
 
 	// The fused form.
-	Fused, NormW, Pair         bool
-	Segs, Outs                 []int
-	XW                         int   // words a weight row (the staged input: 2·XW vec4s)
-	WGStrides                  []int // the norm prologue's tree, WG/2 .. 1
-	WBase, SBase, OBase, PBind int
+	Fused, NormW, Pair bool
+	XW                 int   // words a weight row (the staged input: 2·XW vec4s)
+	WGStrides          []int // the norm prologue's tree, WG/2 .. 1
+	fusedLayout
 
 	qBindings
 }
@@ -250,20 +249,7 @@ func recordGPUQuant(b Builder, c *linearCall, epi matmulEpilogue, dst int32) err
 	if sh.Grouped {
 		scales, gw, ls = c.rowScales, q.g/8, c.rowScalesG
 	}
-	inputs := []int32{q.x, q.w, scales}
-	if sh.DQ8 {
-		sh.XSBinding, sh.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, q.xs, q.xz)
-	}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, q.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	inputs := sh.bind([]int32{q.x, q.w, scales}, sh.DQ8, q.xs, q.xz, q.bias, epi)
 	kern, err := shaders.Render("gemv_quant.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
@@ -343,42 +329,22 @@ func recordFusedGPUQuant(b Builder, norm *fusedNorm, lins []fusedLinear, outs []
 	for s := sh.WG / 2; s >= 1; s /= 2 {
 		sh.WGStrides = append(sh.WGStrides, s)
 	}
-	inputs := []int32{norm.x}
-	if sh.NormW {
-		inputs = append(inputs, norm.w)
-	}
-	sh.WBase = len(inputs)
-	p := fusedQuantParams{KW: uint32(k / 8), Len: uint32(k), Eps: norm.eps}
 	for i, l := range lins {
 		if l.format != fusedQuantFormat {
 			return Errorf(-1, "fused quantized linears: weight %d is %q", i, l.format)
 		}
-		sh.Segs = append(sh.Segs, i)
-		inputs = append(inputs, l.weight)
 	}
-	sh.SBase = len(inputs)
+	inputs := sh.bindWeights(norm, sh.NormW, lins)
+	p := fusedQuantParams{KW: uint32(k / 8), Len: uint32(k), Eps: norm.eps}
 	for i, l := range lins {
 		inputs = append(inputs, l.scales)
 		p.GW[i], p.LS[i] = uint32(l.gw), uint32(l.lds)
 	}
 	cols := int64(sh.Warps * len(sh.RowsW))
 	var blk int64
-	for i, l := range lins {
-		if pair && i > 0 {
-			continue
-		}
-		p.N[i], p.Blk[i] = uint32(l.n), uint32(blk)
-		blk += (l.n + cols - 1) / cols
-	}
-	for i := range outs {
-		sh.Outs = append(sh.Outs, i)
-	}
-	for i := len(outs); i < 4; i++ {
-		p.Blk[i] = uint32(blk)
-	}
+	p.N, p.Blk, blk = fusedBlocks(lins, pair, cols, len(outs))
 	p.NBlk = uint32(blk)
-	sh.OBase = len(inputs)
-	sh.PBind = sh.OBase + len(outs)
+	sh.bindOutputs(len(inputs), len(outs))
 	kern, err := shaders.Render("gemv_quant.wgsl", sh, "main", shaders.Layout(len(inputs), len(outs), true), uint32(sh.WG))
 	if err != nil {
 		return err

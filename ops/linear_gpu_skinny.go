@@ -79,16 +79,7 @@ func recordGPUSkinny(b Builder, c *linearCall, epi matmulEpilogue, dst int32) er
 	if f.m*f.n > matmulMaxElems {
 		return Errorf(-1, "output of %d×%d elements is too large", f.m, f.n)
 	}
-	inputs := []int32{f.a, f.b}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, f.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	inputs := sh.bind([]int32{f.a, f.b}, false, 0, 0, f.bias, epi)
 	kern, err := shaders.Render("gemv_skinny.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err

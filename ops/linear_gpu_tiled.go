@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"fmt"
-
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
@@ -96,47 +94,14 @@ func recordGPUTiled128(b Builder, c *linearCall, epi matmulEpilogue, dst int32) 
 	sh.VecB = sh.VecB && all4(f.bStride)
 	sh.Acc = matmulTile(8, 8)
 	sh.Ks = matmulTile(int64(sh.BK), sh.BK)
-	batch := NumelOf(f.bdims)
-	if batch*f.m*f.n > matmulMaxElems {
-		return Errorf(-1, "output of %d×%d×%d elements is too large", batch, f.m, f.n)
+	tiles, err := newMatmulTiles(b, f, sh.BM, sh.BN, sh.BK)
+	if err != nil {
+		return err
 	}
-	gx := (f.n + int64(sh.BN) - 1) / int64(sh.BN)
-	gy := (f.m + int64(sh.BM) - 1) / int64(sh.BM)
-	maxg := int64(b.MaxWorkgroupsPerDim())
-	if gx > maxg || gy > maxg {
-		return Errorf(-1, "M=%d N=%d needs a %d×%d workgroup grid, over the %d per dimension limit", f.m, f.n, gx, gy, maxg)
-	}
-	inputs := []int32{f.a, f.b}
-	if sh.Bias {
-		sh.BiasBinding = len(inputs)
-		inputs = append(inputs, f.bias)
-	}
-	if sh.Res != "" {
-		sh.ResBinding = len(inputs)
-		inputs = append(inputs, epi.other)
-	}
-	sh.OutBinding, sh.ParamsBinding = len(inputs), len(inputs)+1
+	inputs := sh.bind([]int32{f.a, f.b}, false, 0, 0, f.bias, epi)
 	kern, err := shaders.Render("matmul_tiled128.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), 256)
 	if err != nil {
 		return err
 	}
-	bd, as, bs := make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims)), make([]uint32, len(f.bdims))
-	for i := range f.bdims {
-		bd[i], as[i], bs[i] = uint32(f.bdims[i]), uint32(f.aStride[i]), uint32(f.bStride[i])
-	}
-	tiles := (f.k + int64(sh.BK) - 1) / int64(sh.BK)
-	for z0 := int64(0); z0 < batch; z0 += maxg {
-		gz := min(batch-z0, maxg)
-		err := kChunks(tiles, gpuTiled128MaxTrips, func(begin, end int64, accumulate, last uint32) error {
-			p := matmulParams(f, f.n, f.k, begin*int64(sh.BK), min(end*int64(sh.BK), f.k), accumulate, last, z0, epi, ldb, bd, as, bs)
-			if err := b.Dispatch(kern, inputs, []int32{dst}, p, [3]uint32{uint32(gx), uint32(gy), uint32(gz)}); err != nil {
-				return fmt.Errorf("ops: matmul: %w", err)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return tiles.record(b, kern, f, inputs, dst, epi, ldb, gpuTiled128MaxTrips, nil, "matmul")
 }

@@ -338,8 +338,7 @@ func recordQLinearTiled(b Builder, c qlinearCall, epi matmulEpilogue, dst int32)
 	}
 	steps, tail := c.k/8, c.k%8/4
 	sh.Chunked = steps > qlinearMaxSteps
-	var inputs []int32
-	inputs, sh.qBindings = qInputs(c, sh.DQ8, sh.Bias, epi)
+	inputs := sh.bind([]int32{c.x, c.w, c.scales}, sh.DQ8, c.xs, c.xz, c.bias, epi)
 	kern, err := shaders.Render("qlinear.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err
@@ -449,33 +448,33 @@ type qgemvScaleCol struct {
 	First bool
 }
 
-// qBindings are the binding numbers of the quantized linear kernels'
+// qBindings are the binding numbers of the linear kernels'
 // optional bindings and of those after them (the templates read them as
 // .XSBinding, ...).
 type qBindings struct {
 	XSBinding, XZBinding, BiasBinding, ResBinding, OutBinding, ParamsBinding int
 }
 
-// qInputs returns the values the quantized linear kernels bind, in order
-// (x, weight, scales, then the dq8 qparams, the bias and the epilogue's
-// res tensor when present), and their binding numbers.
-func qInputs(c qlinearCall, dq8, bias bool, epi matmulEpilogue) ([]int32, qBindings) {
-	var q qBindings
-	inputs := []int32{c.x, c.w, c.scales}
+// bind appends to inputs, a linear kernel's fixed inputs, the inputs it
+// binds after them when present, in shaders' "linear_bindings" order: the
+// dq8 activations' scales xs and zero points xz (when dq8), the bias
+// (when bias >= 0) and the epilogue's res tensor; it numbers those
+// bindings and the output and params after them.
+func (q *qBindings) bind(inputs []int32, dq8 bool, xs, xz, bias int32, epi matmulEpilogue) []int32 {
 	if dq8 {
 		q.XSBinding, q.XZBinding = len(inputs), len(inputs)+1
-		inputs = append(inputs, c.xs, c.xz)
+		inputs = append(inputs, xs, xz)
 	}
-	if bias {
+	if bias >= 0 {
 		q.BiasBinding = len(inputs)
-		inputs = append(inputs, c.bias)
+		inputs = append(inputs, bias)
 	}
 	if epi.res != "" {
 		q.ResBinding = len(inputs)
 		inputs = append(inputs, epi.other)
 	}
 	q.OutBinding, q.ParamsBinding = len(inputs), len(inputs)+1
-	return inputs, q
+	return inputs
 }
 
 // useQGEMV reports whether c runs shaders/qgemv.wgsl: a one-row
@@ -499,8 +498,7 @@ func recordQGEMV(b Builder, c qlinearCall, epi matmulEpilogue, dst int32) error 
 			sh.ScaleCols = append(sh.ScaleCols, qgemvScaleCol{C: col, V: col / 4, Comp: sh.Comp[col%4], First: col%4 == 0})
 		}
 	}
-	var inputs []int32
-	inputs, sh.qBindings = qInputs(c, sh.DQ8, sh.Bias, epi)
+	inputs := sh.bind([]int32{c.x, c.w, c.scales}, sh.DQ8, c.xs, c.xz, c.bias, epi)
 	kern, err := shaders.Render("qgemv.wgsl", sh, "main", shaders.Layout(len(inputs), 1, true), uint32(sh.WG))
 	if err != nil {
 		return err

@@ -210,6 +210,28 @@ var<workgroup> wacc: array<vec4<f32>, {{.WAcc}}>;
 fn finite_or_nan(v: f32) -> bool {
   return bitcast<u32>(v) != 0xff800000u;
 }
+{{- if or .Combine (not .Split)}}
+
+// store_out writes r, the output row's vec4 d, the row at element offset
+// oo{{if and (not .Vec4) .VTail}} (the lanes past Dv dropped){{end}}.
+fn store_out(oo: u32, d: u32, r: vec4<f32>) {
+{{- if .Vec4}}
+  out[(oo >> 2u) + d] = r;
+{{- else}}
+  let e = oo + 4u * d;
+  out[e] = r.x;
+{{- if .VTail}}
+  if (4u * d + 1u < {{.Dv}}u) { out[e + 1u] = r.y; }
+  if (4u * d + 2u < {{.Dv}}u) { out[e + 2u] = r.z; }
+  if (4u * d + 3u < {{.Dv}}u) { out[e + 3u] = r.w; }
+{{- else}}
+  out[e + 1u] = r.y;
+  out[e + 2u] = r.z;
+  out[e + 3u] = r.w;
+{{- end}}
+{{- end}}
+}
+{{- end}}
 
 {{- if .Combine}}
 
@@ -229,13 +251,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let i = x % params.sq;
   let h = hk * params.g + x / params.sq;
   let neg_inf = bitcast<f32>(0xff800000u);
-{{- if .DevPos}}
-  let nkeys = params.nkeys + posbuf[0];
-  let causal_off = params.causal_off + posbuf[0];
-{{- else}}
-  let nkeys = params.nkeys;
-  let causal_off = params.causal_off;
-{{- end}}
+{{- template "key_window" .}}
   var nk = nkeys;
   if (params.causal != 0u) { nk = min(nk, i + causal_off + 1u); }
   let p0 = rho * params.nsplit * (V4 + 1u);
@@ -258,21 +274,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     // No keys at all (Skv = 0) gives zeros, as torch's empty matmul.
     r = select(r / sum, vec4<f32>(0.0), nk == 0u);
-{{- if $.Vec4}}
-    out[(oo >> 2u) + d] = r;
-{{- else}}
-    let e = oo + 4u * d;
-    out[e] = r.x;
-{{- if $.VTail}}
-    if (4u * d + 1u < {{$.Dv}}u) { out[e + 1u] = r.y; }
-    if (4u * d + 2u < {{$.Dv}}u) { out[e + 2u] = r.z; }
-    if (4u * d + 3u < {{$.Dv}}u) { out[e + 3u] = r.w; }
-{{- else}}
-    out[e + 1u] = r.y;
-    out[e + 2u] = r.z;
-    out[e + 3u] = r.w;
-{{- end}}
-{{- end}}
+    store_out(oo, d, r);
   }
 }
 {{- else}}
@@ -302,13 +304,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let s = params.scale;
   let kb = b * params.k_sb + hk * params.k_sh;
   let vb = b * params.v_sb + hk * params.v_sh;
-{{- if .DevPos}}
-  let nkeys = params.nkeys + posbuf[0];
-  let causal_off = params.causal_off + posbuf[0];
-{{- else}}
-  let nkeys = params.nkeys;
-  let causal_off = params.causal_off;
-{{- end}}
+{{- template "key_window" .}}
   var nk_max = 0u;
 {{- range $r := .Rows}}
   // Row {{$r}}: x = row0+{{$r}}, clamped to the last row (its results are
@@ -443,25 +439,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var t = 0u; t < L; t++) { r += wacc[({{$r}}u * L + t) * V4 + d]; }
       // No keys at all (Skv = 0) gives zeros, as torch's empty matmul.
       r = select(r / sum, vec4<f32>(0.0), nk{{$r}} == 0u);
-{{- if $.Vec4}}
-      out[(oo >> 2u) + d] = r;
-{{- else}}
-      let e = oo + 4u * d;
-      out[e] = r.x;
-{{- if $.VTail}}
-      if (4u * d + 1u < {{$.Dv}}u) { out[e + 1u] = r.y; }
-      if (4u * d + 2u < {{$.Dv}}u) { out[e + 2u] = r.z; }
-      if (4u * d + 3u < {{$.Dv}}u) { out[e + 3u] = r.w; }
-{{- else}}
-      out[e + 1u] = r.y;
-      out[e + 2u] = r.z;
-      out[e + 3u] = r.w;
-{{- end}}
-{{- end}}
+      store_out(oo, d, r);
     }
 {{- end}}
   }
 {{- end}}
 }
+{{- end}}
+{{- end}}
+{{- /* "key_window": nkeys and causal_off (Params), from input_pos on the
+device (posbuf[0]) with DevPos. */}}
+{{- define "key_window"}}
+{{- if .DevPos}}
+  let nkeys = params.nkeys + posbuf[0];
+  let causal_off = params.causal_off + posbuf[0];
+{{- else}}
+  let nkeys = params.nkeys;
+  let causal_off = params.causal_off;
 {{- end}}
 {{- end}}

@@ -4,8 +4,9 @@
 // and binding layout), so the same kernel is the same pipeline everywhere.
 //
 // The .tmpl files hold named templates parsed with every kernel: common.tmpl
-// the pieces several kernels share (row addressing, workgroup trees) and the
-// numerics helpers, and unary_formulas.tmpl the elementwise unary formulas
+// the pieces several kernels share (row addressing, workgroup trees, the
+// linear family's bindings, Params and epilogues, the fused linear groups'
+// prologue) and the numerics helpers, and unary_formulas.tmpl the elementwise unary formulas
 // and their helper functions, written once for the unfused unary kernel, the
 // fused elementwise chain and the matmul epilogue, so that an op computes
 // the same float32 operations in the same order in all of them.

@@ -52,24 +52,7 @@
 @group(0) @binding({{if eq $cb 2}}3{{else if eq $cb 3}}4{{else}}5{{end}}) var<uniform> params: Params;
 
 // Go twin: the Params writes in ops/linear_cpu.go recordGEMV.
-struct Params {
-  m: u32,          // input rows
-  n: u32,          // output columns (weight rows)
-  k: u32,          // row length, in vec4s with Vec4
-  k_begin: u32,    // this chunk, in the same units as k
-  k_end: u32,
-  accumulate: u32,
-  last: u32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
+{{- template "gemv_params" (args "KUnit" "in vec4s with Vec4")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 @compute @workgroup_size({{.WG}})

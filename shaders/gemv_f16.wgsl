@@ -25,24 +25,7 @@
 
 // Go twin: the Params writes in ops/linear_f16.go recordGEMVHalf (the
 // layout of gemv.wgsl's).
-struct Params {
-  m: u32,          // input rows
-  n: u32,          // output columns (weight rows)
-  k: u32,          // row length, in vec4<u32> words of the packed weight (K/8)
-  k_begin: u32,    // this chunk, in the same units as k
-  k_end: u32,
-  accumulate: u32,
-  last: u32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
+{{- template "gemv_params" (args "KUnit" "in vec4<u32> words of the packed weight (K/8)")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 @compute @workgroup_size({{.WG}})

@@ -29,23 +29,8 @@
 // One dispatch, no K chunks: the caller fuses only when K fits one
 // (ops.fusedGEMVMaxUnits).
 {{- $b := 0}}
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-{{- if .NormW}}
-@group(0) @binding(1) var<storage, read> g: array<vec4<f32>>;
-{{- end}}
 {{- $wt := "vec4<f32>"}}{{if ne .Format "f32v"}}{{$wt = "vec4<u32>"}}{{end}}
-{{- range $i, $s := .Segs}}
-@group(0) @binding({{add $.WBase $i}}) var<storage, read> w{{$s}}: array<{{$wt}}>;
-{{- end}}
-{{- if eq .Format "q4"}}
-{{- range $i, $s := .Segs}}
-@group(0) @binding({{add $.SBase $i}}) var<storage, read> s{{$s}}: array<f32>;
-{{- end}}
-{{- end}}
-{{- range $i, $o := .Outs}}
-@group(0) @binding({{add $.OBase $i}}) var<storage, read_write> out{{$o}}: array<f32>;
-{{- end}}
-@group(0) @binding({{.PBind}}) var<uniform> params: Params;
+{{- template "fused_linears" (args "K" . "W" $wt "Scales" (eq .Format "q4"))}}
 
 // Go twin: fusedGEMVParams in ops/fuse_linear.go.
 struct Params {
@@ -62,16 +47,6 @@ struct Params {
   gw: vec4<u32>,   // q4: units per scale group of each weight
   lds: vec4<u32>,  // q4: scale row stride of each weight
 }
-{{- if .Pair}}
-{{- template "epilogue_act" (args "Act" "sigmoid" "T" "f32")}}
-
-// swiglu is the gate's SiLU (the linear epilogue's v · act(v)) times up
-// (the fused mul's v · res).
-fn swiglu(gate: f32, up: f32) -> f32 {
-  let s = gate * act(gate);
-  return up * s;
-}
-{{- end}}
 {{- if .Norm}}
 
 // xn is the normalized input, (x · rstd) · g (norm.wgsl's formula),
@@ -125,34 +100,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         @builtin(num_workgroups) nwg: vec3<u32>) {
 {{- if .Norm}}
   // 1/rms: the invocations stride over x, then {{if eq .Shape "gpu"}}the tree{{else}}one sum of their partial sums, in the same order in each{{end}}.
-  var ss = 0.0;
-  for (var i = li; i < params.len / 4u; i += {{.WG}}u) {
-    let v = x[i];
-    ss += v.x * v.x;
-    ss += v.y * v.y;
-    ss += v.z * v.z;
-    ss += v.w * v.w;
-  }
-{{- if eq .Shape "gpu"}}
-  part[li] = ss;
-  workgroupBarrier();
-{{- range $st := .WGStrides}}
-  if (li < {{$st}}u) {
-    part[li] += part[li + {{$st}}u];
-  }
-  workgroupBarrier();
-{{- end}}
-  let ssum = part[0];
-{{- else}}
-  sq[li] = ss;
-  workgroupBarrier();
-  var ssum = 0.0;
-  for (var j = 0u; j < {{.WG}}u; j++) {
-    ssum += sq[j];
-  }
-{{- end}}
-  let n = f32(params.len);
-  let rstd = 1.0 / sqrt(ssum / n + params.eps);
+{{- template "fused_rstd" (args "K" . "Tree" (eq .Shape "gpu"))}}
   for (var i = li; i < params.len / 4u; i += {{.WG}}u) {
     var v = x[i] * rstd;
 {{- if .NormW}}

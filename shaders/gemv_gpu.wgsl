@@ -47,37 +47,11 @@
 // 2^24, exact in f32. Where a quotient may not round as the correctly
 // rounded one would (rare), the lane sums its units again with the exact
 // quantizer (dq8_qx_exact) before the reduction.
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
 {{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 
 // Go twin: gpuGEMVParams in ops/linear_gpu.go.
-struct Params {
-  m: u32,          // input rows
-  n: u32,          // output columns (weight rows)
-  k: u32,          // weight row length in units
-  k_begin: u32,    // this chunk, in units
-  k_end: u32,
-  accumulate: u32,
-  last: u32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  gw: u32,         // q4: units per scale group
-  ld_s: u32,       // q4: scale row stride
-  _p0: u32,
-}
+{{- template "gemv_params" (args "KUnit" "in the format's units")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .DQ8}}
 

@@ -72,20 +72,7 @@
 // into y past the per-dimension limit) runs over column blocks.
 {{- end}}
 {{- if .Fused}}
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-{{- if .NormW}}
-@group(0) @binding(1) var<storage, read> g: array<vec4<f32>>;
-{{- end}}
-{{- range $i, $s := .Segs}}
-@group(0) @binding({{add $.WBase $i}}) var<storage, read> w{{$s}}: array<u32>;
-{{- end}}
-{{- range $i, $s := .Segs}}
-@group(0) @binding({{add $.SBase $i}}) var<storage, read> s{{$s}}: array<f32>;
-{{- end}}
-{{- range $i, $o := .Outs}}
-@group(0) @binding({{add $.OBase $i}}) var<storage, read_write> out{{$o}}: array<f32>;
-{{- end}}
-@group(0) @binding({{.PBind}}) var<uniform> params: Params;
+{{- template "fused_linears" (args "K" . "W" "u32" "Scales" true)}}
 
 // Go twin: fusedQuantParams in ops/linear_gpu_quant.go.
 struct Params {
@@ -98,16 +85,6 @@ struct Params {
   gw: vec4<u32>,   // words per scale group of each weight
   ls: vec4<u32>,   // packed scale row stride (groups) of each weight
 }
-{{- if .Pair}}
-{{- template "epilogue_act" (args "Act" "sigmoid" "T" "f32")}}
-
-// swiglu is the gate's SiLU (the linear epilogue's v · act(v)) times up
-// (the fused mul's v · res).
-fn swiglu(gate: f32, up: f32) -> f32 {
-  let s = gate * act(gate);
-  return up * s;
-}
-{{- end}}
 
 // xq is the normalized input pre-scaled for the decoder, each word's low
 // half at xq[t] and high half at xq[{{.XW}} + t].
@@ -116,18 +93,7 @@ var<workgroup> xq: array<vec4<f32>, {{mul 2 .XW}}>;
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> s: array<f32>;
-{{- if .DQ8}}
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
-{{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 
 // Go twin: gpuQuantParams in ops/linear_gpu_quant.go.
 struct Params {
@@ -190,25 +156,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let blk = wid.x + wid.y * nwg.x;
 {{- if .Fused}}
   // 1/rms: the invocations stride over x, then a tree.
-  var ss = 0.0;
-  for (var i = li; i < params.len / 4u; i += {{.WG}}u) {
-    let v = x[i];
-    ss += v.x * v.x;
-    ss += v.y * v.y;
-    ss += v.z * v.z;
-    ss += v.w * v.w;
-  }
-  part[li] = ss;
-  workgroupBarrier();
-{{- range $st := .WGStrides}}
-  if (li < {{$st}}u) {
-    part[li] += part[li + {{$st}}u];
-  }
-  workgroupBarrier();
-{{- end}}
-  let ssum = part[0];
-  let n = f32(params.len);
-  let rstd = 1.0 / sqrt(ssum / n + params.eps);
+{{- template "fused_rstd" (args "K" . "Tree" true)}}
   for (var i = li; i < params.kw; i += {{.WG}}u) {
     xq[i] = pre(x[2u * i] * rstd{{if .NormW}} * g[2u * i]{{end}});
     xq[{{.XW}}u + i] = pre(x[2u * i + 1u] * rstd{{if .NormW}} * g[2u * i + 1u]{{end}});

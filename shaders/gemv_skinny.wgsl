@@ -26,34 +26,10 @@
 // per-dimension limit) runs over column blocks.
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" false "Out" "out")}}
 
 // Go twin: gpuGEMVParams in ops/linear_gpu.go (gemv_gpu.wgsl's).
-struct Params {
-  m: u32,          // input rows
-  n: u32,          // output columns (weight rows)
-  k: u32,          // weight row length in vec4 units
-  k_begin: u32,    // this chunk, in units
-  k_end: u32,
-  accumulate: u32,
-  last: u32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
+{{- template "gemv_params" (args "KUnit" "in vec4 units")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 // part holds the lanes' sums of one column, lane li's row r at

@@ -56,27 +56,7 @@
 {{else}}@group(0) @binding(4) var<storage, read_write> c: array<{{$ct}}>;
 @group(0) @binding(5) var<uniform> params: Params;
 {{end}}
-struct Params {
-  m: u32,          // rows of A and C
-  n: u32,          // columns of C (vec4 columns for Vec4)
-  k: u32,          // row length of A (and of weight), in vec4s for Vec4
-  k_begin: u32,    // this chunk, in the same units as k
-  k_end: u32,
-  accumulate: u32,
-  alpha: f32,
-  beta: f32,
-  bias_sm: u32,    // bias element strides along M and N
-  bias_sn: u32,
-  batch_base: u32, // first batch of this dispatch
-  nbatch: u32,     // number of batch dims
-  act_lo: f32,     // clamp bounds of the epilogue
-  act_hi: f32,
-  last: u32,       // this dispatch writes the final sums: apply the epilogue
-  _p3: u32,
-  bdims: array<vec4<u32>, 2>,   // batch dims of C
-  astride: array<vec4<u32>, 2>, // A's batch strides, in storage words
-  bstride: array<vec4<u32>, 2>,
-}
+{{- template "matmul_params" (args "Q" false)}}
 
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" $ct)}}
 {{- if and .Bias .Vec4}}
@@ -98,17 +78,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (col0 >= n || row0 >= params.m) { return; }
   // Batch offsets: decode the batch index, innermost dim first.
   let batch = gid.z + params.batch_base;
-  var rest = batch;
-  var aoff = 0u;
-  var boff = 0u;
-  for (var i = 0u; i < params.nbatch; i++) {
-    let d = params.nbatch - 1u - i;
-    let size = params.bdims[d / 4u][d % 4u];
-    let idx = rest % size;
-    rest = rest / size;
-    aoff += idx * params.astride[d / 4u][d % 4u];
-    boff += idx * params.bstride[d / 4u][d % 4u];
-  }
+  let ab = batch_offsets(batch);
+  let aoff = ab.x;
+  let boff = ab.y;
   let coff = batch * params.m * n;
   // Rows and columns past the edge read the last valid one and are not
   // written back.

@@ -40,46 +40,13 @@
 // correctly rounded (dq8_qx_exact: A's elements are loaded once per tile,
 // so the exact quantizer costs little), and each row's sums are scaled by
 // xs[r] at the store.
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
 {{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> c: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .Q.DQ8 "Out" "c")}}
 
 // Go twin: matmulParams in ops/linear_cpu.go (matmul.wgsl's
 // layout; k, k_begin and k_end count elements here, bdims and the batch
 // strides are in elements{{if eq .B "half"}}, B's in u32 words{{end}}).
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  k_begin: u32,
-  k_end: u32,
-  accumulate: u32,
-  alpha: f32,
-  beta: f32,
-  bias_sm: u32,
-  bias_sn: u32,
-  batch_base: u32,
-  nbatch: u32,
-  act_lo: f32,
-  act_hi: f32,
-  last: u32,
-  ldb: u32,        // B's row stride: N (kn), K (nk) or K8/2 words (half)
-  bdims: array<vec4<u32>, 2>,
-  astride: array<vec4<u32>, 2>,
-  bstride: array<vec4<u32>, 2>,
-  q_row_bytes: u32, // "q": weight row stride in bytes
-  q_g: u32,         // "q", grouped scales: the group size
-  q_ld_s: u32,      // "q", grouped scales: the scale row stride
-  _q0: u32,
-}
+{{- template "matmul_params" (args "Q" true)}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .Q.DQ8}}
 
@@ -125,28 +92,7 @@ fn qdec(n: u32, k: u32) -> f32 {
 var<workgroup> at: array<f32, {{mul .BK .AP}}>;
 var<workgroup> bt: array<f32, {{mul .BK .BP}}>;
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(workgroup_id) wid: vec3<u32>) {
-  let tx = lid.x;
-  let ty = lid.y;
-  let row0 = wid.y * {{.BM}}u;
-  let col0 = wid.x * {{.BN}}u;
-  let m = params.m;
-  let n = params.n;
-  let kk = params.k;
-  let batch = wid.z + params.batch_base;
-  var rest = batch;
-  var aoff = 0u;
-  var boff = 0u;
-  for (var i = 0u; i < params.nbatch; i++) {
-    let d = params.nbatch - 1u - i;
-    let size = params.bdims[d / 4u][d % 4u];
-    let idx = rest % size;
-    rest = rest / size;
-    aoff += idx * params.astride[d / 4u][d % 4u];
-    boff += idx * params.bstride[d / 4u][d % 4u];
-  }
+{{template "tiled_main" .}}
 {{- range $i := .RowsT}}{{range $j := $.ColsT}}
   var acc{{$i}}_{{$j}} = 0.0;
 {{- end}}{{end}}

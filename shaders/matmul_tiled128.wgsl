@@ -38,38 +38,11 @@
 {{- else}}
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 {{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> c: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" false "Out" "c")}}
 
 // Go twin: ops.matmulParams (matmul.wgsl's layout; k, k_begin and k_end
 // count elements, bdims and the batch strides are in elements).
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  k_begin: u32,
-  k_end: u32,
-  accumulate: u32,
-  alpha: f32,
-  beta: f32,
-  bias_sm: u32,
-  bias_sn: u32,
-  batch_base: u32,
-  nbatch: u32,
-  act_lo: f32,
-  act_hi: f32,
-  last: u32,
-  ldb: u32,        // B's row stride in elements: N (kn) or K (nk)
-  bdims: array<vec4<u32>, 2>,
-  astride: array<vec4<u32>, 2>,
-  bstride: array<vec4<u32>, 2>,
-}
+{{- template "matmul_params" (args "Q" false)}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 
 // The tiles, k-major, {{div .BM 4}} vec4 slots a k row, slot s of row k at
@@ -106,28 +79,7 @@ fn swz(k: u32) -> u32 {
     }
 {{- end}}
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(workgroup_id) wid: vec3<u32>) {
-  let tx = lid.x;
-  let ty = lid.y;
-  let row0 = wid.y * {{.BM}}u;
-  let col0 = wid.x * {{.BN}}u;
-  let m = params.m;
-  let n = params.n;
-  let kk = params.k;
-  let batch = wid.z + params.batch_base;
-  var rest = batch;
-  var aoff = 0u;
-  var boff = 0u;
-  for (var i = 0u; i < params.nbatch; i++) {
-    let d = params.nbatch - 1u - i;
-    let size = params.bdims[d / 4u][d % 4u];
-    let idx = rest % size;
-    rest = rest / size;
-    aoff += idx * params.astride[d / 4u][d % 4u];
-    boff += idx * params.bstride[d / 4u][d % 4u];
-  }
+{{template "tiled_main" .}}
   // This invocation's share of a tile load: A's row li / 2, k (li % 2)·4
   // .. +3; B's {{if eq .B "kn"}}k row li / 32, columns (li % 32)·4 .. +3{{else}}row (output column) li / 2, k (li % 2)·4 .. +3{{end}}.
   let la_r = li / 2u;

@@ -80,7 +80,7 @@ fn affine(v: f32, row: u32, i: u32) -> f32 {
 
 var<workgroup> sh: array<f32, {{.WG}}>;
 
-{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Strides" .Strides)}}
+{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Sh" "sh" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

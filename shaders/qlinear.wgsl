@@ -47,17 +47,8 @@
 // x value is quantized as it is loaded, xq = clamp(round(x / xs) + xz,
 // −128, 127) (round half to even), the kernel multiplies the weights by
 // xq − xz and the row's sum by xs.
-@group(0) @binding({{.XSBinding}}) var<storage, read> xs: array<f32>;
-@group(0) @binding({{.XZBinding}}) var<storage, read> xz: array<u32>;
 {{- end}}
-{{- if .Bias}}
-@group(0) @binding({{.BiasBinding}}) var<storage, read> bias: array<f32>;
-{{- end}}
-{{- if .Res}}
-@group(0) @binding({{.ResBinding}}) var<storage, read> res: array<f32>;
-{{- end}}
-@group(0) @binding({{.OutBinding}}) var<storage, read_write> out: array<f32>;
-@group(0) @binding({{.ParamsBinding}}) var<uniform> params: Params;
+{{- template "linear_bindings" (args "K" . "DQ8" .DQ8 "Out" "out")}}
 {{- template "linear_epilogue" (args "Act" .Act "Gate" .Gate "Res" .Res "T" "f32")}}
 {{- if .DQ8}}
 

@@ -127,7 +127,7 @@ fn finish(t: State) -> {{.Out}} {
 
 var<workgroup> sh: array<State, {{.WG}}>;
 
-{{template "tree" (args "Name" "tree" "T" "State" "Comb" "comb" "Strides" .Strides)}}
+{{template "tree" (args "Name" "tree" "T" "State" "Comb" "comb" "Sh" "sh" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

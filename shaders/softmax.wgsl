@@ -28,9 +28,9 @@ fn result(v: f32, m: f32, s: f32) -> f32 {
 
 var<workgroup> sh: array<f32, {{.WG}}>;
 
-{{template "tree" (args "Name" "tree_max" "T" "f32" "Comb" "fmax" "Strides" .Strides)}}
+{{template "tree" (args "Name" "tree_max" "T" "f32" "Comb" "fmax" "Sh" "sh" "Strides" .Strides)}}
 
-{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Strides" .Strides)}}
+{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Sh" "sh" "Strides" .Strides)}}
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -92,54 +92,108 @@ fn key(v: f32) -> u32 {
 fn unkey(k: u32) -> f32 {
   return bitcast<f32>(select(~k, k & 0x7fffffffu, (k >> 31u) != 0u));
 }
-{{- if $one}}
-
-var<workgroup> hist: array<atomic<u32>, 256>;
 var<workgroup> sk: array<u32, {{.WG}}>;
 var<workgroup> sz: array<f32, {{.WG}}>;
+{{- if or $one (eq .Stage "part") (eq .Stage "hist")}}
+var<workgroup> wh: array<atomic<u32>, 256>; // a digit's histogram
+{{- end}}
+
+{{template "tree" (args "Name" "tree_max" "T" "u32" "Comb" "max" "Sh" "sk" "Strides" .Strides)}}
+
+{{template "tree" (args "Name" "tree_sum" "T" "f32" "Comb" "+" "Sh" "sz" "Strides" .Strides)}}
+{{- if or $one (eq .Stage "part")}}
+
+// max_key is the largest key of the row's elements [lo, hi), for every
+// lane.
+fn max_key(lo: u32, hi: u32, lid: u32) -> u32 {
+  var mk = 0u;
+  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
+    let k = key(x[params.base + i]);
+    if (k > mk) {
+      mk = k;
+    }
+  }
+  return tree_max(mk, lid);
+}
+{{- end}}
+{{- if or $one (eq .Stage "hist")}}
+
+// count_digit adds to wh the digit at shift of each key of the row's
+// elements [lo, hi) whose bits under mask are prefix.
+fn count_digit(lo: u32, hi: u32, prefix: u32, mask: u32, shift: u32, lid: u32) {
+  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
+    let k = key(x[params.base + i]);
+    if ((k & mask) == prefix) {
+      atomicAdd(&wh[(k >> shift) & 0xffu], 1u);
+    }
+  }
+}
+{{- end}}
+{{- /* "pick": from the top bin of a digit's histogram (Count: bin b's
+count), the bin holding the need-th largest key, into b, need left as the
+rank within it. */}}
+{{- define "pick"}}
+    var b = 255u;
+    loop {
+      let c = {{.}};
+      if (c >= need || b == 0u) {
+        break;
+      }
+      need -= c;
+      b -= 1u;
+    }
+{{- end}}
+{{- /* "collect": every key of the row's elements [lo, hi) above the
+k-th (kth; above of them in k), then ties while slots remain, slots taken
+with atomics Written and Ties; Atomic: out is atomic. */}}
+{{- define "collect"}}
+  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
+    let v = x[params.base + i];
+    let k = key(v);
+    var slot = params.cap;
+    if (k > kth) {
+      slot = atomicAdd(&{{.Written}}, 1u);
+    } else if (k == kth) {
+      let t = atomicAdd(&{{.Ties}}, 1u);
+      if (t < params.cap - above) {
+        slot = atomicAdd(&{{.Written}}, 1u);
+      }
+    }
+    if (slot < params.cap) {
+{{- if .Atomic}}
+      atomicStore(&out[8u + 2u * slot], i);
+      atomicStore(&out[9u + 2u * slot], bitcast<u32>(v));
+{{- else}}
+      out[8u + 2u * slot] = i;
+      out[9u + 2u * slot] = bitcast<u32>(v);
+{{- end}}
+    }
+  }
+{{- end}}
+{{- if $one}}
+
 var<workgroup> sel: vec2<u32>;  // the key prefix chosen so far, elements still to take
 var<workgroup> written: atomic<u32>;
 var<workgroup> ties: atomic<u32>;
 
 @compute @workgroup_size({{.WG}})
 fn main(@builtin(local_invocation_index) lid: u32) {
-  let n = params.n;
+  let lo = 0u;
+  let hi = params.n;
   // The maximum, as the largest key.
-  var mk = 0u;
-  for (var i = lid; i < n; i += {{.WG}}u) {
-    let k = key(x[params.base + i]);
-    if (k > mk) {
-      mk = k;
-    }
-  }
-  sk[lid] = mk;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u && sk[lid + {{.}}u] > sk[lid]) {
-    sk[lid] = sk[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
-  mk = sk[0];
+  let mk = max_key(lo, hi, lid);
   // All NaN: m is NaN and z 0 (the host then reads the logits).
   let m = select(bitcast<f32>(0x7fc00000u), unkey(mk), mk != 0u);
   var z = 0.0;
   if (mk != 0u) {
-    for (var i = lid; i < n; i += {{.WG}}u) {
+    for (var i = lo + lid; i < hi; i += {{.WG}}u) {
       let v = x[params.base + i];
       if (key(v) != 0u) {
         z += exp((v - m) * params.inv_temp);
       }
     }
   }
-  sz[lid] = z;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) {
-    sz[lid] = sz[lid] + sz[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
+  let zsum = tree_sum(z, lid);
   // Radix select of the k-th largest key, 8 bits at a time from the top.
   if (lid == 0u) {
     sel = vec2<u32>(0u, params.k);
@@ -149,27 +203,14 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   var mask = 0u;
   for (var d = 0u; d < 4u; d++) {
     let shift = 24u - 8u * d;
-    atomicStore(&hist[lid], 0u);
+    atomicStore(&wh[lid], 0u);
     workgroupBarrier();
     let prefix = sel.x;
-    for (var i = lid; i < n; i += {{.WG}}u) {
-      let k = key(x[params.base + i]);
-      if ((k & mask) == prefix) {
-        atomicAdd(&hist[(k >> shift) & 0xffu], 1u);
-      }
-    }
+    count_digit(lo, hi, prefix, mask, shift, lid);
     workgroupBarrier();
     if (lid == 0u) {
       var need = sel.y;
-      var b = 255u;
-      loop {
-        let c = atomicLoad(&hist[b]);
-        if (c >= need || b == 0u) {
-          break;
-        }
-        need -= c;
-        b -= 1u;
-      }
+{{- template "pick" "atomicLoad(&wh[b])"}}
       sel = vec2<u32>(prefix | (b << shift), need);
     }
     mask |= 0xffu << shift;
@@ -179,30 +220,14 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   let need = sel.y;
   let above = params.k - need;
   // Collect: every key above the k-th, then ties while slots remain.
-  for (var i = lid; i < n; i += {{.WG}}u) {
-    let v = x[params.base + i];
-    let k = key(v);
-    var slot = params.cap;
-    if (k > kth) {
-      slot = atomicAdd(&written, 1u);
-    } else if (k == kth) {
-      let t = atomicAdd(&ties, 1u);
-      if (t < params.cap - above) {
-        slot = atomicAdd(&written, 1u);
-      }
-    }
-    if (slot < params.cap) {
-      out[8u + 2u * slot] = i;
-      out[9u + 2u * slot] = bitcast<u32>(v);
-    }
-  }
+{{- template "collect" (args "WG" .WG "Written" "written" "Ties" "ties" "Atomic" false)}}
   workgroupBarrier();
   if (lid == 0u) {
     out[0] = atomicLoad(&written);
     out[1] = atomicLoad(&ties);
     out[2] = need;
     out[3] = bitcast<u32>(m);
-    out[4] = bitcast<u32>(sz[0]);
+    out[4] = bitcast<u32>(zsum);
     out[5] = 0u;
     out[6] = 0u;
     out[7] = 0u;
@@ -216,12 +241,6 @@ const STATS: u32 = 1032u; // per chunk: max key, z bits
 
 // NEG_INF is -Inf's key.
 const NEG_INF: u32 = 0x007fffffu;
-
-var<workgroup> sk: array<u32, {{.WG}}>;
-var<workgroup> sz: array<f32, {{.WG}}>;
-{{- if or (eq .Stage "part") (eq .Stage "hist")}}
-var<workgroup> wh: array<atomic<u32>, 256>;
-{{- end}}
 {{- if eq .Stage "sel"}}
 var<workgroup> wsel: vec2<u32>;
 {{- end}}
@@ -241,22 +260,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 {{- if eq .Stage "part"}}
   // The chunk's maximum key, z relative to it, and its keys' first digit.
   atomicStore(&wh[lid], 0u);
-  var mk = 0u;
-  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
-    let k = key(x[params.base + i]);
-    if (k > mk) {
-      mk = k;
-    }
-  }
-  sk[lid] = mk;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u && sk[lid + {{.}}u] > sk[lid]) {
-    sk[lid] = sk[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
-  mk = sk[0];
+  let mk = max_key(lo, hi, lid);
   let m = unkey(mk);
   var z = 0.0;
   for (var i = lo + lid; i < hi; i += {{.WG}}u) {
@@ -267,14 +271,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       z += exp((v - m) * params.inv_temp);
     }
   }
-  sz[lid] = z;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) {
-    sz[lid] = sz[lid] + sz[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
+  let zsum = tree_sum(z, lid);
   let c = atomicLoad(&wh[lid]);
   if (c != 0u) {
     atomicAdd(&tk[lid], c);
@@ -283,19 +280,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // A chunk of NaNs and -Infs adds nothing to z (unless the whole row
     // is: see "sel").
     atomicStore(&tk[STATS + 2u * wid.x], mk);
-    atomicStore(&tk[STATS + 2u * wid.x + 1u], bitcast<u32>(select(0.0, sz[0], mk > NEG_INF)));
+    atomicStore(&tk[STATS + 2u * wid.x + 1u], bitcast<u32>(select(0.0, zsum, mk > NEG_INF)));
   }
 {{- else if eq .Stage "hist"}}
   // The digit's histogram of the keys that match the prefix so far.
   atomicStore(&wh[lid], 0u);
   workgroupBarrier();
-  let prefix = atomicLoad(&tk[SEL]);
-  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
-    let k = key(x[params.base + i]);
-    if ((k & MASK) == prefix) {
-      atomicAdd(&wh[(k >> SHIFT) & 0xffu], 1u);
-    }
-  }
+  count_digit(lo, hi, atomicLoad(&tk[SEL]), MASK, SHIFT, lid);
   workgroupBarrier();
   let c = atomicLoad(&wh[lid]);
   if (c != 0u) {
@@ -306,19 +297,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 {{- if eq .Digit 0}}
   // m and z from the chunks'.
   let groups = (params.n + params.chunk - 1u) / params.chunk;
-  var mk = 0u;
+  var mk0 = 0u;
   for (var j = lid; j < groups; j += {{.WG}}u) {
-    mk = max(mk, atomicLoad(&tk[STATS + 2u * j]));
+    mk0 = max(mk0, atomicLoad(&tk[STATS + 2u * j]));
   }
-  sk[lid] = mk;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u && sk[lid + {{.}}u] > sk[lid]) {
-    sk[lid] = sk[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
-  mk = sk[0];
+  let mk = tree_max(mk0, lid);
   let m = unkey(mk);
   var z = 0.0;
   if (mk > NEG_INF) {
@@ -329,14 +312,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       }
     }
   }
-  sz[lid] = z;
-  workgroupBarrier();
-{{- range .Strides}}
-  if (lid < {{.}}u) {
-    sz[lid] = sz[lid] + sz[lid + {{.}}u];
-  }
-  workgroupBarrier();
-{{- end}}
+  let zsum = tree_sum(z, lid);
 {{- end}}
   if (lid == 0u) {
 {{- if eq .Digit 0}}
@@ -345,20 +321,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     atomicStore(&tk[SEL + 2u], mk);
     // A row whose largest is -Inf: exp(-Inf − -Inf) is NaN, as the
     // one-workgroup kernel (and the host) sum it.
-    atomicStore(&tk[SEL + 3u], select(bitcast<u32>(sz[0]), 0x7fc00000u, mk == NEG_INF));
+    atomicStore(&tk[SEL + 3u], select(bitcast<u32>(zsum), 0x7fc00000u, mk == NEG_INF));
 {{- else}}
     var prefix = atomicLoad(&tk[SEL]);
     var need = atomicLoad(&tk[SEL + 1u]);
 {{- end}}
-    var b = 255u;
-    loop {
-      let c = atomicLoad(&tk[{{mul 256 .Digit}}u + b]);
-      if (c >= need || b == 0u) {
-        break;
-      }
-      need -= c;
-      b -= 1u;
-    }
+{{- template "pick" (printf "atomicLoad(&tk[%du + b])" (mul 256 .Digit))}}
     wsel = vec2<u32>(prefix | (b << shift), need);
     atomicStore(&tk[SEL], wsel.x);
     atomicStore(&tk[SEL + 1u], wsel.y);
@@ -383,23 +351,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   // Collect: every key above the k-th, then ties while slots remain.
   let kth = tk[SEL];
   let above = params.k - tk[SEL + 1u];
-  for (var i = lo + lid; i < hi; i += {{.WG}}u) {
-    let v = x[params.base + i];
-    let k = key(v);
-    var slot = params.cap;
-    if (k > kth) {
-      slot = atomicAdd(&out[0], 1u);
-    } else if (k == kth) {
-      let t = atomicAdd(&out[1], 1u);
-      if (t < params.cap - above) {
-        slot = atomicAdd(&out[0], 1u);
-      }
-    }
-    if (slot < params.cap) {
-      atomicStore(&out[8u + 2u * slot], i);
-      atomicStore(&out[9u + 2u * slot], bitcast<u32>(v));
-    }
-  }
+{{- template "collect" (args "WG" .WG "Written" "out[0]" "Ties" "out[1]" "Atomic" true)}}
 {{- end}}
 }
 {{- end}}

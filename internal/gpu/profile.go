@@ -51,12 +51,8 @@ static int wgdp_submit(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH qs, 
 		wgdH resolve, uint64_t resolveOff, wgdH staging, uint64_t copyBytes, void *errp) {
 	const wgdpDispatch *d = (const wgdpDispatch *)dv;
 	wgdErr *err = (wgdErr *)errp;
-	wgpuDevicePushErrorScope(dev, 0);
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return -1;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return -1;
 	for (size_t i = 0; i < n; i++) {
 		wgdpTimestampWrites tw = {qs, first + 2 * (uint32_t)i, first + 2 * (uint32_t)i + 1};
 		wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
@@ -83,12 +79,8 @@ static int wgdp_submit_pass(wgdH dev, wgdH queue, const void *dv, size_t n, wgdH
 		wgdH resolve, wgdH staging, void *errp) {
 	const wgdpDispatch *d = (const wgdpDispatch *)dv;
 	wgdErr *err = (wgdErr *)errp;
-	wgpuDevicePushErrorScope(dev, 0);
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return -1;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return -1;
 	wgdpTimestampWrites tw = {qs, 0, 1};
 	wgdpPassDesc desc = {NULL, NULL, qs ? &tw : NULL};
 	wgdH pass = wgpuCommandEncoderBeginComputePass(enc, &desc);
@@ -169,30 +161,25 @@ func (d *Device) TimestampPeriod(ctx context.Context) (float64, error) {
 	if period > 0 {
 		return period, nil
 	}
-	st, err := d.NewBuffer(Staging, 512, "timestamp calibration")
+	err := d.withTimestamps(512, 4, "timestamp calibration", func(st *Buffer, rb resolveBuffer, qs C.wgdH) error {
+		if d.prof.period > 0 {
+			period = d.prof.period
+			return nil
+		}
+		var err error
+		period, err = d.calibrateLocked(ctx, st, rb, qs)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	defer st.Release()
-	rb, err := d.newResolveBuffer(512)
-	if err != nil {
-		return 0, err
-	}
-	defer rb.Release()
+	return period, nil
+}
 
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.usableLocked("profile"); err != nil {
-		return 0, err
-	}
-	if d.prof.period > 0 {
-		return d.prof.period, nil
-	}
-	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), 4, unsafe.Pointer(d.raw.err))
-	if qs == nil {
-		return 0, d.scopeError("create query set")
-	}
-	defer C.wgdp_query_set_free(qs)
+// calibrateLocked measures the timestamp period (TimestampPeriod) with
+// st, rb and qs (4 queries, 512 bytes), stores it in d.prof and returns
+// it; the caller holds d.mu.
+func (d *Device) calibrateLocked(ctx context.Context, st *Buffer, rb resolveBuffer, qs C.wgdH) (float64, error) {
 	var empty [1]C.wgdpDispatch // an empty grid: an empty pass
 	submit := func(first uint32, off uint64, staging C.wgdH) error {
 		if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(&empty[0]), 1, qs, C.uint32_t(first),
@@ -247,6 +234,33 @@ type resolveBuffer struct{ b *wgpu.Buffer }
 
 func (r resolveBuffer) Release() { r.b.Release() }
 
+// withTimestamps runs fn with d.mu held on a usable device, with a
+// staging buffer (label) and a query resolve buffer of size bytes each
+// and a query set of count timestamps, and releases them after.
+func (d *Device) withTimestamps(size uint64, count uint32, label string, fn func(st *Buffer, rb resolveBuffer, qs C.wgdH) error) error {
+	st, err := d.NewBuffer(Staging, size, label)
+	if err != nil {
+		return err
+	}
+	defer st.Release()
+	rb, err := d.newResolveBuffer(size)
+	if err != nil {
+		return err
+	}
+	defer rb.Release()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usableLocked("profile"); err != nil {
+		return err
+	}
+	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), C.uint32_t(count), unsafe.Pointer(d.raw.err))
+	if qs == nil {
+		return d.scopeError("create query set")
+	}
+	defer C.wgdp_query_set_free(qs)
+	return fn(st, rb, qs)
+}
+
 func (d *Device) newResolveBuffer(size uint64) (resolveBuffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -296,19 +310,26 @@ func (d *Device) mapStagingLocked(ctx context.Context, st *Buffer) ([]byte, erro
 // Running each dispatch in its own pass, or alone, removes the overlap a
 // single pass allows, so the sum is an upper bound of Run's GPU time.
 func (p *Program) Profile(ctx context.Context) ([]time.Duration, string, error) {
-	d := p.d
+	return timed(ctx, p.d, p.profileTimestamps, p.profileCPU)
+}
+
+// timed times on d with ts, on the GPU's timestamps, when d has timestamp
+// queries, and with cpu otherwise or where ts fails for another reason
+// than ctx or a lost or closed device; it returns the times and their
+// source (ProfileTimestamp, ProfileCPU).
+func timed[T any](ctx context.Context, d *Device, ts, cpu func(context.Context) (T, error)) (T, string, error) {
 	d.mu.Lock()
 	useTS := d.timestamps && !d.prof.forceCPU
 	d.mu.Unlock()
 	if useTS {
-		durs, err := p.profileTimestamps(ctx)
+		v, err := ts(ctx)
 		if err == nil || ctx.Err() != nil || errors.Is(err, ErrDeviceLost) || errors.Is(err, ErrClosed) {
-			return durs, ProfileTimestamp, err
+			return v, ProfileTimestamp, err
 		}
 		d.log.Warn("gpu: timestamp profiling failed; timing on the CPU", "err", err)
 	}
-	durs, err := p.profileCPU(ctx)
-	return durs, ProfileCPU, err
+	v, err := cpu(ctx)
+	return v, ProfileCPU, err
 }
 
 func (p *Program) profileTimestamps(ctx context.Context) ([]time.Duration, error) {
@@ -323,55 +344,42 @@ func (p *Program) profileTimestamps(ctx context.Context) ([]time.Duration, error
 		return out, nil
 	}
 	chunk := min(n, profileChunk)
-	st, err := d.NewBuffer(Staging, uint64(16*chunk), "profile staging")
+	var lost error // as the dispatches' times come back
+	err = d.withTimestamps(uint64(16*chunk), uint32(2*chunk), "profile staging", func(st *Buffer, rb resolveBuffer, qs C.wgdH) error {
+		for start := 0; start < n; start += chunk {
+			m := min(chunk, n-start)
+			if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(&p.p.dispatches[start]), C.size_t(m), qs, 0,
+				C.wgdH(rawBuffer(rb.b)), 0, C.wgdH(rawBuffer(st.b)), C.uint64_t(16*m), unsafe.Pointer(d.raw.err)) != 0 {
+				return d.scopeError("profile")
+			}
+			data, err := d.mapStagingLocked(ctx, st)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < m; i++ {
+				x := p.p.dispatches[start+i]
+				if x.x == 0 || x.y == 0 || x.z == 0 {
+					continue
+				}
+				b := binary.LittleEndian.Uint64(data[16*i:])
+				e := binary.LittleEndian.Uint64(data[16*i+8:])
+				if e > b {
+					out[start+i] = time.Duration(float64(e-b) * period)
+				}
+			}
+			d.rawUnmap(st)
+			st.state = unmapped
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		lost = d.checkLostLocked("profile")
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer st.Release()
-	rb, err := d.newResolveBuffer(uint64(16 * chunk))
-	if err != nil {
-		return nil, err
-	}
-	defer rb.Release()
-
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.usableLocked("profile"); err != nil {
-		return nil, err
-	}
-	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), C.uint32_t(2*chunk), unsafe.Pointer(d.raw.err))
-	if qs == nil {
-		return nil, d.scopeError("create query set")
-	}
-	defer C.wgdp_query_set_free(qs)
-	for start := 0; start < n; start += chunk {
-		m := min(chunk, n-start)
-		if C.wgdp_submit(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), unsafe.Pointer(&p.p.dispatches[start]), C.size_t(m), qs, 0,
-			C.wgdH(rawBuffer(rb.b)), 0, C.wgdH(rawBuffer(st.b)), C.uint64_t(16*m), unsafe.Pointer(d.raw.err)) != 0 {
-			return nil, d.scopeError("profile")
-		}
-		data, err := d.mapStagingLocked(ctx, st)
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < m; i++ {
-			x := p.p.dispatches[start+i]
-			if x.x == 0 || x.y == 0 || x.z == 0 {
-				continue
-			}
-			b := binary.LittleEndian.Uint64(data[16*i:])
-			e := binary.LittleEndian.Uint64(data[16*i+8:])
-			if e > b {
-				out[start+i] = time.Duration(float64(e-b) * period)
-			}
-		}
-		d.rawUnmap(st)
-		st.state = unmapped
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return out, d.checkLostLocked("profile")
+	return out, lost
 }
 
 func (p *Program) profileCPU(ctx context.Context) ([]time.Duration, error) {
@@ -408,19 +416,7 @@ func (p *Program) profileCPU(ctx context.Context) ([]time.Duration, error) {
 // dispatches that one pass allows, and it pays no per-pass cost per
 // dispatch: it is the step's own GPU time.
 func (p *Program) ProfilePass(ctx context.Context) (time.Duration, string, error) {
-	d := p.d
-	d.mu.Lock()
-	useTS := d.timestamps && !d.prof.forceCPU
-	d.mu.Unlock()
-	if useTS {
-		t, err := p.passTimestamps(ctx)
-		if err == nil || ctx.Err() != nil || errors.Is(err, ErrDeviceLost) || errors.Is(err, ErrClosed) {
-			return t, ProfileTimestamp, err
-		}
-		d.log.Warn("gpu: timestamp profiling failed; timing on the CPU", "err", err)
-	}
-	t, err := p.passCPU(ctx)
-	return t, ProfileCPU, err
+	return timed(ctx, p.d, p.passTimestamps, p.passCPU)
 }
 
 func (p *Program) passTimestamps(ctx context.Context) (time.Duration, error) {
@@ -429,47 +425,35 @@ func (p *Program) passTimestamps(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	st, err := d.NewBuffer(Staging, 16, "profile staging")
-	if err != nil {
-		return 0, err
-	}
-	defer st.Release()
-	rb, err := d.newResolveBuffer(16)
-	if err != nil {
-		return 0, err
-	}
-	defer rb.Release()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.usableLocked("profile"); err != nil {
-		return 0, err
-	}
-	qs := C.wgdp_query_set(C.wgdH(d.raw.dev), 2, unsafe.Pointer(d.raw.err))
-	if qs == nil {
-		return 0, d.scopeError("create query set")
-	}
-	defer C.wgdp_query_set_free(qs)
-	var dp unsafe.Pointer
-	if len(p.p.dispatches) > 0 {
-		dp = unsafe.Pointer(&p.p.dispatches[0])
-	}
-	if C.wgdp_submit_pass(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), dp, C.size_t(len(p.p.dispatches)), qs,
-		C.wgdH(rawBuffer(rb.b)), C.wgdH(rawBuffer(st.b)), unsafe.Pointer(d.raw.err)) != 0 {
-		return 0, d.scopeError("profile")
-	}
-	data, err := d.mapStagingLocked(ctx, st)
-	if err != nil {
-		return 0, err
-	}
-	b := binary.LittleEndian.Uint64(data[0:])
-	e := binary.LittleEndian.Uint64(data[8:])
-	d.rawUnmap(st)
-	st.state = unmapped
 	var t time.Duration
-	if e > b {
-		t = time.Duration(float64(e-b) * period)
+	var lost error
+	err = d.withTimestamps(16, 2, "profile staging", func(st *Buffer, rb resolveBuffer, qs C.wgdH) error {
+		var dp unsafe.Pointer
+		if len(p.p.dispatches) > 0 {
+			dp = unsafe.Pointer(&p.p.dispatches[0])
+		}
+		if C.wgdp_submit_pass(C.wgdH(d.raw.dev), C.wgdH(d.raw.queue), dp, C.size_t(len(p.p.dispatches)), qs,
+			C.wgdH(rawBuffer(rb.b)), C.wgdH(rawBuffer(st.b)), unsafe.Pointer(d.raw.err)) != 0 {
+			return d.scopeError("profile")
+		}
+		data, err := d.mapStagingLocked(ctx, st)
+		if err != nil {
+			return err
+		}
+		b := binary.LittleEndian.Uint64(data[0:])
+		e := binary.LittleEndian.Uint64(data[8:])
+		d.rawUnmap(st)
+		st.state = unmapped
+		if e > b {
+			t = time.Duration(float64(e-b) * period)
+		}
+		lost = d.checkLostLocked("profile")
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return t, d.checkLostLocked("profile")
+	return t, lost
 }
 
 func (p *Program) passCPU(ctx context.Context) (time.Duration, error) {

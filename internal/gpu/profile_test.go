@@ -77,16 +77,21 @@ func TestProfile(t *testing.T) {
 	checkProfile(t, profileProgram(t, 1<<16), want)
 }
 
-func TestProfileCPUFallback(t *testing.T) {
-	d := testDev
+// forceCPUProfile makes d's profiling time on the CPU, when cpu, until
+// the test ends.
+func forceCPUProfile(t *testing.T, d *Device, cpu bool) {
 	d.mu.Lock()
-	d.prof.forceCPU = true
+	d.prof.forceCPU = cpu
 	d.mu.Unlock()
-	defer func() {
+	t.Cleanup(func() {
 		d.mu.Lock()
 		d.prof.forceCPU = false
 		d.mu.Unlock()
-	}()
+	})
+}
+
+func TestProfileCPUFallback(t *testing.T) {
+	forceCPUProfile(t, testDev, true)
 	checkProfile(t, profileProgram(t, 1<<16), ProfileCPU)
 }
 
@@ -145,14 +150,7 @@ func TestProfilePass(t *testing.T) {
 		}
 		t.Run(want, func(t *testing.T) {
 			d := testDev
-			d.mu.Lock()
-			d.prof.forceCPU = cpu
-			d.mu.Unlock()
-			defer func() {
-				d.mu.Lock()
-				d.prof.forceCPU = false
-				d.mu.Unlock()
-			}()
+			forceCPUProfile(t, d, cpu)
 			const n = 1 << 12
 			p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
 			if err != nil {

@@ -28,12 +28,8 @@ typedef struct { wgdH src, dst; uint64_t size; } wgdCopy;
 static wgdH wgd_record(wgdH dev, const wgdCopy *pre, size_t np, const wgdDispatch *d, size_t nd, const wgdCopy *c, size_t nc, wgdErr *err, uint32_t *binds) {
 	binds[0] = 0;
 	binds[1] = 0;
-	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return NULL;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return NULL;
 	for (size_t i = 0; i < np; i++) {
 		if (pre[i].size > 0) wgpuCommandEncoderCopyBufferToBuffer(enc, pre[i].src, 0, pre[i].dst, 0, pre[i].size);
 	}
@@ -104,12 +100,8 @@ static void wgd_map_write(wgdH buf, size_t off, size_t size, uint32_t *cell) {
 // wgd_clear submits a clear of buf's first size bytes. It returns 0, or -1
 // with err set (nothing submitted).
 static int wgd_clear(wgdH dev, wgdH queue, wgdH buf, uint64_t size, wgdErr *err) {
-	wgpuDevicePushErrorScope(dev, 0);
-	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
-	if (!enc) {
-		wgd_pop(dev, err);
-		return -1;
-	}
+	wgdH enc = wgd_encoder(dev, err);
+	if (!enc) return -1;
 	wgpuCommandEncoderClearBuffer(enc, buf, 0, size);
 	return wgd_finish_submit(dev, queue, enc, err);
 }

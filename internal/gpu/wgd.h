@@ -64,6 +64,15 @@ static inline void wgd_pop(wgdH dev, wgdErr *err) {
 	wgpuDevicePopErrorScope(dev, wgd_err_cb, err);
 }
 
+// wgd_encoder pushes a validation error scope and creates a command
+// encoder; without one it pops the scope into err and returns NULL.
+static inline wgdH wgd_encoder(wgdH dev, wgdErr *err) {
+	wgpuDevicePushErrorScope(dev, 0); // WGPUErrorFilter_Validation
+	wgdH enc = wgpuDeviceCreateCommandEncoder(dev, NULL);
+	if (!enc) wgd_pop(dev, err);
+	return enc;
+}
+
 // wgd_finish_submit finishes enc, pops the error scope pushed before it
 // was created and, if recording raised no error, submits it. It returns 0,
 // or -1 with err set (nothing submitted).

@@ -214,25 +214,7 @@ func TestGPUQuantFoldedGrid(t *testing.T) {
 			}
 			b.Inputs(x)
 			b.Outputs(out)
-			g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{Family: ops.FamilyGPU}, SkipWarmup: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			if files := linearKernelFiles(g, c.op); len(files) != 1 || files[0] != "gemv_quant.wgsl" {
-				t.Fatalf("kernels %v, want gemv_quant.wgsl", files)
-			}
-			if gr := g.Dispatches()[0].Groups; gr[1] < 2 {
-				t.Fatalf("grid %v is not folded", gr)
-			}
-			outs, err := g.Execute(context.Background(), []graph.Tensor{{DType: f, Shape: []int64{int64(c.m), int64(c.k)}, Data: f32Bytes(xs)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := outs[0].Float32s()
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := runFoldedLinear(t, dev, b, c.op, "gemv_quant.wgsl", c.m, c.k, xs)
 			bad := 0
 			for i := 0; i < c.m; i++ {
 				for j := 0; j < c.n; j++ {
@@ -266,6 +248,33 @@ func TestGPUQuantFoldedGrid(t *testing.T) {
 // 4: 65537 blocks of 16), folded into 2-D by ops.Grid. Integer
 // activations and weights: every output is exact, so a skipped or
 // misplaced block shows.
+// runFoldedLinear loads b, one linear op (the linearKernelFiles name), in
+// the GPU family, checks that it records the linear with kernel file on a
+// folded grid, and returns its output for the [m, k] float32 input x.
+func runFoldedLinear(t *testing.T, dev *gpu.Device, b *serialization.Builder, op, file string, m, k int, x []float64) []float32 {
+	t.Helper()
+	g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{Family: ops.FamilyGPU}, SkipWarmup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if files := linearKernelFiles(g, op); len(files) != 1 || files[0] != file {
+		t.Fatalf("kernels %v, want %s", files, file)
+	}
+	if gr := g.Dispatches()[0].Groups; gr[1] < 2 {
+		t.Fatalf("grid %v is not folded", gr)
+	}
+	outs, err := g.Execute(context.Background(), []graph.Tensor{{DType: serialization.Float32, Shape: []int64{int64(m), int64(k)}, Data: f32Bytes(x)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := outs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func TestGPUSkinnyFoldedGrid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("65537 workgroups, 38 MB of output")
@@ -290,25 +299,7 @@ func TestGPUSkinnyFoldedGrid(t *testing.T) {
 	b.Op("aten.linear.default", x, w, b.Null(), out)
 	b.Inputs(x)
 	b.Outputs(out)
-	g, _, err := Load(dev, b, graph.Options{Kernels: ops.Config{Family: ops.FamilyGPU}, SkipWarmup: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if files := linearKernelFiles(g, "linear"); len(files) != 1 || files[0] != "gemv_skinny.wgsl" {
-		t.Fatalf("kernels %v, want gemv_skinny.wgsl", files)
-	}
-	if gr := g.Dispatches()[0].Groups; gr[1] < 2 {
-		t.Fatalf("grid %v is not folded", gr)
-	}
-	outs, err := g.Execute(context.Background(), []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: f32Bytes(xv)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := outs[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := runFoldedLinear(t, dev, b, "linear", "gemv_skinny.wgsl", m, k, xv)
 	bad := 0
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
