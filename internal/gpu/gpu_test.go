@@ -32,8 +32,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (gid.x < arrayLength(&d)) { d[gid.x] = d[gid.x] + 1u; }
 }`
 
-// incRig is the inc kernel bound to a storage buffer, with a staging
-// buffer as large where asked: the setup many device tests start from.
+// incRig is the inc kernel (or another of its layout) bound to a storage
+// buffer, with a staging buffer as large where asked: the setup many
+// device tests start from.
 type incRig struct {
 	p   *Pipeline
 	buf *Buffer
@@ -46,11 +47,18 @@ type incRig struct {
 // fails t. The caller releases it (release).
 func newIncRig(t testing.TB, d *Device, size uint64, staging bool) incRig {
 	t.Helper()
-	var r incRig
-	var err error
-	if r.p, err = d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite}); err != nil {
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return newRig(t, d, p, size, staging)
+}
+
+// newRig is newIncRig for p, a kernel of one read-write binding.
+func newRig(t testing.TB, d *Device, p *Pipeline, size uint64, staging bool) incRig {
+	t.Helper()
+	r := incRig{p: p}
+	var err error
 	if r.buf, err = d.NewBuffer(Storage, size, "data"); err != nil {
 		t.Fatal(err)
 	}
