@@ -1,15 +1,11 @@
 package wgdelegate_test
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
 	"github.com/wgdelegate/wgdelegate/internal/models"
-	"github.com/wgdelegate/wgdelegate/ops/reference"
 )
 
 // TestE2EChunkedMLP: an MLP whose hidden weight is over a lowered binding
@@ -18,7 +14,6 @@ import (
 // dynamic batches (one recording per batch size, each finding the chunks
 // and scratch outputs the load made) like the reference.
 func TestE2EChunkedMLP(t *testing.T) {
-	ctx := context.Background()
 	for _, prepacked := range []bool{false, true} {
 		for _, plan := range models.Plans {
 			t.Run(fmt.Sprintf("prepack=%v/plan=%s", prepacked, plan), func(t *testing.T) {
@@ -31,34 +26,11 @@ func TestE2EChunkedMLP(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				dir := t.TempDir()
-				pte, ptd := filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd")
-				if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				model, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDevice(device(t)), wgdelegate.WithDataFiles(ptd), wgdelegate.WithMaxBindingSize(64*100*4+16))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer model.Close()
+				model := openModel(t, f, wgdelegate.WithMaxBindingSize(64*100*4+16))
 				if st := model.MemoryStats(); st.NumChunkedWeights != 1 || st.NumWeightChunks != 2 {
 					t.Fatalf("MemoryStats: %d chunked weights in %d chunks, want 1 in 2", st.NumChunkedWeights, st.NumWeightChunks)
 				}
-				for i, rows := range []int64{1, 8, 5, 1} {
-					x := m.Input(rows, uint64(40+i))
-					got, err := model.Execute(ctx, wgdelegate.FromFloat32([]int64{rows, cfg.In}, x))
-					if err != nil {
-						t.Fatalf("batch %d: %v", rows, err)
-					}
-					want, err := m.Reference(x, rows)
-					if err != nil {
-						t.Fatal(err)
-					}
-					compareOutputs(t, fmt.Sprintf("batch %d", rows), got, []*reference.Tensor{want})
-				}
+				checkMLPBatches(t, model, m, []int64{1, 8, 5, 1}, 40)
 			})
 		}
 	}

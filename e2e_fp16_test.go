@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
@@ -21,16 +19,7 @@ import (
 // models.FP16Tol.
 func compareFP16(t *testing.T, what string, got []wgdelegate.Tensor, want []*reference.Tensor) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d outputs, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		d, err := models.Compare(got[i], want[i], models.FP16Tol)
-		if err != nil {
-			t.Fatalf("%s: output %d: %v", what, i, err)
-		}
-		t.Logf("%s: output %d %v %v: %v", what, i, got[i].DType, got[i].Shape, d)
-	}
+	compareAt(t, models.FP16Tol, what, got, want)
 }
 
 // halves returns x's values as a float16 tensor (rounded to nearest even).
@@ -198,11 +187,7 @@ func TestFP16InputErrors(t *testing.T) {
 // a .ptd, both cache op styles, stepped through prefill, decode and a
 // restart, against the float32 reference on the same half-rounded values.
 func TestE2EFP16DecoderKVCache(t *testing.T) {
-	type step struct {
-		tokens []int32
-		pos    int64
-	}
-	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{9, 2}, 0}, {[]int32{12}, 2}}
+	steps := []decodeStep{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{9, 2}, 0}, {[]int32{12}, 2}}
 	for _, c := range []struct{ split, noHalf bool }{{false, false}, {true, false}, {false, true}} {
 		t.Run(fmt.Sprintf("split_cache=%v/no_half_weights=%v", c.split, c.noHalf), func(t *testing.T) {
 			cfg := models.DefaultDecoder
@@ -211,7 +196,7 @@ func TestE2EFP16DecoderKVCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			forEachPlanOpts(t, d.B, true, []wgdelegate.Option{wgdelegate.WithKernels(ops.Config{NoHalfWeights: c.noHalf})}, func(t *testing.T, model *wgdelegate.Model) {
+			forEachPlanOpts(t, d.B, true, []wgdelegate.Option{wgdelegate.WithKernels(ops.Config{NoHalfWeights: c.noHalf})}, func(t *testing.T, _ models.Plan, model *wgdelegate.Model) {
 				st := model.MemoryStats()
 				if st.NumFloat16Tensors == 0 {
 					t.Error("no float16 tensors")
@@ -223,51 +208,8 @@ func TestE2EFP16DecoderKVCache(t *testing.T) {
 				if !c.noHalf && (st.PackedWeightBytes == 0 || st.DeferredConstantBytes < 2*st.PackedWeightBytes) {
 					t.Errorf("half weights: %d packed bytes, %d deferred", st.PackedWeightBytes, st.DeferredConstantBytes)
 				}
-				ref := d.NewReference()
-				for i, s := range steps {
-					got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
-					if err != nil {
-						t.Fatalf("step %d: %v", i, err)
-					}
-					want, err := ref.Step(s.tokens, s.pos)
-					if err != nil {
-						t.Fatalf("step %d: reference: %v", i, err)
-					}
-					compareFP16(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
-				}
+				checkDecodeSteps(t, model, d, steps, models.FP16Tol)
 			})
-		})
-	}
-}
-
-// forEachPlanOpts is forEachPlan with extra load options.
-func forEachPlanOpts(t *testing.T, b *serialization.Builder, separate bool, opts []wgdelegate.Option, run func(t *testing.T, m *wgdelegate.Model)) {
-	t.Helper()
-	for _, plan := range models.Plans {
-		t.Run("plan="+string(plan), func(t *testing.T) {
-			models.ApplyPlan(b, plan)
-			f, err := models.Encode(b, separate)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			pte, ptd := filepath.Join(dir, "model.pte"), filepath.Join(dir, "weights.ptd")
-			o := append([]wgdelegate.Option{wgdelegate.WithDevice(device(t))}, opts...)
-			if err := os.WriteFile(pte, f.PTE, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if f.PTD != nil {
-				if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				o = append(o, wgdelegate.WithDataFiles(ptd))
-			}
-			m, err := wgdelegate.Open(context.Background(), pte, o...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			run(t, m)
 		})
 	}
 }

@@ -43,18 +43,25 @@ func openModel(t *testing.T, f models.Files, extra ...wgdelegate.Option) *wgdele
 	return m
 }
 
-// compareOutputs checks every output against the reference's.
+// compareOutputs checks every output against the reference's at
+// models.Tol.
 func compareOutputs(t *testing.T, what string, got []wgdelegate.Tensor, want []*reference.Tensor) {
+	t.Helper()
+	compareAt(t, models.Tol, what, got, want)
+}
+
+// compareAt checks every output against the reference's at tol.
+func compareAt(t *testing.T, tol models.Tolerance, what string, got []wgdelegate.Tensor, want []*reference.Tensor) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d outputs, want %d", what, len(got), len(want))
 	}
 	for i := range want {
-		d, err := models.Compare(got[i], want[i], models.Tol)
+		d, err := models.Compare(got[i], want[i], tol)
 		if err != nil {
 			t.Fatalf("%s: output %d: %v", what, i, err)
 		}
-		t.Logf("%s: output %d %v: %v", what, i, got[i].Shape, d)
+		t.Logf("%s: output %d %v %v: %v", what, i, got[i].DType, got[i].Shape, d)
 	}
 }
 
@@ -101,6 +108,23 @@ func TestE2ECNN(t *testing.T) {
 func forEachPlan(t *testing.T, b *serialization.Builder, separate bool, run func(t *testing.T, m *wgdelegate.Model)) {
 	t.Helper()
 	counts := map[models.Plan]int{}
+	forEachPlanOpts(t, b, separate, nil, func(t *testing.T, plan models.Plan, model *wgdelegate.Model) {
+		run(t, model)
+		counts[plan] = model.MemoryStats().NumDispatches
+		if st := model.MemoryStats(); st.AddedSharedBytes != 0 {
+			t.Errorf("the re-plan added %d bytes to the plan's shared objects", st.AddedSharedBytes)
+		}
+	})
+	if len(counts) == len(models.Plans) && counts[models.PlanDedicated] != counts[models.PlanExporter] {
+		t.Errorf("dispatches per plan %v, want the same", counts)
+	}
+}
+
+// forEachPlanOpts runs run on the model b builds under each of
+// models.Plans, encoded with separate weights or not and opened with the
+// extra load options opts; it checks nothing itself.
+func forEachPlanOpts(t *testing.T, b *serialization.Builder, separate bool, opts []wgdelegate.Option, run func(t *testing.T, plan models.Plan, m *wgdelegate.Model)) {
+	t.Helper()
 	for _, plan := range models.Plans {
 		t.Run("plan="+string(plan), func(t *testing.T) {
 			models.ApplyPlan(b, plan)
@@ -108,16 +132,51 @@ func forEachPlan(t *testing.T, b *serialization.Builder, separate bool, run func
 			if err != nil {
 				t.Fatal(err)
 			}
-			model := openModel(t, f)
-			run(t, model)
-			counts[plan] = model.MemoryStats().NumDispatches
-			if st := model.MemoryStats(); st.AddedSharedBytes != 0 {
-				t.Errorf("the re-plan added %d bytes to the plan's shared objects", st.AddedSharedBytes)
-			}
+			run(t, plan, openModel(t, f, opts...))
 		})
 	}
-	if len(counts) == len(models.Plans) && counts[models.PlanDedicated] != counts[models.PlanExporter] {
-		t.Errorf("dispatches per plan %v, want the same", counts)
+}
+
+// decodeStep is one Execute of a decoder: the new tokens and input_pos.
+type decodeStep struct {
+	tokens []int32
+	pos    int64
+}
+
+// checkDecodeSteps executes steps on model in order and checks each
+// step's outputs at tol against a fresh reference of d replaying them.
+func checkDecodeSteps(t *testing.T, model *wgdelegate.Model, d *models.Decoder, steps []decodeStep, tol models.Tolerance) {
+	t.Helper()
+	ref := d.NewReference()
+	for i, s := range steps {
+		got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		want, err := ref.Step(s.tokens, s.pos)
+		if err != nil {
+			t.Fatalf("step %d: reference: %v", i, err)
+		}
+		compareAt(t, tol, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
+	}
+}
+
+// checkMLPBatches executes m on model with a batch of each of rows (the
+// inputs drawn from seeds seed, seed+1, …) and checks the outputs
+// against the reference's.
+func checkMLPBatches(t *testing.T, model *wgdelegate.Model, m *models.MLP, rows []int64, seed uint64) {
+	t.Helper()
+	for i, n := range rows {
+		x := m.Input(n, seed+uint64(i))
+		got, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{n, m.Cfg.In}, x))
+		if err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+		want, err := m.Reference(x, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareOutputs(t, fmt.Sprintf("batch %d", n), got, []*reference.Tensor{want})
 	}
 }
 
@@ -133,11 +192,7 @@ func forEachPlan(t *testing.T, b *serialization.Builder, separate bool, run func
 // writes persist into the next. Both cache op styles run:
 // sdpa_with_kv_cache, and update_cache ×2 + llama.custom_sdpa.
 func TestE2EDecoderKVCache(t *testing.T) {
-	type step struct {
-		tokens []int32
-		pos    int64
-	}
-	steps := []step{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{64}, 7},
+	steps := []decodeStep{{[]int32{5, 17, 42}, 0}, {[]int32{7}, 3}, {[]int32{88}, 4}, {[]int32{1, 30}, 5}, {[]int32{64}, 7},
 		{[]int32{9, 2, 71, 40}, 0}, {[]int32{12}, 4}}
 	for _, split := range []bool{false, true} {
 		name := "sdpa_with_kv_cache"
@@ -152,18 +207,7 @@ func TestE2EDecoderKVCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			forEachPlan(t, d.B, true, func(t *testing.T, model *wgdelegate.Model) {
-				ref := d.NewReference()
-				for i, s := range steps {
-					got, err := model.Execute(context.Background(), d.Inputs(s.tokens, s.pos)...)
-					if err != nil {
-						t.Fatalf("step %d: %v", i, err)
-					}
-					want, err := ref.Step(s.tokens, s.pos)
-					if err != nil {
-						t.Fatalf("step %d: reference: %v", i, err)
-					}
-					compareOutputs(t, fmt.Sprintf("step %d (input_pos %d, %d tokens)", i, s.pos, len(s.tokens)), got, want)
-				}
+				checkDecodeSteps(t, model, d, steps, models.Tol)
 			})
 		})
 	}
@@ -242,18 +286,7 @@ func testMLPDynamicBatch(t *testing.T, m *models.MLP, loaded ...*wgdelegate.Mode
 		}
 		model = openModel(t, f)
 	}
-	for i, rows := range []int64{1, 3, 8, 3} {
-		x := m.Input(rows, uint64(20+i))
-		got, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{rows, m.Cfg.In}, x))
-		if err != nil {
-			t.Fatalf("batch %d: %v", rows, err)
-		}
-		want, err := m.Reference(x, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		compareOutputs(t, fmt.Sprintf("batch %d", rows), got, []*reference.Tensor{want})
-	}
+	checkMLPBatches(t, model, m, []int64{1, 3, 8, 3}, 20)
 	// Over the bound is an error, not a crash.
 	rows := m.Cfg.MaxBatch + 1
 	if _, err := model.Execute(context.Background(), wgdelegate.FromFloat32([]int64{rows, m.Cfg.In}, m.Input(rows, 1))); err == nil {

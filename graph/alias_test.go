@@ -54,14 +54,7 @@ func TestViewAliasing(t *testing.T) {
 	for _, exporter := range []bool{false, true} {
 		for _, noAlias := range []bool{false, true} {
 			b, _ := aliasChain(exporter)
-			blob, err := b.Blob()
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Load(context.Background(), device(t), blob, Options{Kernels: ops.Config{NoElementwiseFusion: true, NoViewAliasing: noAlias}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := loadBuilt(t, b, Options{Kernels: ops.Config{NoElementwiseFusion: true, NoViewAliasing: noAlias}})
 			wantDispatches := 3 // relu, neg, add
 			if noAlias {
 				wantDispatches = 6
@@ -108,14 +101,7 @@ func TestViewAliasRefusedForInPlaceWrites(t *testing.T) {
 		if exporter {
 			memplan.PlanLikeExporter(b.Graph())
 		}
-		blob, err := b.Blob()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := Load(context.Background(), device(t), blob, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := loadBuilt(t, b, Options{})
 		c := []float32{1, 2, 3, 4, 5, 6, 7, 8}
 		out, err := g.Execute(context.Background(), []Tensor{Float32Tensor([]int64{1, 4, 1, 2}, c), Float32Tensor([]int64{1, 1, 1, 2}, []float32{-1, -2})})
 		if err != nil {

@@ -14,15 +14,22 @@ import (
 // allocations per output).
 const ExecuteAllocBound = 0
 
+// loadFirstSeed loads the first of the seed graphs, closed when tb ends.
+func loadFirstSeed(tb testing.TB) *WebGPUGraph {
+	tb.Helper()
+	g, err := Load(context.Background(), device(tb), seedGraphs(tb)[0], Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { g.Close() })
+	return g
+}
+
 // TestExecuteAllocs: once a graph is loaded and has run once, Execute makes
 // no heap allocation beyond its outputs.
 func TestExecuteAllocs(t *testing.T) {
 	ctx := context.Background()
-	g, err := Load(ctx, device(t), seedGraphs(t)[0], Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := loadFirstSeed(t)
 	in := randomInputs(g, 1)
 	if _, err := g.Execute(ctx, in); err != nil {
 		t.Fatal(err)
@@ -41,11 +48,7 @@ func TestExecuteAllocs(t *testing.T) {
 
 func BenchmarkExecuteSmall(b *testing.B) {
 	ctx := context.Background()
-	g, err := Load(ctx, device(b), seedGraphs(b)[0], Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	g := loadFirstSeed(b)
 	in := randomInputs(g, 1)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -13,6 +13,20 @@ import (
 	"github.com/wgdelegate/wgdelegate/ops"
 )
 
+// newPlannedDecoder builds models.DefaultDecoder, with split caches or
+// not, under the memory plan plan.
+func newPlannedDecoder(t testing.TB, split bool, plan models.Plan) *models.Decoder {
+	t.Helper()
+	cfg := models.DefaultDecoder
+	cfg.SplitCache = split
+	d, err := models.NewDecoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models.ApplyPlan(d.B, plan)
+	return d
+}
+
 // loadDecoder loads d's graph on the test device.
 func loadDecoder(t testing.TB, d *models.Decoder) *graph.WebGPUGraph {
 	t.Helper()
@@ -74,13 +88,7 @@ func TestDecodeMovingPosRefreshes(t *testing.T) {
 		{
 			split, plan, host := v.split, v.plan, v.kcfg.HostPosition
 			t.Run(fmt.Sprintf("split=%v/plan=%s/host_position=%v/family=%v", split, plan, host, v.kcfg.Family), func(t *testing.T) {
-				cfg := models.DefaultDecoder
-				cfg.SplitCache = split
-				d, err := models.NewDecoder(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				models.ApplyPlan(d.B, plan)
+				d := newPlannedDecoder(t, split, plan)
 				g, fresh := loadDecoderWith(t, d, v.kcfg), loadDecoderWith(t, d, v.kcfg)
 				if ps := g.PositionStats(); ps.OnDevice == host {
 					t.Fatalf("position on the device: %v, want %v", ps.OnDevice, !host)

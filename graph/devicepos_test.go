@@ -114,13 +114,9 @@ func TestHeadPositionOnDevice(t *testing.T) {
 									}
 								}
 								pos++
-								queue = append(queue, next)
-								r, err := h.Wait(ctx, queue[0])
-								if err != nil {
-									t.Fatal(err)
-								}
-								queue = queue[1:]
-								toks[k] = append(toks[k], r.Token)
+								var tok int32
+								tok, queue = waitOldest(ctx, t, h, append(queue, next))
+								toks[k] = append(toks[k], tok)
 							}
 							for _, st := range queue { // the step past the last read token
 								if _, err := h.Wait(ctx, st); err != nil {

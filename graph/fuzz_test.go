@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -55,6 +56,32 @@ func seedGraphs(t testing.TB) [][]byte {
 	return out
 }
 
+// loadFuzzed loads blob (under a 64 MiB memory limit) for a fuzz target:
+// an error is fine, and gives nil, unless an op panicked, which fails t.
+// The graph is closed when t ends.
+func loadFuzzed(t *testing.T, dev *gpu.Device, blob []byte) *WebGPUGraph {
+	t.Helper()
+	g, err := Load(context.Background(), dev, blob, Options{MemoryLimit: 64 << 20})
+	if err != nil {
+		if strings.Contains(err.Error(), "panicked") {
+			t.Fatalf("an op panicked instead of returning an error: %v", err)
+		}
+		return nil
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// zeroInputs returns zero-filled inputs of g's declared types and shapes.
+func zeroInputs(g *WebGPUGraph) []Tensor {
+	in := make([]Tensor, g.NumInputs())
+	for i := range in {
+		dt, shape := g.InputInfo(i)
+		in[i] = Tensor{DType: dt, Shape: shape, Data: make([]byte, Numel(shape)*int64(dt.Size()))}
+	}
+	return in
+}
+
 // FuzzLoad feeds mutated blobs through the whole build (every op's argument
 // checks included) and, when a graph builds and is small, through Execute.
 // Nothing may panic; every failure must be a returned error.
@@ -64,20 +91,11 @@ func FuzzLoad(f *testing.F) {
 	}
 	dev := device(f)
 	f.Fuzz(func(t *testing.T, blob []byte) {
-		g, err := Load(context.Background(), dev, blob, Options{MemoryLimit: 64 << 20})
-		if err != nil {
-			if strings.Contains(err.Error(), "panicked") {
-				t.Fatalf("an op panicked instead of returning an error: %v", err)
-			}
+		g := loadFuzzed(t, dev, blob)
+		if g == nil {
 			return
 		}
-		defer g.Close()
-		in := make([]Tensor, g.NumInputs())
-		for i := range in {
-			dt, shape := g.InputInfo(i)
-			in[i] = Tensor{DType: dt, Shape: shape, Data: make([]byte, Numel(shape)*int64(dt.Size()))}
-		}
-		if _, err := g.Execute(context.Background(), in); err != nil {
+		if _, err := g.Execute(context.Background(), zeroInputs(g)); err != nil {
 			t.Logf("execute: %v", err)
 		}
 	})
@@ -145,20 +163,11 @@ func FuzzOpArgs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		gr, err := Load(context.Background(), dev, mutated, Options{MemoryLimit: 64 << 20})
-		if err != nil {
-			if strings.Contains(err.Error(), "panicked") {
-				t.Fatalf("an op panicked instead of returning an error: %v", err)
-			}
+		gr := loadFuzzed(t, dev, mutated)
+		if gr == nil {
 			return
 		}
-		defer gr.Close()
-		in := make([]Tensor, gr.NumInputs())
-		for i := range in {
-			dt, shape := gr.InputInfo(i)
-			in[i] = Tensor{DType: dt, Shape: shape, Data: make([]byte, Numel(shape)*int64(dt.Size()))}
-		}
-		if _, err := gr.Execute(context.Background(), in); err != nil {
+		if _, err := gr.Execute(context.Background(), zeroInputs(gr)); err != nil {
 			t.Fatalf("built graph failed to execute: %v", err)
 		}
 	})

@@ -40,13 +40,7 @@ func TestHeadGreedyPipelined(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		for _, plan := range models.Plans {
 			t.Run(fmt.Sprintf("split=%v/plan=%s", split, plan), func(t *testing.T) {
-				cfg := models.DefaultDecoder
-				cfg.SplitCache = split
-				d, err := models.NewDecoder(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				models.ApplyPlan(d.B, plan)
+				d := newPlannedDecoder(t, split, plan)
 				g, host := loadDecoder(t, d), loadDecoder(t, d)
 				// Outputs: h, then the logits.
 				h, err := g.NewHead(graph.HeadOptions{Logits: 1, Token: 0})
@@ -63,7 +57,7 @@ func TestHeadGreedyPipelined(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					return hostArgmax(v[len(v)-int(cfg.Vocab):])
+					return hostArgmax(v[len(v)-int(d.Cfg.Vocab):])
 				}
 				for _, prompt := range [][]int32{{5, 17, 42}, {3}, {9, 4}} {
 					// The host's sequence.
@@ -92,13 +86,9 @@ func TestHeadGreedyPipelined(t *testing.T) {
 							t.Fatalf("step at %d: %v", pos, err)
 						}
 						pos++
-						queue = append(queue, next)
-						r, err := h.Wait(ctx, queue[0])
-						if err != nil {
-							t.Fatal(err)
-						}
-						queue = queue[1:]
-						got = append(got, r.Token)
+						var tok int32
+						tok, queue = waitOldest(ctx, t, h, append(queue, next))
+						got = append(got, tok)
 					}
 					// One step is still in flight, as after a stop token:
 					// it is read and dropped before the next prompt.
@@ -158,6 +148,17 @@ func TestHeadArgmax(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitOldest waits for the oldest step of queue, the head's steps in
+// submission order, and returns its token and the steps still in flight.
+func waitOldest(ctx context.Context, t *testing.T, h *graph.Head, queue []graph.HeadStep) (int32, []graph.HeadStep) {
+	t.Helper()
+	r, err := h.Wait(ctx, queue[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Token, queue[1:]
 }
 
 // cloneHead loads a graph that copies its [1, rows, vocab] input to its

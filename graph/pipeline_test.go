@@ -43,11 +43,7 @@ func TestReloadCreatesNoPipelines(t *testing.T) {
 // Execute re-records it, and every call replays the same dispatches.
 func TestSameDispatchesEveryCall(t *testing.T) {
 	ctx := context.Background()
-	g, err := Load(ctx, device(t), seedGraphs(t)[0], Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := loadFirstSeed(t)
 	n := g.MemoryStats().NumDispatches
 	for i := 0; i < 5; i++ {
 		if _, err := g.Execute(ctx, randomInputs(g, uint64(i))); err != nil {

@@ -22,14 +22,7 @@ func TestRerecordReusesBindGroups(t *testing.T) {
 	b.Op("aten.neg.default", y, z)
 	b.Inputs(x)
 	b.Outputs(z)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Load(context.Background(), device(t), blob, Options{Kernels: ops.Config{NoElementwiseFusion: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := loadBuilt(t, b, Options{Kernels: ops.Config{NoElementwiseFusion: true}})
 	defer g.Close()
 	first := append([]*gpu.BindGroup(nil), g.groups...)
 	for k, n := range []int64{4, 8, 4} { // multiples of 4: the same kernel variants

@@ -16,14 +16,7 @@ func TestViewCopySmoke(t *testing.T) {
 	b.Op("aten.view_copy.default", x, size, y)
 	b.Inputs(x)
 	b.Outputs(y)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Load(context.Background(), device(t), blob, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := loadBuilt(t, b, Options{})
 	defer g.Close()
 	in := []float32{1, 2, 3, 4, 5, 6}
 	outs, err := g.Execute(context.Background(), []Tensor{Float32Tensor([]int64{2, 3}, in)})

@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/wgdelegate/wgdelegate/llm"
 )
 
 // The files in testdata/tok were written by testdata/tok/gen/gen.js (see
@@ -96,3 +99,26 @@ func readGz(t testing.TB, name string) []byte {
 }
 
 func eqIDs(a, b []int32) bool { return slices.Equal(a, b) || len(a) == 0 && len(b) == 0 }
+
+// checkEncode checks tk.Encode(text, bos) against want, the ids the
+// library source gives, and returns what Encode gave.
+func checkEncode(t *testing.T, tk llm.Tokenizer, text string, bos bool, want []int32, source string) []int32 {
+	t.Helper()
+	got, err := tk.Encode(text, bos)
+	if err != nil {
+		t.Fatalf("Encode(%q, %v): %v", text, bos, err)
+	}
+	if !eqIDs(got, want) {
+		t.Errorf("Encode(%q, %v) = %v, %s gives %v", text, bos, got, source, want)
+	}
+	return got
+}
+
+// decodeAll is the text of ids, each decoded on its own (after -1).
+func decodeAll(tk llm.Tokenizer, ids []int32) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(tk.Decode(-1, id))
+	}
+	return b.String()
+}

@@ -15,8 +15,13 @@ import (
 
 // writeExampleModel writes a small random-weight Llama export (the
 // project's writer; an ExecuTorch export_llama .pte works the same way)
-// and returns the paths of its .pte and .ptd.
-func writeExampleModel(dir string) (pte, ptd string) {
+// to a new temporary directory and returns the paths of its .pte and
+// .ptd, and cleanup, which removes the directory.
+func writeExampleModel() (pte, ptd string, cleanup func()) {
+	dir, err := os.MkdirTemp("", "llm-example")
+	if err != nil {
+		log.Fatal(err)
+	}
 	cfg := models.LlamaConfig{Dim: 32, Hidden: 48, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 40,
 		MaxSeq: 32, MaxTokens: 8, Eps: 1e-5, RopeTheta: 10000, Seed: 3}
 	l, err := models.NewLlama(cfg, nil)
@@ -34,19 +39,30 @@ func writeExampleModel(dir string) (pte, ptd string) {
 	if err := os.WriteFile(ptd, f.PTD, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	return pte, ptd
+	return pte, ptd, func() { os.RemoveAll(dir) }
+}
+
+// openExampleRunner opens the model writeExampleModel writes; close
+// closes the runner and removes its files.
+func openExampleRunner(ctx context.Context) (r *llm.Runner, close func()) {
+	pte, ptd, cleanup := writeExampleModel()
+	r, err := llm.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
+	if err != nil {
+		cleanup()
+		log.Fatal(err)
+	}
+	return r, func() {
+		r.Close()
+		cleanup()
+	}
 }
 
 // Open a Llama export, see how it is called, and generate greedily from a
 // prompt of token ids.
 func ExampleOpen() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "llm-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	pte, ptd := writeExampleModel(dir)
+	pte, ptd, cleanup := writeExampleModel()
+	defer cleanup()
 
 	r, err := llm.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
 	if err != nil {
@@ -71,17 +87,8 @@ func ExampleOpen() {
 // a seed), stopping early by breaking out of the loop.
 func ExampleRunner_Stream() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "llm-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	pte, ptd := writeExampleModel(dir)
-	r, err := llm.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer r.Close()
+	r, closeRunner := openExampleRunner(ctx) // llm.Open on a small Llama export
+	defer closeRunner()
 
 	n := 0
 	opts := llm.GenerateOptions{MaxNewTokens: 20, Temperature: 0.8, TopP: 0.9, Seed: 7}

@@ -62,27 +62,14 @@ func TestHFTokenizerReference(t *testing.T) {
 				t.Fatalf("%d cases", len(cases))
 			}
 			for _, c := range cases {
-				got, err := tk.Encode(c.Text, false)
-				if err != nil {
-					t.Fatalf("Encode(%q): %v", c.Text, err)
-				}
-				if !eqIDs(got, c.IDs) {
-					t.Errorf("Encode(%q, false) = %v, tokenizers gives %v", c.Text, got, c.IDs)
-				}
-				withBOS, _ := tk.Encode(c.Text, true)
-				if !eqIDs(withBOS, c.AddSpecial) {
-					t.Errorf("Encode(%q, true) = %v, tokenizers gives %v", c.Text, withBOS, c.AddSpecial)
-				}
-				var b strings.Builder
-				for _, id := range got {
-					b.WriteString(tk.Decode(-1, id))
-				}
+				got := checkEncode(t, tk, c.Text, false, c.IDs, "tokenizers")
+				checkEncode(t, tk, c.Text, true, c.AddSpecial, "tokenizers")
 				want := c.Text
 				if c.Decoded != nil {
 					want = *c.Decoded
 				}
-				if b.String() != want {
-					t.Errorf("Decode(Encode(%q)) = %q, tokenizers gives %q", c.Text, b.String(), want)
+				if text := decodeAll(tk, got); text != want {
+					t.Errorf("Decode(Encode(%q)) = %q, tokenizers gives %q", c.Text, text, want)
 				}
 			}
 		})

@@ -47,6 +47,17 @@ func load(t *testing.T, v *models.LlamaVariant) *llm.Runner {
 	return r
 }
 
+// loadTwice loads testCfg's decoder in layout twice: one runner to
+// check, one to compare it with.
+func loadTwice(t *testing.T, layout models.LlamaLayout) (*llm.Runner, *llm.Runner) {
+	t.Helper()
+	v, err := models.NewLlamaLayout(testCfg, nil, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load(t, v), load(t, v)
+}
+
 // loadTestCfg is load of testCfg's decoder in the default layout.
 func loadTestCfg(t *testing.T) *llm.Runner {
 	t.Helper()
@@ -517,11 +528,7 @@ func TestGreedyOnDevice(t *testing.T) {
 	ctx := context.Background()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			v, err := models.NewLlamaLayout(testCfg, nil, l.layout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev, host := load(t, v), load(t, v)
+			dev, host := loadTwice(t, l.layout)
 			type run struct {
 				prompt []int32
 				opts   llm.GenerateOptions
@@ -593,11 +600,7 @@ func TestSampledOnDevice(t *testing.T) {
 	ctx := context.Background()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			v, err := models.NewLlamaLayout(testCfg, nil, l.layout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev, host := load(t, v), load(t, v)
+			dev, host := loadTwice(t, l.layout)
 			for _, tc := range []struct {
 				opts  llm.GenerateOptions
 				reads bool // every step reads the row back

@@ -89,6 +89,20 @@ func benchSwitch(b *testing.B, pos int) {
 		b.Fatal(err)
 	}
 	both(gen(sa, pa), gen(sb, pb))
+	// round prefills all but the last token of p on a reset r, then
+	// times the generation from it into d.
+	round := func(r *llm.Runner, p []int32, d *time.Duration) func() error {
+		return func() error {
+			r.Reset()
+			if _, err := r.Forward(ctx, p[:len(p)-1]); err != nil {
+				return err
+			}
+			t := time.Now()
+			_, err := r.Generate(ctx, p[len(p)-1:], o)
+			*d = time.Since(t)
+			return err
+		}
+	}
 	var alone, pool, twoModels []float64
 	before := p.Stats()
 	switches := 0
@@ -107,25 +121,7 @@ func benchSwitch(b *testing.B, pos int) {
 		// The models' rounds include a prefill of pos-1 tokens each;
 		// time only the generation.
 		var d1, d2 time.Duration
-		both(func() error {
-			r1.Reset()
-			if _, err := r1.Forward(ctx, pa[:len(pa)-1]); err != nil {
-				return err
-			}
-			t := time.Now()
-			_, err := r1.Generate(ctx, pa[len(pa)-1:], o)
-			d1 = time.Since(t)
-			return err
-		}, func() error {
-			r2.Reset()
-			if _, err := r2.Forward(ctx, pb[:len(pb)-1]); err != nil {
-				return err
-			}
-			t := time.Now()
-			_, err := r2.Generate(ctx, pb[len(pb)-1:], o)
-			d2 = time.Since(t)
-			return err
-		})
+		both(round(r1, pa, &d1), round(r2, pb, &d2))
 		twoModels = append(twoModels, ms(max(d1, d2))/(2*n))
 	}
 	b.StopTimer()

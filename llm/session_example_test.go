@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate"
@@ -17,12 +16,8 @@ import (
 // prefills only its new tokens.
 func ExamplePool() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "llm-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	pte, ptd := writeExampleModel(dir)
+	pte, ptd, cleanup := writeExampleModel()
+	defer cleanup()
 	m, err := wgdelegate.Open(ctx, pte, wgdelegate.WithDataFiles(ptd))
 	if err != nil {
 		log.Fatal(err)

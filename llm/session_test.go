@@ -61,57 +61,66 @@ func testEngines() []engine {
 	return engines[:3]
 }
 
+// forEachEnginePool runs run once per test engine, each in a subtest with
+// a new pool of opts over m, one loaded sessCfg decoder, and r, a runner
+// of the same model for fresh sequences.
+func forEachEnginePool(t *testing.T, opts llm.SessionOptions, run func(t *testing.T, e engine, m *wgdelegate.Model, p *llm.Pool, r *llm.Runner)) {
+	t.Helper()
+	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
+	r := llm.NewTestRunner(t, sessCfg)
+	for _, e := range testEngines() {
+		t.Run(e.name, func(t *testing.T) {
+			run(t, e, m, llm.NewTestPool(t, m, info, opts), r)
+		})
+	}
+}
+
 // TestSessionPrefixReuse: a chat's second turn, sent as the whole
 // conversation, prefills only its new tokens; an edited conversation
 // reuses the common prefix; a repeated prompt feeds its last token again.
 // Each call's tokens equal a fresh sequence's on the whole prompt.
 func TestSessionPrefixReuse(t *testing.T) {
 	ctx := context.Background()
-	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
-	r := llm.NewTestRunner(t, sessCfg)
-	for _, e := range testEngines() {
-		t.Run(e.name, func(t *testing.T) {
-			p := llm.NewTestPool(t, m, info, llm.SessionOptions{})
-			s, err := p.New()
+	forEachEnginePool(t, llm.SessionOptions{}, func(t *testing.T, e engine, _ *wgdelegate.Model, p *llm.Pool, r *llm.Runner) {
+		s, err := p.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := e.o
+		o.MaxNewTokens = 5
+		turn := func(what string, prompt []int32, reused, prefilled int) []int32 {
+			t.Helper()
+			res, err := s.Generate(ctx, prompt, o)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: %v", what, err)
 			}
-			o := e.o
-			o.MaxNewTokens = 5
-			turn := func(what string, prompt []int32, reused, prefilled int) []int32 {
-				t.Helper()
-				res, err := s.Generate(ctx, prompt, o)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if st := res.Stats; st.ReusedTokens != reused || st.PromptTokens != prefilled {
-					t.Errorf("%s: %d tokens reused, %d prefilled; want %d and %d", what, st.ReusedTokens, st.PromptTokens, reused, prefilled)
-				}
-				if want := lone(t, r, prompt, o); !slices.Equal(res.Tokens, want) {
-					t.Errorf("%s: %v, a fresh sequence gives %v", what, res.Tokens, want)
-				}
-				if got, want := s.Tokens(), append(slices.Clone(prompt), res.Tokens[:len(res.Tokens)-1]...); !slices.Equal(got, want) {
-					t.Errorf("%s: the cache holds %v, want %v", what, got, want)
-				}
-				return res.Tokens
+			if st := res.Stats; st.ReusedTokens != reused || st.PromptTokens != prefilled {
+				t.Errorf("%s: %d tokens reused, %d prefilled; want %d and %d", what, st.ReusedTokens, st.PromptTokens, reused, prefilled)
 			}
-			first := []int32{1, 5, 9, 2, 7, 3}
-			reply := turn("first turn", first, 0, len(first))
-			second := slices.Concat(first, reply, []int32{11, 12, 13})
-			// The reply's last token was not fed: it is prefilled with
-			// the new message.
-			reply2 := turn("second turn", second, len(first)+len(reply)-1, 1+3)
-			third := slices.Concat(second, reply2, []int32{20})
-			turn("third turn", third, len(second)+len(reply2)-1, 2)
-			// An edit of the first message reuses its first two tokens.
-			edited := slices.Concat([]int32{1, 5, 8}, reply, []int32{11})
-			turn("edited", edited, 2, len(edited)-2)
-			// The same prompt again: its last token is fed again.
-			turn("repeated", edited, len(edited)-1, 1)
-			s.Reset()
-			turn("after Reset", edited, 0, len(edited))
-		})
-	}
+			if want := lone(t, r, prompt, o); !slices.Equal(res.Tokens, want) {
+				t.Errorf("%s: %v, a fresh sequence gives %v", what, res.Tokens, want)
+			}
+			if got, want := s.Tokens(), append(slices.Clone(prompt), res.Tokens[:len(res.Tokens)-1]...); !slices.Equal(got, want) {
+				t.Errorf("%s: the cache holds %v, want %v", what, got, want)
+			}
+			return res.Tokens
+		}
+		first := []int32{1, 5, 9, 2, 7, 3}
+		reply := turn("first turn", first, 0, len(first))
+		second := slices.Concat(first, reply, []int32{11, 12, 13})
+		// The reply's last token was not fed: it is prefilled with
+		// the new message.
+		reply2 := turn("second turn", second, len(first)+len(reply)-1, 1+3)
+		third := slices.Concat(second, reply2, []int32{20})
+		turn("third turn", third, len(second)+len(reply2)-1, 2)
+		// An edit of the first message reuses its first two tokens.
+		edited := slices.Concat([]int32{1, 5, 8}, reply, []int32{11})
+		turn("edited", edited, 2, len(edited)-2)
+		// The same prompt again: its last token is fed again.
+		turn("repeated", edited, len(edited)-1, 1)
+		s.Reset()
+		turn("after Reset", edited, 0, len(edited))
+	})
 }
 
 // TestSessionsInterleaved: sessions of one pool take turns call by call
@@ -121,75 +130,70 @@ func TestSessionPrefixReuse(t *testing.T) {
 // graph holds on the device (no refresh), written at each switch.
 func TestSessionsInterleaved(t *testing.T) {
 	ctx := context.Background()
-	m, info, _ := llm.LoadTestDecoder(t, sessCfg)
-	r := llm.NewTestRunner(t, sessCfg)
-	for _, e := range testEngines() {
-		t.Run(e.name, func(t *testing.T) {
-			p := llm.NewTestPool(t, m, info, llm.SessionOptions{MaxSessions: 4})
-			o := e.o
-			o.MaxNewTokens = 4
-			convs := [][]int32{{1, 2, 3, 4, 5}, {1, 9, 8, 7}, {1, 30, 31, 32, 33, 34, 35}}
-			sessions := make([]*llm.Session, len(convs))
-			for i := range sessions {
-				var err error
-				if sessions[i], err = p.New(); err != nil {
-					t.Fatal(err)
+	forEachEnginePool(t, llm.SessionOptions{MaxSessions: 4}, func(t *testing.T, e engine, m *wgdelegate.Model, p *llm.Pool, r *llm.Runner) {
+		o := e.o
+		o.MaxNewTokens = 4
+		convs := [][]int32{{1, 2, 3, 4, 5}, {1, 9, 8, 7}, {1, 30, 31, 32, 33, 34, 35}}
+		sessions := make([]*llm.Session, len(convs))
+		for i := range sessions {
+			var err error
+			if sessions[i], err = p.New(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for round := range 2 {
+			for i, s := range sessions {
+				res, err := s.Generate(ctx, convs[i], o)
+				if err != nil {
+					t.Fatalf("round %d, session %d: %v", round, i, err)
 				}
-			}
-			for round := range 2 {
-				for i, s := range sessions {
-					res, err := s.Generate(ctx, convs[i], o)
-					if err != nil {
-						t.Fatalf("round %d, session %d: %v", round, i, err)
-					}
-					if want := lone(t, r, convs[i], o); !slices.Equal(res.Tokens, want) {
-						t.Errorf("round %d, session %d: %v, a fresh sequence gives %v", round, i, res.Tokens, want)
-					}
-					if round > 0 && res.Stats.ReusedTokens == 0 {
-						t.Errorf("round %d, session %d: nothing reused", round, i)
-					}
-					convs[i] = slices.Concat(convs[i], res.Tokens, []int32{int32(round + 10)})
+				if want := lone(t, r, convs[i], o); !slices.Equal(res.Tokens, want) {
+					t.Errorf("round %d, session %d: %v, a fresh sequence gives %v", round, i, res.Tokens, want)
 				}
+				if round > 0 && res.Stats.ReusedTokens == 0 {
+					t.Errorf("round %d, session %d: nothing reused", round, i)
+				}
+				convs[i] = slices.Concat(convs[i], res.Tokens, []int32{int32(round + 10)})
 			}
-			if rs := m.RecordStats(); e.name == "device greedy" && (rs.Followed == 0 || rs.Refreshes != 0) {
-				// The position is on the device: a pipelined step writes
-				// nothing, and a switch writes the position.
-				t.Errorf("record stats %+v: want steps following the position on the device, no refresh", rs)
+		}
+		if rs := m.RecordStats(); e.name == "device greedy" && (rs.Followed == 0 || rs.Refreshes != 0) {
+			// The position is on the device: a pipelined step writes
+			// nothing, and a switch writes the position.
+			t.Errorf("record stats %+v: want steps following the position on the device, no refresh", rs)
+		}
+		st := p.Stats()
+		if st.Switches < 3 || st.SavedBytes == 0 || st.RestoredBytes == 0 || st.Stores != 3 {
+			t.Errorf("pool stats %+v: want at least 3 switches, bytes saved and restored, 3 stores", st)
+		}
+		if st.StoreBytes != 3*m.StateBytes() {
+			t.Errorf("%d store bytes, want 3 × %d", st.StoreBytes, m.StateBytes())
+		}
+		// Fork session 0 (not in the model now) and session 2 (in it).
+		for _, i := range []int{0, 2} {
+			f, err := sessions[i].Fork(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			st := p.Stats()
-			if st.Switches < 3 || st.SavedBytes == 0 || st.RestoredBytes == 0 || st.Stores != 3 {
-				t.Errorf("pool stats %+v: want at least 3 switches, bytes saved and restored, 3 stores", st)
+			if !slices.Equal(f.Tokens(), sessions[i].Tokens()) {
+				t.Errorf("fork of %d holds %v, want %v", i, f.Tokens(), sessions[i].Tokens())
 			}
-			if st.StoreBytes != 3*m.StateBytes() {
-				t.Errorf("%d store bytes, want 3 × %d", st.StoreBytes, m.StateBytes())
-			}
-			// Fork session 0 (not in the model now) and session 2 (in it).
-			for _, i := range []int{0, 2} {
-				f, err := sessions[i].Fork(ctx)
+			for k, s := range []*llm.Session{f, sessions[i]} {
+				prompt := slices.Concat(convs[i], []int32{int32(20 + k)})
+				held := len(s.Tokens()) // a prefix of prompt
+				res, err := s.Generate(ctx, prompt, o)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(f.Tokens(), sessions[i].Tokens()) {
-					t.Errorf("fork of %d holds %v, want %v", i, f.Tokens(), sessions[i].Tokens())
+				if res.Stats.ReusedTokens != held || held == 0 {
+					t.Errorf("fork of %d, branch %d: reused %d of the %d held", i, k, res.Stats.ReusedTokens, held)
 				}
-				for k, s := range []*llm.Session{f, sessions[i]} {
-					prompt := slices.Concat(convs[i], []int32{int32(20 + k)})
-					held := len(s.Tokens()) // a prefix of prompt
-					res, err := s.Generate(ctx, prompt, o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if res.Stats.ReusedTokens != held || held == 0 {
-						t.Errorf("fork of %d, branch %d: reused %d of the %d held", i, k, res.Stats.ReusedTokens, held)
-					}
-					if want := lone(t, r, prompt, o); !slices.Equal(res.Tokens, want) {
-						t.Errorf("fork of %d, branch %d: %v, a fresh sequence gives %v", i, k, res.Tokens, want)
-					}
+				if want := lone(t, r, prompt, o); !slices.Equal(res.Tokens, want) {
+					t.Errorf("fork of %d, branch %d: %v, a fresh sequence gives %v", i, k, res.Tokens, want)
 				}
-				f.Close()
 			}
-		})
-	}
+			f.Close()
+		}
+	})
 }
 
 // TestSessionsConcurrent: many sessions generate at once from their own

@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/llm"
@@ -29,22 +28,12 @@ func TestTiktokenReference(t *testing.T) {
 		t.Fatalf("%d cases", len(cases))
 	}
 	for _, c := range cases {
-		got, err := tk.Encode(c.Text, false)
-		if err != nil {
-			t.Fatalf("Encode(%q): %v", c.Text, err)
-		}
-		if !eqIDs(got, c.Special) {
-			t.Errorf("Encode(%q) = %v, tiktoken gives %v", c.Text, got, c.Special)
-		}
+		got := checkEncode(t, tk, c.Text, false, c.Special, "tiktoken")
 		if got := tk.EncodeOrdinary(c.Text); !eqIDs(got, c.Ordinary) {
 			t.Errorf("EncodeOrdinary(%q) = %v, tiktoken gives %v", c.Text, got, c.Ordinary)
 		}
-		var b strings.Builder
-		for _, id := range got {
-			b.WriteString(tk.Decode(-1, id))
-		}
-		if b.String() != c.Text {
-			t.Errorf("Decode(Encode(%q)) = %q", c.Text, b.String())
+		if text := decodeAll(tk, got); text != c.Text {
+			t.Errorf("Decode(Encode(%q)) = %q", c.Text, text)
 		}
 	}
 }

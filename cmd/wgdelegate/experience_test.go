@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,10 @@ func TestInspectJSON(t *testing.T) {
 			t.Fatalf("%s: %d graphs", path, len(doc.Graphs))
 		}
 		g := doc.Graphs[0]
-		if len(g.Inputs) != 1 || g.Inputs[0].DType != "float32" || !equalInts(g.Inputs[0].Shape, 2, 3) {
+		if len(g.Inputs) != 1 || g.Inputs[0].DType != "float32" || !slices.Equal(g.Inputs[0].Shape, []int64{2, 3}) {
 			t.Errorf("%s: inputs %+v", path, g.Inputs)
 		}
-		if len(g.Outputs) != 2 || !equalInts(g.Outputs[0].Shape, 3, 2) || !equalInts(g.Outputs[1].Shape, 2, 3) {
+		if len(g.Outputs) != 2 || !slices.Equal(g.Outputs[0].Shape, []int64{3, 2}) || !slices.Equal(g.Outputs[1].Shape, []int64{2, 3}) {
 			t.Errorf("%s: outputs %+v", path, g.Outputs)
 		}
 		if len(g.Ops) != 3 || g.Ops[0].Name != "aten.clone.default" || g.Ops[0].Count != 1 || !g.Ops[0].Supported || len(g.Unsupported) != 0 {
@@ -70,18 +71,6 @@ func TestInspectJSON(t *testing.T) {
 		}
 	}
 	mustFail(t, []string{"not a .pte program"}, "inspect", "--json", write(t, f.dir, "junk", []byte("junk junk junk")))
-}
-
-func equalInts(got []int64, want ...int64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInspectLimits: a 200 MiB tensor (never allocated: inspect only
@@ -270,22 +259,10 @@ func TestRunTwoDelegates(t *testing.T) {
 	}
 	for i := range 2 {
 		y := readNPY(t, filepath.Join(o, "output_"+string(rune('0'+i))+".npy"))
-		if !equalInts(y.Shape, 3, 2) || !equalFloats(float32s(t, y), xData) {
+		if !slices.Equal(y.Shape, []int64{3, 2}) || !slices.Equal(float32s(t, y), xData) {
 			t.Errorf("output %d: %v %v", i, y.Shape, float32s(t, y))
 		}
 	}
-}
-
-func equalFloats(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInspectChunkedWeights: a 270000 × 256 float32 classifier (276 MB,

@@ -43,20 +43,8 @@ func writeTokenizer(t *testing.T, dir, name string, vocab int) string {
 // there is no C compiler or no run.c.
 func buildRunC(t *testing.T, dir string) string {
 	t.Helper()
-	cc := ""
-	for _, c := range []string{"cc", "gcc", "clang"} {
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
-	}
-	src := testenv.RunC()
-	if src == "" {
-		t.Skipf("llama2.c's run.c not found: set %s", testenv.RunCEnv)
-	}
+	cc := testenv.CCompiler(t)
+	src := testenv.RunCSource(t)
 	bin := filepath.Join(dir, "run")
 	if out, err := exec.Command(cc, "-O2", "-o", bin, src, "-lm").CombinedOutput(); err != nil {
 		t.Fatalf("compiling run.c: %v\n%s", err, out)

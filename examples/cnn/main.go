@@ -22,12 +22,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/exampleutil"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 )
 
@@ -35,10 +34,7 @@ func main() {
 	out := flag.String("out", "", "directory to write cnn.pte to (default: a temporary directory, removed on exit)")
 	runs := flag.Int("runs", 5, "how many timed executions after the first")
 	flag.Parse()
-	if err := run(*out, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "cnn:", err)
-		os.Exit(1)
-	}
+	exampleutil.Exit("cnn", run(*out, *runs))
 }
 
 func run(outDir string, runs int) error {
@@ -72,19 +68,16 @@ func run(outDir string, runs int) error {
 	if err != nil {
 		return err
 	}
-	if outDir == "" {
-		if outDir, err = os.MkdirTemp("", "wgdelegate-cnn-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(outDir)
-	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
+	outDir, cleanup, err := exampleutil.OutDir(outDir, "cnn")
+	if err != nil {
 		return err
 	}
-	path := filepath.Join(outDir, "cnn.pte")
-	if err := os.WriteFile(path, files.PTE, 0o644); err != nil {
+	defer cleanup()
+	paths, err := exampleutil.WriteFiles(outDir, exampleutil.File{Name: "cnn.pte", Data: files.PTE})
+	if err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s (%d bytes)\n", path, len(files.PTE))
+	path := paths[0]
 
 	// Step 3: loading. Open maps the file, finds the VulkanBackend
 	// delegate, copies each weight from the mapping straight into its GPU
@@ -92,12 +85,11 @@ func run(outDir string, runs int) error {
 	// turns in two shared buffers) and records every op as WGSL compute
 	// dispatches. Pipelines are compiled here, once per device.
 	ctx := context.Background()
-	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
+	dev, err := exampleutil.OpenDevice(ctx)
 	if err != nil {
-		return fmt.Errorf("opening the device: %w", err)
+		return err
 	}
 	defer dev.Close()
-	fmt.Println("adapter:", dev.AdapterName())
 	start := time.Now()
 	model, err := wgdelegate.Open(ctx, path, wgdelegate.WithDevice(dev))
 	if err != nil {

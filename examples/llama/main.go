@@ -21,6 +21,7 @@ import (
 	"slices"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/exampleutil"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 	"github.com/wgdelegate/wgdelegate/llm"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
@@ -42,27 +43,18 @@ func main() {
 	out := flag.String("out", "", "directory to write the models to (default: a temporary directory, removed on exit)")
 	steps := flag.Int("steps", 24, "tokens to generate per model")
 	flag.Parse()
-	if err := run(*out, *steps); err != nil {
-		fmt.Fprintln(os.Stderr, "llama:", err)
-		os.Exit(1)
-	}
+	exampleutil.Exit("llama", run(*out, *steps))
 }
 
 func run(outDir string, steps int) error {
 	if steps < 1 || len(prompt)+steps-1 > int(cfg.MaxSeq) {
 		return fmt.Errorf("-steps %d: want 1..%d (the cache holds %d positions)", steps, int(cfg.MaxSeq)-len(prompt)+1, cfg.MaxSeq)
 	}
-	dir := outDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "wgd-llama-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, cleanup, err := exampleutil.OutDir(outDir, "llama")
+	if err != nil {
 		return err
 	}
+	defer cleanup()
 	// Step 1: weights. Random, from a seed; models.ReadLlama2C would read
 	// a llama2.c checkpoint's instead (cmd/wgdelegate's tests do). Both
 	// models below share them; the 4-bit one quantizes every linear.

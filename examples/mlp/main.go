@@ -17,10 +17,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/exampleutil"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -40,10 +39,7 @@ const tolerance = 1e-4
 func main() {
 	out := flag.String("out", "", "directory to write model.pte and weights.ptd to (default: a temporary directory, removed on exit)")
 	flag.Parse()
-	if err := run(*out); err != nil {
-		fmt.Fprintln(os.Stderr, "mlp:", err)
-		os.Exit(1)
-	}
+	exampleutil.Exit("mlp", run(*out))
 }
 
 func run(outDir string) error {
@@ -115,22 +111,17 @@ func run(outDir string) error {
 	if err != nil {
 		return fmt.Errorf("encoding the .ptd: %w", err)
 	}
-	if outDir == "" {
-		if outDir, err = os.MkdirTemp("", "wgdelegate-mlp-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(outDir)
-	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
+	outDir, cleanup, err := exampleutil.OutDir(outDir, "mlp")
+	if err != nil {
 		return err
 	}
-	ptePath, ptdPath := filepath.Join(outDir, "model.pte"), filepath.Join(outDir, "weights.ptd")
-	if err := os.WriteFile(ptePath, pte, 0o644); err != nil {
+	defer cleanup()
+	paths, err := exampleutil.WriteFiles(outDir,
+		exampleutil.File{Name: "model.pte", Data: pte}, exampleutil.File{Name: "weights.ptd", Data: ptd})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(ptdPath, ptd, 0o644); err != nil {
-		return err
-	}
-	fmt.Printf("wrote %s (%d bytes) and %s (%d bytes)\n", ptePath, len(pte), ptdPath, len(ptd))
+	ptePath, ptdPath := paths[0], paths[1]
 
 	// Step 4: the device. OpenDevice asks WebGPU for the default adapter,
 	// preferring Vulkan: a real GPU, or lavapipe (Mesa's Vulkan driver on
@@ -139,12 +130,11 @@ func run(outDir string) error {
 	// Objects are closed in the reverse order of creation: the model before
 	// the device.
 	ctx := context.Background()
-	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
+	dev, err := exampleutil.OpenDevice(ctx) // wgdelegate.OpenDevice with default options
 	if err != nil {
-		return fmt.Errorf("opening the device: %w", err)
+		return err
 	}
 	defer dev.Close()
-	fmt.Println("adapter:", dev.AdapterName())
 
 	// Step 5: loading. LoadFile memory-maps the .pte and the .ptd, finds
 	// the VulkanBackend delegate, resolves each named constant against the

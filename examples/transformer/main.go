@@ -20,11 +20,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/internal/exampleutil"
 	"github.com/wgdelegate/wgdelegate/internal/models"
 )
 
@@ -32,10 +31,7 @@ func main() {
 	out := flag.String("out", "", "directory to write decoder.pte and weights.ptd to (default: a temporary directory, removed on exit)")
 	steps := flag.Int("steps", 3, "how many tokens to decode after the prompt")
 	flag.Parse()
-	if err := run(*out, *steps); err != nil {
-		fmt.Fprintln(os.Stderr, "transformer:", err)
-		os.Exit(1)
-	}
+	exampleutil.Exit("transformer", run(*out, *steps))
 }
 
 // prompt is the first Execute's input: a prefill of four tokens.
@@ -77,31 +73,25 @@ func run(outDir string, steps int) error {
 	if err != nil {
 		return err
 	}
-	if outDir == "" {
-		if outDir, err = os.MkdirTemp("", "wgdelegate-transformer-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(outDir)
-	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
+	outDir, cleanup, err := exampleutil.OutDir(outDir, "transformer")
+	if err != nil {
 		return err
 	}
-	ptePath, ptdPath := filepath.Join(outDir, "decoder.pte"), filepath.Join(outDir, "weights.ptd")
-	if err := os.WriteFile(ptePath, files.PTE, 0o644); err != nil {
+	defer cleanup()
+	paths, err := exampleutil.WriteFiles(outDir,
+		exampleutil.File{Name: "decoder.pte", Data: files.PTE}, exampleutil.File{Name: "weights.ptd", Data: files.PTD})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(ptdPath, files.PTD, 0o644); err != nil {
-		return err
-	}
-	fmt.Printf("wrote %s (%d bytes) and %s (%d bytes)\n", ptePath, len(files.PTE), ptdPath, len(files.PTD))
+	ptePath, ptdPath := paths[0], paths[1]
 
 	// Step 3: loading, as in the other examples.
 	ctx := context.Background()
-	dev, err := wgdelegate.OpenDevice(ctx, wgdelegate.DeviceOptions{})
+	dev, err := exampleutil.OpenDevice(ctx)
 	if err != nil {
-		return fmt.Errorf("opening the device: %w", err)
+		return err
 	}
 	defer dev.Close()
-	fmt.Println("adapter:", dev.AdapterName())
 	start := time.Now()
 	model, err := wgdelegate.Open(ctx, ptePath, wgdelegate.WithDevice(dev), wgdelegate.WithDataFiles(ptdPath))
 	if err != nil {

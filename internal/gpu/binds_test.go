@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"testing"
-
-	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // TestRedundantBindsSkipped replays records whose consecutive dispatches
@@ -14,15 +12,8 @@ import (
 // pipeline and buffer (the values read back).
 func TestRedundantBindsSkipped(t *testing.T) {
 	d := testDev
-	layout := []shaders.Binding{shaders.ReadWrite}
-	p1, err := d.Pipeline("inc", incWGSL, "main", layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := d.Pipeline("inc2", inc2WGSL, "main", layout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p1, p2 := incPipelines(t, d)
+	var err error
 	var bufs [2]*Buffer
 	var groups [2]*BindGroup
 	var stage [2]*Buffer

@@ -3,22 +3,34 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 // inc2WGSL is incWGSL adding 2: a second pipeline with the same layout.
-const inc2WGSL = `
-@group(0) @binding(0) var<storage, read_write> d: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  if (gid.x < arrayLength(&d)) { d[gid.x] = d[gid.x] + 2u; }
-}`
+var inc2WGSL = strings.Replace(incWGSL, "+ 1u;", "+ 2u;", 1)
 
 // dispatchesPerRun is how many dispatches one iteration of
 // BenchmarkDispatch records in its one compute pass.
 const dispatchesPerRun = 200
+
+// incPipelines returns the inc and inc2 pipelines: two pipelines of one
+// layout.
+func incPipelines(tb testing.TB, d *Device) (inc, inc2 *Pipeline) {
+	tb.Helper()
+	layout := []shaders.Binding{shaders.ReadWrite}
+	inc, err := d.Pipeline("inc", incWGSL, "main", layout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inc2, err = d.Pipeline("inc2", inc2WGSL, "main", layout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return inc, inc2
+}
 
 // dispatchPatterns are BenchmarkDispatch's record patterns: every dispatch
 // on one pipeline and bind group, or alternating between two pipelines or
@@ -30,15 +42,7 @@ var dispatchPatterns = []string{"same", "pipelines", "groups"}
 // returned function releases the buffers and bind groups.
 func dispatchSetup(tb testing.TB, d *Device, pattern string, groups uint32, n int) ([]Dispatch, func()) {
 	tb.Helper()
-	layout := []shaders.Binding{shaders.ReadWrite}
-	p1, err := d.Pipeline("inc", incWGSL, "main", layout)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p2, err := d.Pipeline("inc2", inc2WGSL, "main", layout)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p1, p2 := incPipelines(tb, d)
 	var bufs []*Buffer
 	var bgs []*BindGroup
 	release := func() {

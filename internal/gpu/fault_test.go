@@ -16,22 +16,8 @@ func TestDeviceLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := d.NewBuffer(Storage, 64, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := d.NewBuffer(Staging, 64, "st")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newIncRig(t, d, 64, true) // released with the lost device
+	p, buf, st, g := r.p, r.buf, r.st, r.bg
 	run := func() error {
 		return d.Run(ctx, []Dispatch{{Pipeline: p, Group: g, X: 1, Y: 1, Z: 1}}, []Readback{{Src: buf, Dst: st, Size: 64}})
 	}

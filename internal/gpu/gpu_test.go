@@ -32,30 +32,69 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (gid.x < arrayLength(&d)) { d[gid.x] = d[gid.x] + 1u; }
 }`
 
+// incRig is the inc kernel (or another of its layout) bound to a storage
+// buffer, with a staging buffer as large where asked: the setup many
+// device tests start from.
+type incRig struct {
+	p   *Pipeline
+	buf *Buffer
+	st  *Buffer // nil without staging
+	bg  *BindGroup
+}
+
+// newIncRig makes an incRig on d over a storage buffer of size bytes,
+// with a staging buffer of as many bytes when staging is set; any error
+// fails t. The caller releases it (release).
+func newIncRig(t testing.TB, d *Device, size uint64, staging bool) incRig {
+	t.Helper()
+	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRig(t, d, p, size, staging)
+}
+
+// newRig is newIncRig for p, a kernel of one read-write binding.
+func newRig(t testing.TB, d *Device, p *Pipeline, size uint64, staging bool) incRig {
+	t.Helper()
+	r := incRig{p: p}
+	var err error
+	if r.buf, err = d.NewBuffer(Storage, size, "data"); err != nil {
+		t.Fatal(err)
+	}
+	if staging {
+		if r.st, err = d.NewBuffer(Staging, size, "staging"); err != nil {
+			r.buf.Release()
+			t.Fatal(err)
+		}
+	}
+	if r.bg, err = d.NewBindGroup(r.p, []BindEntry{{Buf: r.buf}}, "inc"); err != nil {
+		r.release()
+		t.Fatal(err)
+	}
+	return r
+}
+
+// release releases the rig's bind group and buffers (not the cached
+// pipeline); releasing twice is harmless.
+func (r incRig) release() {
+	if r.bg != nil {
+		r.bg.Release()
+	}
+	if r.st != nil {
+		r.st.Release()
+	}
+	r.buf.Release()
+}
+
 // TestReadAfterWriteInOnePass records 500 dependent dispatches in one
 // compute pass: each reads what the previous one wrote. WebGPU makes every
 // dispatch its own usage scope, so the result must be exactly 500.
 func TestReadAfterWriteInOnePass(t *testing.T) {
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := d.NewBuffer(Storage, 4*100, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Release()
-	st, err := d.NewBuffer(Staging, 4*100, "staging")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Release()
-	bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bg.Release()
+	r := newIncRig(t, d, 4*100, true)
+	defer r.release()
+	p, buf, st, bg := r.p, r.buf, r.st, r.bg
 	if err := d.Write(buf, 0, make([]byte, 400)); err != nil {
 		t.Fatal(err)
 	}
@@ -170,22 +209,11 @@ func TestStagingMisuse(t *testing.T) {
 // handler; the device stays usable.
 func TestSubmitValidationErrorIsReturned(t *testing.T) {
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := d.NewBuffer(Storage, 64, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Release()
-	g, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Release()
+	r := newIncRig(t, d, 64, false)
+	defer r.release()
+	p, g := r.p, r.bg
 	over := d.Limits().MaxComputeWorkgroupsPerDimension + 1
-	err = d.Run(context.Background(), []Dispatch{{Pipeline: p, Group: g, X: over, Y: 1, Z: 1}}, nil)
+	err := d.Run(context.Background(), []Dispatch{{Pipeline: p, Group: g, X: over, Y: 1, Z: 1}}, nil)
 	if err == nil {
 		t.Fatal("a grid over the device limit was accepted")
 	}

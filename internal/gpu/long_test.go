@@ -37,21 +37,9 @@ func TestRunPastFiveSeconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 64 * 64
-	buf, err := d.NewBuffer(Storage, 4*n, "busy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Release()
-	st, err := d.NewBuffer(Staging, 4*n, "busy staging")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Release()
-	g, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "busy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Release()
+	r := newRig(t, d, p, 4*n, true)
+	defer r.release()
+	buf, st, g := r.buf, r.st, r.bg
 	one := Dispatch{Pipeline: p, Group: g, X: n / 64, Y: 1, Z: 1}
 	ctx := context.Background()
 	// Calibrate on 4 dispatches in one submit (what a long run looks like).

@@ -13,20 +13,9 @@ import (
 func profileProgram(t *testing.T, n int) *Program {
 	t.Helper()
 	d := testDev
-	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := d.NewBuffer(Storage, uint64(4*n), "data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(buf.Release)
-	bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bg.Release)
+	r := newIncRig(t, d, uint64(4*n), false)
+	t.Cleanup(r.release)
+	p, bg := r.p, r.bg
 	wg := uint32((n + 63) / 64)
 	return d.Prepare([]Dispatch{
 		{Pipeline: p, Group: bg, X: wg, Y: 1, Z: 1},
@@ -157,21 +146,9 @@ func TestProfilePass(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := d.LiveObjects()
-			buf, err := d.NewBuffer(Storage, 4*n, "data")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer buf.Release()
-			st, err := d.NewBuffer(Staging, 4*n, "staging")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Release()
-			bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bg.Release()
+			r := newIncRig(t, d, 4*n, true) // the pipeline is p, from the cache
+			defer r.release()
+			buf, st, bg := r.buf, r.st, r.bg
 			if err := d.Write(buf, 0, make([]byte, 4*n)); err != nil {
 				t.Fatal(err)
 			}
@@ -208,9 +185,7 @@ func TestProfilePass(t *testing.T) {
 			if err := st.Unmap(); err != nil {
 				t.Fatal(err)
 			}
-			bg.Release()
-			st.Release()
-			buf.Release()
+			r.release()
 			if after := d.LiveObjects(); after != before {
 				t.Errorf("live objects %+v after the pass, %+v before", after, before)
 			}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/wgdelegate/wgdelegate/shaders"
 )
 
 func TestCPUThreadsOutOfRange(t *testing.T) {
@@ -32,25 +30,9 @@ func TestCPUThreadsOutOfRange(t *testing.T) {
 // time), checking the result of each run.
 func tinyDispatchCost(t testing.TB, d *Device, n, rounds int) time.Duration {
 	t.Helper()
-	p, err := d.Pipeline("inc", incWGSL, "main", []shaders.Binding{shaders.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := d.NewBuffer(Storage, 256, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Release()
-	st, err := d.NewBuffer(Staging, 256, "staging")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Release()
-	bg, err := d.NewBindGroup(p, []BindEntry{{Buf: buf}}, "inc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bg.Release()
+	r := newIncRig(t, d, 256, true)
+	defer r.release()
+	p, buf, st, bg := r.p, r.buf, r.st, r.bg
 	ds := make([]Dispatch, n)
 	for i := range ds {
 		ds[i] = Dispatch{Pipeline: p, Group: bg, X: 1, Y: 1, Z: 1}

@@ -33,20 +33,8 @@ func TestChunkedLlamaMatchesRunC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and loads a 550 MB model")
 	}
-	cc := ""
-	for _, c := range []string{"cc", "gcc", "clang"} {
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
-	}
-	runC := testenv.RunC()
-	if runC == "" {
-		t.Skip("run.c not found: set LLAMA2C_RUN_C")
-	}
+	cc := testenv.CCompiler(t)
+	runC := testenv.RunCSource(t)
 	const steps = 16
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "runc_logits")

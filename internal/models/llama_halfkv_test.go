@@ -71,29 +71,15 @@ func halfKVDecode(t *testing.T, cfg LlamaConfig, plan Plan, host bool) {
 	ref, fref := l.NewHalfKVReference(), l.NewReference()
 	tokens, pos := []int32{1, 7, 23}, int64(0)
 	for step := range 7 {
-		got, err := half.Execute(ctx, l.Inputs(tokens, pos)...)
-		if err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		want, err := ref.Step(tokens, pos)
-		if err != nil {
-			t.Fatalf("step %d: reference: %v", step, err)
-		}
-		if _, err := Compare(got[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
-			t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
-		}
+		got, _, logits := llamaStep(t, half, l, ref, step, tokens, pos)
 		// The float32 replay differs by the rounding, within fp16's
 		// tolerance.
 		fwant, err := fref.Step(tokens, pos)
 		if err != nil {
 			t.Fatalf("step %d: float32 reference: %v", step, err)
 		}
-		if _, err := Compare(got[0], fwant, Tolerance{Abs: 1e-2, Rel: 1e-2}); err != nil {
+		if _, err := Compare(got, fwant, Tolerance{Abs: 1e-2, Rel: 1e-2}); err != nil {
 			t.Fatalf("step %d (input_pos %d): logits against the float32 reference: %v", step, pos, err)
-		}
-		logits, err := got[0].Float32s()
-		if err != nil {
-			t.Fatal(err)
 		}
 		pos += int64(len(tokens))
 		tokens = []int32{Argmax(logits, int(cfg.Vocab))}

@@ -12,7 +12,30 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
 )
+
+// llamaStep executes step step (tokens at pos) of l on m and of ref,
+// checks that the logits agree within 1e-4, and returns the device's
+// logits tensor, the reference's, and the device's values.
+func llamaStep(t *testing.T, m *wgdelegate.Model, l *Llama, ref *LlamaReference, step int, tokens []int32, pos int64) (got wgdelegate.Tensor, want *reference.Tensor, logits []float32) {
+	t.Helper()
+	outs, err := m.Execute(context.Background(), l.Inputs(tokens, pos)...)
+	if err != nil {
+		t.Fatalf("step %d: %v", step, err)
+	}
+	want, err = ref.Step(tokens, pos)
+	if err != nil {
+		t.Fatalf("step %d: reference: %v", step, err)
+	}
+	if _, err := Compare(outs[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
+		t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
+	}
+	if logits, err = outs[0].Float32s(); err != nil {
+		t.Fatal(err)
+	}
+	return outs[0], want, logits
+}
 
 // testLlama is TinyLlama, a small llama with two layers and grouped-query
 // attention (4 query heads over 2 key/value heads of 8).
@@ -117,21 +140,7 @@ func decodeAgainstReference(t *testing.T, cfg LlamaConfig, plan Plan) {
 	ref := l.NewReference()
 	tokens, pos := []int32{1, 7, 23}, int64(0)
 	for step := range 6 {
-		got, err := m.Execute(context.Background(), l.Inputs(tokens, pos)...)
-		if err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		want, err := ref.Step(tokens, pos)
-		if err != nil {
-			t.Fatalf("step %d: reference: %v", step, err)
-		}
-		if _, err := Compare(got[0], want, Tolerance{Abs: 1e-4, Rel: 1e-4}); err != nil {
-			t.Fatalf("step %d (input_pos %d): logits: %v", step, pos, err)
-		}
-		logits, err := got[0].Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, want, logits := llamaStep(t, m, l, ref, step, tokens, pos)
 		wantLogits := make([]float32, len(want.V))
 		for i, v := range want.V {
 			wantLogits[i] = float32(v)

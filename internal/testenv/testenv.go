@@ -15,7 +15,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // LongEnv is the environment variable that turns on the long sweeps.
@@ -46,5 +48,29 @@ func RunC() string {
 			return p
 		}
 	}
+	return ""
+}
+
+// RunCSource is RunC for a test that needs run.c: it skips tb when there
+// is none.
+func RunCSource(tb testing.TB) string {
+	tb.Helper()
+	src := RunC()
+	if src == "" {
+		tb.Skipf("llama2.c's run.c not found: set %s", RunCEnv)
+	}
+	return src
+}
+
+// CCompiler returns the first C compiler on PATH (cc, gcc, clang), for
+// the tests that build run.c; it skips tb when there is none.
+func CCompiler(tb testing.TB) string {
+	tb.Helper()
+	for _, c := range []string{"cc", "gcc", "clang"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	tb.Skip("no C compiler (cc, gcc, clang) on PATH to build run.c")
 	return ""
 }

@@ -20,3 +20,22 @@ func TestRunC(t *testing.T) {
 		t.Errorf("RunC() with %s set = %q", RunCEnv, got)
 	}
 }
+
+func TestRunCSource(t *testing.T) {
+	t.Setenv(RunCEnv, "/some/run.c")
+	if got := RunCSource(t); got != "/some/run.c" {
+		t.Errorf("RunCSource() with %s set = %q", RunCEnv, got)
+	}
+}
+
+func TestCCompilerSkipsWithoutOne(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	ran := false
+	t.Run("empty PATH", func(t *testing.T) {
+		CCompiler(t)
+		ran = true
+	})
+	if ran {
+		t.Error("CCompiler returned with no compiler on PATH")
+	}
+}
