@@ -34,11 +34,7 @@ var matmulBenchSizes = []int64{64, 256, 512, 1024, 2048}
 //
 //	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, n := range matmulBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -125,11 +121,7 @@ var gemvBenchSizes = []int64{2048, 4096, 8192}
 //
 //	go test -run '^$' -bench GEMV -count 5 ./ops/opstest
 func BenchmarkGEMV(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, k := range gemvBenchSizes {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			skipOverLimit(b, dev, 4*k*k)
@@ -163,11 +155,7 @@ func BenchmarkGEMV(b *testing.B) {
 // iteration, kernel times as in BenchmarkMatmul; packed/unpacked is the
 // ratio of their rates.
 func BenchmarkLinear(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, n := range []int64{256, 512, 1024} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -192,6 +180,18 @@ func BenchmarkLinear(b *testing.B) {
 	}
 }
 
+// openBenchDevice opens the default device for a benchmark and closes it
+// when the benchmark and its sub-benchmarks are done.
+func openBenchDevice(b *testing.B) *gpu.Device {
+	b.Helper()
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dev.Close() })
+	return dev
+}
+
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, cfg ...ops.Config) *graph.WebGPUGraph {
 	b.Helper()
 	var opts graph.Options
@@ -212,11 +212,7 @@ func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, c
 //
 //	go test -run '^$' -bench Attention ./ops/opstest
 func BenchmarkAttention(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, sq := range []int64{1, 64} {
 		for _, ctx := range []int64{512, 2048} {
 			b.Run(fmt.Sprintf("S%d/ctx%d", sq, ctx), func(b *testing.B) {
@@ -274,11 +270,7 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 //
 //	go test -run '^$' -bench LinearShapes -count 5 ./ops/opstest
 func BenchmarkLinearShapes(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, k := range append([]int64{512}, gemvBenchSizes...) {
 		for _, m := range []int64{1, 8, 16, 64, 256} {
 			b.Run(fmt.Sprintf("M%d_K%d", m, k), func(b *testing.B) {
