@@ -33,13 +33,7 @@ func BenchmarkGEMVHalf(b *testing.B) {
 				wt.V[i] = reference.Round(serialization.Float16, v)
 			}
 			xt := RandTensor(r, f, []int64{1, k}, -1, 1)
-			sb := serialization.NewBuilder()
-			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), wt.Encode())
-			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			sb.Op("aten.linear.default", x, w, sb.Null(), out)
-			sb.Inputs(x)
-			sb.Outputs(out)
+			sb := linearBenchGraph(wt, 1, k, k)
 			h := serialization.NewBuilder()
 			if err := fp16.Rewrite(h, sb, f); err != nil {
 				b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -129,13 +130,7 @@ func BenchmarkGEMV(b *testing.B) {
 			f := serialization.Float32
 			wt := RandTensor(r, f, []int64{k, k}, -1, 1)
 			xt := RandTensor(r, f, []int64{1, k}, -1, 1)
-			sb := serialization.NewBuilder()
-			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), wt.Encode())
-			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			sb.Op("aten.linear.default", x, w, sb.Null(), out)
-			sb.Inputs(x)
-			sb.Outputs(out)
+			sb := linearBenchGraph(wt, 1, k, k)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: xt.Encode()}}
 			copies := weightCopies(dev, 4*k*k)
 			vs := []benchVariant{
@@ -178,6 +173,20 @@ func BenchmarkLinear(b *testing.B) {
 			reportVariants(b, vs, ts, []float64{work, work}, "GFLOP/s", 0)
 		})
 	}
+}
+
+// linearBenchGraph builds out [m, n] = aten.linear(x [m, k], w) with the
+// float32 weight wt [n, k] a named constant and no bias.
+func linearBenchGraph(wt *reference.Tensor, m, n, k int64) *serialization.Builder {
+	f := serialization.Float32
+	sb := serialization.NewBuilder()
+	x := sb.Tensor(f, Dims([]int64{m, k}), -1)
+	w, _ := sb.NamedConst(f, Dims([]int64{n, k}), wt.Encode())
+	out := sb.Tensor(f, Dims([]int64{m, n}), -1)
+	sb.Op("aten.linear.default", x, w, sb.Null(), out)
+	sb.Inputs(x)
+	sb.Outputs(out)
+	return sb
 }
 
 // openBenchDevice opens the default device for a benchmark and closes it
@@ -280,13 +289,7 @@ func BenchmarkLinearShapes(b *testing.B) {
 				f := serialization.Float32
 				wt := RandTensor(r, f, []int64{n, k}, -1, 1)
 				xt := RandTensor(r, f, []int64{m, k}, -1, 1)
-				sb := serialization.NewBuilder()
-				x := sb.Tensor(f, Dims([]int64{m, k}), -1)
-				w, _ := sb.NamedConst(f, Dims([]int64{n, k}), wt.Encode())
-				out := sb.Tensor(f, Dims([]int64{m, n}), -1)
-				sb.Op("aten.linear.default", x, w, sb.Null(), out)
-				sb.Inputs(x)
-				sb.Outputs(out)
+				sb := linearBenchGraph(wt, m, n, k)
 				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
 				vs := []benchVariant{{sb: sb, copies: weightCopies(dev, 4*n*k), in: in}}
 				if old, ok := oldKernels(b, dev, vs[0], newFloatKernels); ok && (m > 64 || m > 8 && m <= 16) {
