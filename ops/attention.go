@@ -359,6 +359,18 @@ func attnTensor(b Builder, args []int32, arg int, what string) (Tensor, error) {
 	return t, nil
 }
 
+// attnKV reads the new keys and values, args 1 and 2 of every attention op
+// that takes them (et_vk.sdpa, aten SDPA, sdpa_with_kv_cache).
+func attnKV(b Builder, args []int32) (k, v Tensor, err error) {
+	if k, err = attnTensor(b, args, 1, "k"); err != nil {
+		return Tensor{}, Tensor{}, err
+	}
+	if v, err = attnTensor(b, args, 2, "v"); err != nil {
+		return Tensor{}, Tensor{}, err
+	}
+	return k, v, nil
+}
+
 // attnScale reads an optional Double scale (Null: 1/sqrt(d)).
 func attnScale(b Builder, id int32, arg int, d int64) (float64, error) {
 	if b.IsNull(id) {
@@ -428,11 +440,7 @@ func bhsdAttention(b Builder, args []int32, maskArg, outArg int, scaleID int32, 
 	if err != nil {
 		return err
 	}
-	k, err := attnTensor(b, args, 1, "k")
-	if err != nil {
-		return err
-	}
-	v, err := attnTensor(b, args, 2, "v")
+	k, v, err := attnKV(b, args)
 	if err != nil {
 		return err
 	}
@@ -834,11 +842,7 @@ func sdpaWithKVCacheOp(b Builder, args []int32) error {
 	if len(args) != 12 {
 		return Errorf(-1, "want 12 args [q, k, v, k_cache, v_cache, input_pos, seq_len, attn_mask, dropout_p, is_causal, scale, out], have %d", len(args))
 	}
-	k, err := attnTensor(b, args, 1, "k")
-	if err != nil {
-		return err
-	}
-	v, err := attnTensor(b, args, 2, "v")
+	k, v, err := attnKV(b, args)
 	if err != nil {
 		return err
 	}

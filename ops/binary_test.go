@@ -2,23 +2,22 @@ package ops_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
-// The device and graph helpers (openTestDevice, buildGraph, wantArgError)
-// live in matmul_test.go.
+// The device and graph helpers (openTestDevice, buildGraph, wantArgError,
+// argTensor, inputOutputOp) live in matmul_test.go.
 
 // TestElementwiseRejects: every bad argument of the binary, comparison,
 // where and unary ops
 // fails the graph load with an ops.ErrArg inside a *graph.OpError.
 func TestElementwiseRejects(t *testing.T) {
 	f, i, bo := serialization.Float32, serialization.Int32, serialization.Bool
-	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
-		return b.Tensor(dt, dims, -1)
-	}
+	ten := argTensor
 	// add records out = x + alpha*y.
 	add := func(b *serialization.Builder, x, y, alpha, out int32) {
 		b.Op("aten.add.Tensor", x, y, alpha, out)
@@ -278,17 +277,29 @@ func TestBinaryFoldedGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkElems(t, got, func(k int) int32 { return int32(k) }, func(k int) string { return fmt.Sprintf("[%d]", k) })
+}
+
+// checkElems compares got[k] with want(k) for every k, naming the first
+// five wrong elements (by where(k)) and then how many were wrong.
+func checkElems[T comparable](t *testing.T, got []T, want func(k int) T, where func(k int) string) {
+	t.Helper()
 	bad := 0
-	for i, v := range got {
-		if v != int32(i) {
+	for k, v := range got {
+		if w := want(k); v != w {
 			if bad++; bad <= 5 {
-				t.Errorf("out[%d] = %d, want %d", i, v, i)
+				t.Errorf("out%s = %v, want %v", where(k), v, w)
 			}
 		}
 	}
 	if bad > 0 {
 		t.Errorf("%d of %d elements wrong", bad, len(got))
 	}
+}
+
+// gridIndex names element k of an n-column matrix as [row][column].
+func gridIndex(n int) func(k int) string {
+	return func(k int) string { return fmt.Sprintf("[%d][%d]", k/n, k%n) }
 }
 
 // TestCompareFoldedGrid: lt of {8193,1} and {1,8193} int32 is 67,125,249
@@ -326,21 +337,12 @@ func TestCompareFoldedGrid(t *testing.T) {
 	if len(got) != n*n {
 		t.Fatalf("%d bytes, want %d", len(got), n*n)
 	}
-	bad := 0
-	for k, v := range got {
-		want := byte(0)
+	checkElems(t, got, func(k int) byte {
 		if k/n < k%n {
-			want = 1
+			return 1
 		}
-		if v != want {
-			if bad++; bad <= 5 {
-				t.Errorf("out[%d][%d] = %d, want %d", k/n, k%n, v, want)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d elements wrong", bad, len(got))
-	}
+		return 0
+	}, gridIndex(n))
 }
 
 // TestWhereFoldedGrid: where({4097,1}, {1,4097}, {4097,1}) in int32 is
@@ -380,20 +382,10 @@ func TestWhereFoldedGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := 0
-	for k, v := range got {
-		i, j := k/n, k%n
-		want := int32(j)
-		if i%2 == 1 {
-			want = int32(-i)
+	checkElems(t, got, func(k int) int32 {
+		if i := k / n; i%2 == 1 {
+			return int32(-i)
 		}
-		if v != want {
-			if bad++; bad <= 5 {
-				t.Errorf("out[%d][%d] = %d, want %d", i, j, v, want)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d elements wrong", bad, len(got))
-	}
+		return int32(k % n)
+	}, gridIndex(n))
 }

@@ -10,16 +10,8 @@ import (
 // spatial ops are ops.ErrArg errors at build, never panics.
 func TestConvPoolSpatialRejects(t *testing.T) {
 	f, i32 := serialization.Float32, serialization.Int32
-	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
-		return b.Tensor(dt, dims, -1)
-	}
-	// op adds name(x, rest..., out) with x as the graph input and out as
-	// its output.
-	op := func(b *serialization.Builder, name string, x int32, rest ...int32) {
-		b.Op(name, append([]int32{x}, rest...)...)
-		b.Inputs(x)
-		b.Outputs(rest[len(rest)-1])
-	}
+	ten := argTensor
+	op := inputOutputOp
 	conv := func(b *serialization.Builder, x, w int32, stride, pad, dil []int64, transposed bool, opd []int64, groups int64, out int32) {
 		op(b, "aten.convolution.default", x, w, b.Null(), b.IntList(stride...), b.IntList(pad...), b.IntList(dil...),
 			b.Bool(transposed), b.IntList(opd...), b.Int(groups), out)

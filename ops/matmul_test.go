@@ -45,6 +45,20 @@ func buildGraph(t *testing.T, dev *gpu.Device, b *serialization.Builder) (*graph
 	return g, err
 }
 
+// argTensor declares a tensor of dt and dims (no memory object shared) for
+// an argument-check case.
+func argTensor(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
+	return b.Tensor(dt, dims, -1)
+}
+
+// inputOutputOp adds name(x, rest..., out) with x as the graph input and
+// out, the last of rest, as its output.
+func inputOutputOp(b *serialization.Builder, name string, x int32, rest ...int32) {
+	b.Op(name, append([]int32{x}, rest...)...)
+	b.Inputs(x)
+	b.Outputs(rest[len(rest)-1])
+}
+
 // wantArgError builds each case's graph and requires an ops.ErrArg from the
 // op, reported through *graph.OpError.
 func wantArgError(t *testing.T, dev *gpu.Device, cases map[string]func(b *serialization.Builder)) {
@@ -64,9 +78,7 @@ func wantArgError(t *testing.T, dev *gpu.Device, cases map[string]func(b *serial
 
 func TestMatmulRejects(t *testing.T) {
 	f := serialization.Float32
-	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
-		return b.Tensor(dt, dims, -1)
-	}
+	ten := argTensor
 	mm := func(b *serialization.Builder, x, y, out int32) {
 		b.Op("aten.mm.default", x, y, out)
 		b.Inputs(x)

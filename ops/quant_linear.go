@@ -243,14 +243,7 @@ func q4gswArgs(b Builder, args []int32, xa, wa, sa, ga, ba int) (Tensor, qlinear
 }
 
 func qcs4wCall(b Builder, args []int32) (*linearCall, error) {
-	if len(args) != 4 {
-		return nil, Errorf(-1, "want 4 args [input, weight, scales, out], have %d", len(args))
-	}
-	x, k, m, err := qlinearInput(b, args[0])
-	if err != nil {
-		return nil, err
-	}
-	w, err := qlinearWeight(b, 1, args[1], serialization.Uint8)
+	x, w, k, m, err := qlinearPerChannelInputs(b, args, "input, weight, scales, out", serialization.Uint8)
 	if err != nil {
 		return nil, err
 	}
@@ -261,14 +254,7 @@ func qcs4wCall(b Builder, args []int32) (*linearCall, error) {
 }
 
 func int8packCall(b Builder, args []int32) (*linearCall, error) {
-	if len(args) != 4 {
-		return nil, Errorf(-1, "want 4 args [input, mat2, scales, out], have %d", len(args))
-	}
-	x, k, m, err := qlinearInput(b, args[0])
-	if err != nil {
-		return nil, err
-	}
-	w, err := qlinearWeight(b, 1, args[1], serialization.Int8)
+	x, w, k, m, err := qlinearPerChannelInputs(b, args, "input, mat2, scales, out", serialization.Int8)
 	if err != nil {
 		return nil, err
 	}
@@ -276,6 +262,22 @@ func int8packCall(b Builder, args []int32) (*linearCall, error) {
 		return nil, Errorf(1, "mat2 dims %v, want [N, %d]", w.Dims, k)
 	}
 	return qlinearPerChannel(b, args, x, w, m, k, qlinearShader{Int8: true})
+}
+
+// qlinearPerChannelInputs checks that args are the four of linear_qcs4w /
+// _weight_int8pack_mm (names, for the error, says what they are called)
+// and reads the activation and the weight of type dt.
+func qlinearPerChannelInputs(b Builder, args []int32, names string, dt serialization.DataType) (x, w Tensor, k, m int64, err error) {
+	if len(args) != 4 {
+		return Tensor{}, Tensor{}, 0, 0, Errorf(-1, "want 4 args [%s], have %d", names, len(args))
+	}
+	if x, k, m, err = qlinearInput(b, args[0]); err != nil {
+		return Tensor{}, Tensor{}, 0, 0, err
+	}
+	if w, err = qlinearWeight(b, 1, args[1], dt); err != nil {
+		return Tensor{}, Tensor{}, 0, 0, err
+	}
+	return x, w, k, m, nil
 }
 
 // qlinearPerChannel records linear_qcs4w / _weight_int8pack_mm, whose

@@ -10,9 +10,7 @@ import (
 // per bad argument: every one must be an ops.ErrArg at build.
 func TestQuantRejects(t *testing.T) {
 	f, u8, i8 := serialization.Float32, serialization.Uint8, serialization.Int8
-	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
-		return b.Tensor(dt, dims, -1)
-	}
+	ten := argTensor
 	cst := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
 		n := dt.Size()
 		for _, d := range dims {

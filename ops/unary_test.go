@@ -11,15 +11,8 @@ import (
 // *graph.OpError.
 func TestUnaryFillConvertRejects(t *testing.T) {
 	f, i, bo := serialization.Float32, serialization.Int32, serialization.Bool
-	ten := func(b *serialization.Builder, dt serialization.DataType, dims ...uint32) int32 {
-		return b.Tensor(dt, dims, -1)
-	}
-	// op records name(x, scalars..., out) with x as the graph input.
-	op := func(b *serialization.Builder, name string, x int32, rest ...int32) {
-		b.Op(name, append([]int32{x}, rest...)...)
-		b.Inputs(x)
-		b.Outputs(rest[len(rest)-1])
-	}
+	ten := argTensor
+	op := inputOutputOp
 	nulls := func(b *serialization.Builder, n int) []int32 {
 		ids := make([]int32, n)
 		for k := range ids {

@@ -110,15 +110,10 @@ func (p *Program) DelegateIO(id string) ([]EValueInfo, error) {
 // its scalar type and sizes.
 func (pd *programDecoder) evalueInfo(vstart, vi uint32, pi int) (EValueInfo, error) {
 	v := pd.v
-	et, err := v.elemTable(vstart, vi, "EValue")
+	ev, et, err := v.evalueAt(vstart, vi)
 	if err != nil {
 		return EValueInfo{}, err
 	}
-	if err := v.scalar(et, 0, 1, "EValue"); err != nil {
-		return EValueInfo{}, err
-	}
-	var ev executorch.EValue
-	ev.Init(v.buf, flatbuffers.UOffsetT(et.pos))
 	kind := ev.ValType()
 	info := EValueInfo{Index: int(vi), Kind: kind.String()}
 	if kind != executorch.KernelTypesTensor {

@@ -142,11 +142,7 @@ func planValues(t *testing.T, data []byte, pi int) uint32 {
 func TestRealDelegateIO(t *testing.T) {
 	for _, rp := range realPrograms {
 		t.Run(rp.file, func(t *testing.T) {
-			data := readReal(t, rp.file)
-			p, err := ParseProgram(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, data := parseReal(t, rp.file)
 			if len(rp.delegates) == 0 {
 				if len(p.DelegateCalls) != 0 {
 					t.Errorf("%d DelegateCalls in a program without delegates", len(p.DelegateCalls))
@@ -214,13 +210,7 @@ func handPTE(values, instrs func(b *flatbuffers.Builder) []flatbuffers.UOffsetT)
 	executorch.ChainStart(b)
 	executorch.ChainAddInstructions(b, ins)
 	chains := offsetVector(b, []flatbuffers.UOffsetT{executorch.ChainEnd(b)})
-	id := b.CreateString("H")
-	executorch.BackendDelegateDataReferenceStart(b)
-	ref := executorch.BackendDelegateDataReferenceEnd(b)
-	executorch.BackendDelegateStart(b)
-	executorch.BackendDelegateAddId(b, id)
-	executorch.BackendDelegateAddProcessed(b, ref)
-	dels := offsetVector(b, []flatbuffers.UOffsetT{executorch.BackendDelegateEnd(b)})
+	dels := delegateHVector(b)
 	name := b.CreateString("forward")
 	executorch.ExecutionPlanStart(b)
 	executorch.ExecutionPlanAddName(b, name)
@@ -229,6 +219,19 @@ func handPTE(values, instrs func(b *flatbuffers.Builder) []flatbuffers.UOffsetT)
 	executorch.ExecutionPlanAddDelegates(b, dels)
 	plans := offsetVector(b, []flatbuffers.UOffsetT{executorch.ExecutionPlanEnd(b)})
 	return finishTestProgram(b, plans)
+}
+
+// delegateHVector builds a plan's delegate vector: the one delegate "H",
+// whose processed data reference is all defaults (inline entry 0, the "h"
+// payload of finishTestProgram).
+func delegateHVector(b *flatbuffers.Builder) flatbuffers.UOffsetT {
+	id := b.CreateString("H")
+	executorch.BackendDelegateDataReferenceStart(b)
+	ref := executorch.BackendDelegateDataReferenceEnd(b)
+	executorch.BackendDelegateStart(b)
+	executorch.BackendDelegateAddId(b, id)
+	executorch.BackendDelegateAddProcessed(b, ref)
+	return offsetVector(b, []flatbuffers.UOffsetT{executorch.BackendDelegateEnd(b)})
 }
 
 // finishTestProgram finishes a test Program with execution plans plans and

@@ -106,29 +106,17 @@ func encodeValue(b *flatbuffers.Builder, v *Value) (flatbuffers.UOffsetT, error)
 		vkgraph.StringAddStringVal(b, s)
 		member = vkgraph.StringEnd(b)
 	case KindIntList:
-		vkgraph.IntListStartItemsVector(b, len(v.Ints))
-		for i := len(v.Ints) - 1; i >= 0; i-- {
-			b.PrependInt64(v.Ints[i])
-		}
-		items := b.EndVector(len(v.Ints))
+		items := scalarVector(b, v.Ints, 8, b.PrependInt64)
 		vkgraph.IntListStart(b)
 		vkgraph.IntListAddItems(b, items)
 		member = vkgraph.IntListEnd(b)
 	case KindDoubleList:
-		vkgraph.DoubleListStartItemsVector(b, len(v.Doubles))
-		for i := len(v.Doubles) - 1; i >= 0; i-- {
-			b.PrependFloat64(v.Doubles[i])
-		}
-		items := b.EndVector(len(v.Doubles))
+		items := scalarVector(b, v.Doubles, 8, b.PrependFloat64)
 		vkgraph.DoubleListStart(b)
 		vkgraph.DoubleListAddItems(b, items)
 		member = vkgraph.DoubleListEnd(b)
 	case KindBoolList:
-		vkgraph.BoolListStartItemsVector(b, len(v.Bools))
-		for i := len(v.Bools) - 1; i >= 0; i-- {
-			b.PrependBool(v.Bools[i])
-		}
-		items := b.EndVector(len(v.Bools))
+		items := scalarVector(b, v.Bools, 1, b.PrependBool)
 		vkgraph.BoolListStart(b)
 		vkgraph.BoolListAddItems(b, items)
 		member = vkgraph.BoolListEnd(b)
@@ -181,28 +169,27 @@ func encodeBytesList(b *flatbuffers.Builder, list []Bytes) flatbuffers.UOffsetT 
 	return offsetVector(b, offs)
 }
 
-func offsetVector(b *flatbuffers.Builder, offs []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
-	b.StartVector(4, len(offs), 4)
-	for i := len(offs) - 1; i >= 0; i-- {
-		b.PrependUOffsetT(offs[i])
+// scalarVector writes v as a flatbuffer vector of size-byte elements,
+// aligned to their size; prepend adds one element (flatbuffers builds back
+// to front, so the last goes first).
+func scalarVector[T any](b *flatbuffers.Builder, v []T, size int, prepend func(T)) flatbuffers.UOffsetT {
+	b.StartVector(size, len(v), size)
+	for i := len(v) - 1; i >= 0; i-- {
+		prepend(v[i])
 	}
-	return b.EndVector(len(offs))
+	return b.EndVector(len(v))
+}
+
+func offsetVector(b *flatbuffers.Builder, offs []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+	return scalarVector(b, offs, 4, b.PrependUOffsetT)
 }
 
 func int32Vector(b *flatbuffers.Builder, v []int32) flatbuffers.UOffsetT {
-	b.StartVector(4, len(v), 4)
-	for i := len(v) - 1; i >= 0; i-- {
-		b.PrependInt32(v[i])
-	}
-	return b.EndVector(len(v))
+	return scalarVector(b, v, 4, b.PrependInt32)
 }
 
 func uint32Vector(b *flatbuffers.Builder, v []uint32) flatbuffers.UOffsetT {
-	b.StartVector(4, len(v), 4)
-	for i := len(v) - 1; i >= 0; i-- {
-		b.PrependUint32(v[i])
-	}
-	return b.EndVector(len(v))
+	return scalarVector(b, v, 4, b.PrependUint32)
 }
 
 // EncodeBlob wraps g and constants in the byte layout of the upstream

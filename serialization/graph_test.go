@@ -51,14 +51,7 @@ func f32bytes(v ...float32) []byte {
 
 func TestBuilderBlobRoundTrip(t *testing.T) {
 	b, ids := buildAllKinds()
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := DecodeBlob(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, blob := blobRoundTrip(t, b)
 	assertGraphEqual(t, got.Graph, b.Graph())
 	if !bytes.Equal(got.Constants, b.InlineData()) {
 		t.Errorf("constants region: got %d bytes, want %d", len(got.Constants), len(b.InlineData()))
@@ -334,14 +327,7 @@ func TestResolveConstant(t *testing.T) {
 	missing := b.NamedConstKey(Float32, []uint32{2}, "nope", 8)
 	short := b.NamedConstKey(Float32, []uint32{4}, key, 16)
 	empty := b.InlineConst(Float32, []uint32{0, 5}, nil)
-	blob, err := b.Blob()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bl, err := DecodeBlob(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl, _ := blobRoundTrip(t, b)
 	nd := NewNamedDataMap()
 	for _, n := range b.NamedBlobs() {
 		if err := nd.Add(n.Key, n.Data); err != nil {
@@ -362,7 +348,7 @@ func TestResolveConstant(t *testing.T) {
 	if _, err := bl.ConstantBytes(tensor(named)); !errors.Is(err, ErrNamedConstant) {
 		t.Errorf("ConstantBytes(named) error %v, want ErrNamedConstant", err)
 	}
-	_, err = bl.ResolveConstant(tensor(missing), nd)
+	_, err := bl.ResolveConstant(tensor(missing), nd)
 	assertFormatErr(t, err, ErrMissingKey)
 	_, err = bl.ResolveConstant(tensor(missing), nil)
 	assertFormatErr(t, err, ErrMissingKey)

@@ -24,6 +24,33 @@ func readReal(t testing.TB, name string) []byte {
 	return b
 }
 
+// parseReal parses the real program name (skipping the test where it is
+// absent) and returns it with the file's bytes.
+func parseReal(t testing.TB, name string) (*Program, []byte) {
+	t.Helper()
+	data := readReal(t, name)
+	p, err := ParseProgram(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, data
+}
+
+// blobRoundTrip encodes b's graph as a VH00 blob and decodes it again,
+// returning the decoded blob and the bytes it views.
+func blobRoundTrip(t testing.TB, b *Builder) (*Blob, []byte) {
+	t.Helper()
+	blob, err := b.Blob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeBlob(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, blob
+}
+
 // assertFormatErr checks that err is a *FormatError wrapping want.
 func assertFormatErr(t testing.TB, err, want error) *FormatError {
 	t.Helper()

@@ -44,15 +44,10 @@ func (ep *ExecutionPlan) Int() (int64, bool) {
 func (pd *programDecoder) planScalars(vstart uint32, ep *ExecutionPlan, pi int) error {
 	v := pd.v
 	for oi, vi := range ep.Outputs {
-		et, err := v.elemTable(vstart, uint32(vi), "EValue")
+		ev, et, err := v.evalueAt(vstart, uint32(vi))
 		if err != nil {
 			return err
 		}
-		if err := v.scalar(et, 0, 1, "EValue"); err != nil {
-			return err
-		}
-		var ev executorch.EValue
-		ev.Init(v.buf, flatbuffers.UOffsetT(et.pos))
 		kind := ev.ValType()
 		size := 8
 		switch kind {

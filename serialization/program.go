@@ -475,19 +475,29 @@ func (pd *programDecoder) delegate(start, di uint32) (DelegateInfo, error) {
 // kernelTypesTensor is the EValue union tag of Tensor in program.fbs.
 const kernelTypesTensor = byte(executorch.KernelTypesTensor)
 
+// evalueAt verifies element i of the EValue vector at start, its union
+// tag included, and returns it with its table.
+func (v *verifier) evalueAt(start, i uint32) (executorch.EValue, tbl, error) {
+	var ev executorch.EValue
+	et, err := v.elemTable(start, i, "EValue")
+	if err != nil {
+		return ev, tbl{}, err
+	}
+	if err := v.scalar(et, 0, 1, "EValue"); err != nil {
+		return ev, tbl{}, err
+	}
+	ev.Init(v.buf, flatbuffers.UOffsetT(et.pos))
+	return ev, et, nil
+}
+
 // externalTensor records values[vi] of plan pi if it is a tensor whose data
 // is EXTERNAL. Other values are skipped without being read.
 func (pd *programDecoder) externalTensor(start, vi uint32, pi int) error {
 	v, p := pd.v, pd.p
-	et, err := v.elemTable(start, vi, "EValue")
+	ev, et, err := v.evalueAt(start, vi)
 	if err != nil {
 		return err
 	}
-	if err := v.scalar(et, 0, 1, "EValue"); err != nil {
-		return err
-	}
-	var ev executorch.EValue
-	ev.Init(v.buf, flatbuffers.UOffsetT(et.pos))
 	if byte(ev.ValType()) != kernelTypesTensor {
 		return nil
 	}

@@ -27,11 +27,7 @@ var realPrograms = []struct {
 func TestRealPrograms(t *testing.T) {
 	for _, rp := range realPrograms {
 		t.Run(rp.file, func(t *testing.T) {
-			data := readReal(t, rp.file)
-			p, err := ParseProgram(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, data := parseReal(t, rp.file)
 			if p.Identifier != "ET12" {
 				t.Errorf("identifier %q", p.Identifier)
 			}
@@ -53,7 +49,7 @@ func TestRealPrograms(t *testing.T) {
 			}
 
 			// None of them is a Vulkan model; the error must say what is there.
-			_, err = p.DelegateBlob(VulkanBackendID)
+			_, err := p.DelegateBlob(VulkanBackendID)
 			if !errors.Is(err, ErrNoDelegate) {
 				t.Fatalf("DelegateBlob error %v, want ErrNoDelegate", err)
 			}
@@ -88,11 +84,7 @@ func within(sub, whole []byte) bool {
 }
 
 func TestStoriesQnnDelegates(t *testing.T) {
-	data := readReal(t, "stories260k_qnn.pte")
-	p, err := ParseProgram(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, data := parseReal(t, "stories260k_qnn.pte")
 	// Both methods' delegates point at segment 1, which fills the file
 	// after the 128-aligned segment base; segment 0 is an empty placeholder.
 	for i, d := range p.Delegates {

@@ -285,15 +285,8 @@ func TestRejectInlineConstant(t *testing.T) {
 			b := NewBuilder()
 			id := b.InlineConst(Float32, c.dims, f32bytes(1, 2, 3, 4))
 			b.Graph().Constants[0].Offset = c.offset
-			blob, err := b.Blob()
-			if err != nil {
-				t.Fatal(err)
-			}
-			bl, err := DecodeBlob(blob)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = bl.ConstantBytes(bl.Graph.Values[id].Tensor)
+			bl, _ := blobRoundTrip(t, b)
+			_, err := bl.ConstantBytes(bl.Graph.Values[id].Tensor)
 			want := ErrBadConstant
 			if c.name == "huge dims" {
 				want = ErrLimit

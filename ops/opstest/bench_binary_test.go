@@ -23,11 +23,7 @@ import (
 //
 //	go test -run '^$' -bench Add ./ops/opstest
 func BenchmarkAdd(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	// Each add of the chain must be its own dispatch.
 	const n = 1 << 22
 	for _, c := range []struct {
@@ -44,31 +40,37 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
+// buildAddChain builds a graph of `adds` float32 adds, z = x + y and then
+// z = z + y, ping-ponging between two shared buffers (the last add writes
+// the output), with elementwise fusion off so that each add is its own
+// dispatch.
+func buildAddChain(b *testing.B, dev *gpu.Device, as, bs []int64, adds int) *graph.WebGPUGraph {
+	f := serialization.Float32
+	sb := serialization.NewBuilder()
+	x := sb.Tensor(f, Dims(as), -1)
+	y := sb.Tensor(f, Dims(bs), -1)
+	z := x
+	for k := 0; k < adds; k++ {
+		mem := int32(k % 2)
+		if k == adds-1 {
+			mem = -1
+		}
+		next := sb.Tensor(f, Dims(as), mem)
+		sb.Op("aten.add.Tensor", z, y, sb.Int(1), next)
+		z = next
+	}
+	sb.Inputs(x, y)
+	sb.Outputs(z)
+	return buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: true})
+}
+
 // binaryBenchChain is how many extra adds the chained graph runs.
 const binaryBenchChain = 8
 
 func benchAdd(b *testing.B, dev *gpu.Device, as, bs []int64) {
 	r := rand.New(rand.NewPCG(1, 2))
 	f := serialization.Float32
-	build := func(adds int) *graph.WebGPUGraph {
-		sb := serialization.NewBuilder()
-		x := sb.Tensor(f, Dims(as), -1)
-		y := sb.Tensor(f, Dims(bs), -1)
-		z := x
-		for k := 0; k < adds; k++ {
-			mem := int32(k % 2)
-			if k == adds-1 {
-				mem = -1
-			}
-			next := sb.Tensor(f, Dims(as), mem)
-			sb.Op("aten.add.Tensor", z, y, sb.Int(1), next)
-			z = next
-		}
-		sb.Inputs(x, y)
-		sb.Outputs(z)
-		return buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: true})
-	}
-	one, chain := build(1), build(1+binaryBenchChain)
+	one, chain := buildAddChain(b, dev, as, bs, 1), buildAddChain(b, dev, as, bs, 1+binaryBenchChain)
 	defer one.Close()
 	defer chain.Close()
 	in := []graph.Tensor{

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -20,11 +19,7 @@ import (
 //
 //	go test -run '^$' -bench Conv ./ops/opstest
 func BenchmarkConv(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, c := range []struct {
 		name       string
 		in, w      []int64

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
@@ -44,32 +43,10 @@ const elementwiseMinPairs = 5
 //
 //	go test -run '^$' -bench ElementwiseAdd -count 5 ./ops/opstest
 func BenchmarkElementwiseAdd(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	f := serialization.Float32
 	shape := []int64{elementwiseN}
-	build := func(adds int) *graph.WebGPUGraph {
-		sb := serialization.NewBuilder()
-		x := sb.Tensor(f, Dims(shape), -1)
-		y := sb.Tensor(f, Dims(shape), -1)
-		z := x
-		for k := 0; k < adds; k++ {
-			mem := int32(k % 2)
-			if k == adds-1 {
-				mem = -1
-			}
-			next := sb.Tensor(f, Dims(shape), mem)
-			sb.Op("aten.add.Tensor", z, y, sb.Int(1), next)
-			z = next
-		}
-		sb.Inputs(x, y)
-		sb.Outputs(z)
-		return buildBenchGraph(b, dev, sb, ops.Config{NoElementwiseFusion: true})
-	}
-	one, chain := build(1), build(1+elementwiseChain)
+	one, chain := buildAddChain(b, dev, shape, shape, 1), buildAddChain(b, dev, shape, shape, 1+elementwiseChain)
 	defer one.Close()
 	defer chain.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -110,11 +87,7 @@ func BenchmarkElementwiseAdd(b *testing.B) {
 //
 //	go test -run '^$' -bench ElementwiseFusion -count 5 ./ops/opstest
 func BenchmarkElementwiseFusion(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	f := serialization.Float32
 	shape := []int64{elementwiseN}
 	r := rand.New(rand.NewPCG(1, 2))

@@ -1,14 +1,12 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/fp16"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
 	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
@@ -25,11 +23,7 @@ import (
 //
 //	go test -run '^$' -bench GEMVHalf -count 5 ./ops/opstest
 func BenchmarkGEMVHalf(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, k := range []int64{1024, 2048} {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -39,13 +33,7 @@ func BenchmarkGEMVHalf(b *testing.B) {
 				wt.V[i] = reference.Round(serialization.Float16, v)
 			}
 			xt := RandTensor(r, f, []int64{1, k}, -1, 1)
-			sb := serialization.NewBuilder()
-			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), wt.Encode())
-			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			sb.Op("aten.linear.default", x, w, sb.Null(), out)
-			sb.Inputs(x)
-			sb.Outputs(out)
+			sb := linearBenchGraph(wt, 1, k, k)
 			h := serialization.NewBuilder()
 			if err := fp16.Rewrite(h, sb, f); err != nil {
 				b.Fatal(err)

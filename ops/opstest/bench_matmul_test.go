@@ -12,6 +12,7 @@ import (
 	"github.com/wgdelegate/wgdelegate/graph"
 	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/ops"
+	"github.com/wgdelegate/wgdelegate/ops/reference"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -34,11 +35,7 @@ var matmulBenchSizes = []int64{64, 256, 512, 1024, 2048}
 //
 //	go test -run '^$' -bench 'Matmul|GEMV|Linear' -count 5 ./ops/opstest
 func BenchmarkMatmul(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, n := range matmulBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -125,11 +122,7 @@ var gemvBenchSizes = []int64{2048, 4096, 8192}
 //
 //	go test -run '^$' -bench GEMV -count 5 ./ops/opstest
 func BenchmarkGEMV(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, k := range gemvBenchSizes {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			skipOverLimit(b, dev, 4*k*k)
@@ -137,13 +130,7 @@ func BenchmarkGEMV(b *testing.B) {
 			f := serialization.Float32
 			wt := RandTensor(r, f, []int64{k, k}, -1, 1)
 			xt := RandTensor(r, f, []int64{1, k}, -1, 1)
-			sb := serialization.NewBuilder()
-			x := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			w, _ := sb.NamedConst(f, Dims([]int64{k, k}), wt.Encode())
-			out := sb.Tensor(f, Dims([]int64{1, k}), -1)
-			sb.Op("aten.linear.default", x, w, sb.Null(), out)
-			sb.Inputs(x)
-			sb.Outputs(out)
+			sb := linearBenchGraph(wt, 1, k, k)
 			in := []graph.Tensor{{DType: f, Shape: []int64{1, k}, Data: xt.Encode()}}
 			copies := weightCopies(dev, 4*k*k)
 			vs := []benchVariant{
@@ -163,11 +150,7 @@ func BenchmarkGEMV(b *testing.B) {
 // iteration, kernel times as in BenchmarkMatmul; packed/unpacked is the
 // ratio of their rates.
 func BenchmarkLinear(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, n := range []int64{256, 512, 1024} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -192,6 +175,32 @@ func BenchmarkLinear(b *testing.B) {
 	}
 }
 
+// linearBenchGraph builds out [m, n] = aten.linear(x [m, k], w) with the
+// float32 weight wt [n, k] a named constant and no bias.
+func linearBenchGraph(wt *reference.Tensor, m, n, k int64) *serialization.Builder {
+	f := serialization.Float32
+	sb := serialization.NewBuilder()
+	x := sb.Tensor(f, Dims([]int64{m, k}), -1)
+	w, _ := sb.NamedConst(f, Dims([]int64{n, k}), wt.Encode())
+	out := sb.Tensor(f, Dims([]int64{m, n}), -1)
+	sb.Op("aten.linear.default", x, w, sb.Null(), out)
+	sb.Inputs(x)
+	sb.Outputs(out)
+	return sb
+}
+
+// openBenchDevice opens the default device for a benchmark and closes it
+// when the benchmark and its sub-benchmarks are done.
+func openBenchDevice(b *testing.B) *gpu.Device {
+	b.Helper()
+	dev, err := gpu.Open(context.Background(), gpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dev.Close() })
+	return dev
+}
+
 func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, cfg ...ops.Config) *graph.WebGPUGraph {
 	b.Helper()
 	var opts graph.Options
@@ -212,11 +221,7 @@ func buildBenchGraph(b *testing.B, dev *gpu.Device, sb *serialization.Builder, c
 //
 //	go test -run '^$' -bench Attention ./ops/opstest
 func BenchmarkAttention(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, sq := range []int64{1, 64} {
 		for _, ctx := range []int64{512, 2048} {
 			b.Run(fmt.Sprintf("S%d/ctx%d", sq, ctx), func(b *testing.B) {
@@ -274,11 +279,7 @@ func benchAttention(b *testing.B, dev *gpu.Device, sq, ctx int64) {
 //
 //	go test -run '^$' -bench LinearShapes -count 5 ./ops/opstest
 func BenchmarkLinearShapes(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, k := range append([]int64{512}, gemvBenchSizes...) {
 		for _, m := range []int64{1, 8, 16, 64, 256} {
 			b.Run(fmt.Sprintf("M%d_K%d", m, k), func(b *testing.B) {
@@ -288,13 +289,7 @@ func BenchmarkLinearShapes(b *testing.B) {
 				f := serialization.Float32
 				wt := RandTensor(r, f, []int64{n, k}, -1, 1)
 				xt := RandTensor(r, f, []int64{m, k}, -1, 1)
-				sb := serialization.NewBuilder()
-				x := sb.Tensor(f, Dims([]int64{m, k}), -1)
-				w, _ := sb.NamedConst(f, Dims([]int64{n, k}), wt.Encode())
-				out := sb.Tensor(f, Dims([]int64{m, n}), -1)
-				sb.Op("aten.linear.default", x, w, sb.Null(), out)
-				sb.Inputs(x)
-				sb.Outputs(out)
+				sb := linearBenchGraph(wt, m, n, k)
 				in := []graph.Tensor{{DType: f, Shape: []int64{m, k}, Data: xt.Encode()}}
 				vs := []benchVariant{{sb: sb, copies: weightCopies(dev, 4*n*k), in: in}}
 				if old, ok := oldKernels(b, dev, vs[0], newFloatKernels); ok && (m > 64 || m > 8 && m <= 16) {

@@ -1,14 +1,12 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/wgdelegate/wgdelegate/graph"
-	"github.com/wgdelegate/wgdelegate/internal/gpu"
 	"github.com/wgdelegate/wgdelegate/serialization"
 )
 
@@ -24,11 +22,7 @@ import (
 // float32 graph f (float32 input of the same shape) and reports their
 // rates for ops MACs.
 func benchPair(b *testing.B, q, f *serialization.Builder, in []int64, macs float64) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	r := rand.New(rand.NewPCG(3, 4))
 	vs := []benchVariant{
 		{name: "int8", sb: q, in: []graph.Tensor{{DType: serialization.Int8, Shape: in, Data: randInt8(r, in).Encode()}}},

@@ -1,7 +1,6 @@
 package opstest
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -33,11 +32,7 @@ import (
 //
 //	go test -run '^$' -bench LinearQ4gsw -count 5 ./ops/opstest
 func BenchmarkLinearQ4gsw(b *testing.B) {
-	dev, err := gpu.Open(context.Background(), gpu.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openBenchDevice(b)
 	for _, kn := range gemvBenchSizes {
 		for _, mg := range [][2]int64{{1, 32}, {1, 64}, {16, 32}} {
 			k, n, m, g := kn, kn, mg[0], mg[1]

@@ -103,9 +103,7 @@ func fuseLinearCase(s fuseLinearSpec) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, []int64{s.m, s.k}, -2, 2)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			xdims := Dims(xv.Shape)
 			h := x
 			if s.alias {

@@ -34,6 +34,14 @@ func (o weightSrc) String() string {
 	return [...]string{"input", "named", "inline", "prepack"}[o]
 }
 
+// graphInput declares a graph input shaped and typed like xv and returns
+// its id and a list of the graph's inputs' values that starts with xv.
+func graphInput(b *serialization.Builder, xv *reference.Tensor) (int32, []*reference.Tensor) {
+	x := b.Tensor(xv.DType, Dims(xv.Shape), -1)
+	b.Inputs(x)
+	return x, []*reference.Tensor{xv}
+}
+
 // addWeight adds t to b as o says and returns the value id the op reads;
 // inputs collects graph inputs.
 func addWeight(b *serialization.Builder, t *reference.Tensor, o weightSrc, inputs *[]*reference.Tensor) int32 {
@@ -88,9 +96,7 @@ func mmCase(m, k, n int64, mat2 weightSrc) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, []int64{m, k}, -1, 1)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			y := addWeight(b, RandTensor(r, f, []int64{k, n}, -1, 1), mat2, &inputs)
 			out := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
 			b.Op("aten.mm.default", x, y, out)
@@ -109,9 +115,7 @@ func linearCase(in []int64, n int64, bias bool, weight weightSrc) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, in, -1, 1)
-			x := b.Tensor(f, Dims(in), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			w := addWeight(b, RandTensor(r, f, []int64{n, k}, -1, 1), weight, &inputs)
 			bv := b.Null()
 			if bias {
@@ -135,6 +139,19 @@ func linearCase(in []int64, n int64, bias bool, weight weightSrc) Case {
 // mlpCase chains linear → linear through a shared (mem_obj_id) hidden
 // tensor. The second layer's inputs are sums of k1 terms, so its tolerance
 // is scaled by both reductions.
+// mlpLayers starts a two-linear MLP block: the input x [m, k1], the first
+// linear's weight [k2, k1] and bias [k2] (named constants) and the second
+// one's weight [n, k2] from w2Src. ins are the values of the graph's
+// inputs, x's first.
+func mlpLayers(b *serialization.Builder, r *rand.Rand, m, k1, k2, n int64, w2Src weightSrc) (x, w1, b1, w2 int32, ins []*reference.Tensor) {
+	f := serialization.Float32
+	x, ins = graphInput(b, RandTensor(r, f, []int64{m, k1}, -1, 1))
+	w1 = addWeight(b, RandTensor(r, f, []int64{k2, k1}, -1, 1), weightNamed, &ins)
+	b1 = addWeight(b, RandTensor(r, f, []int64{k2}, -1, 1), weightNamed, &ins)
+	w2 = addWeight(b, RandTensor(r, f, []int64{n, k2}, -1, 1), w2Src, &ins)
+	return x, w1, b1, w2, ins
+}
+
 func mlpCase(m int64, dims [3]int64) Case {
 	k1, k2, n := dims[0], dims[1], dims[2]
 	return Case{
@@ -142,19 +159,13 @@ func mlpCase(m int64, dims [3]int64) Case {
 		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(float64(k1*k2)), Rel: 1e-5},
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
-			xv := RandTensor(r, f, []int64{m, k1}, -1, 1)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			var inputs []*reference.Tensor
-			w1 := addWeight(b, RandTensor(r, f, []int64{k2, k1}, -1, 1), weightNamed, &inputs)
-			b1 := addWeight(b, RandTensor(r, f, []int64{k2}, -1, 1), weightNamed, &inputs)
-			w2 := addWeight(b, RandTensor(r, f, []int64{n, k2}, -1, 1), weightPrepack, &inputs)
+			x, w1, b1, w2, ins := mlpLayers(b, r, m, k1, k2, n, weightPrepack)
 			h := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 0)
 			y := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
 			b.Op("aten.linear.default", x, w1, b1, h)
 			b.Op("aten.linear.default", h, w2, b.Null(), y)
 			b.Outputs(y)
-			return []*reference.Tensor{xv}
+			return ins
 		},
 	}
 }
@@ -229,9 +240,7 @@ func bmmCase(bs, m, k, n int64, mat2 weightSrc) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, []int64{bs, m, k}, -1, 1)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			y := addWeight(b, RandTensor(r, f, []int64{bs, k, n}, -1, 1), mat2, &inputs)
 			out := b.Tensor(f, Dims([]int64{bs, m, n}), -1)
 			b.Op("aten.bmm.default", x, y, out)
@@ -250,9 +259,7 @@ func addmmCase(bias []int64, m, k, n int64, beta, alpha float64, nanBias bool) C
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, []int64{m, k}, -1, 1)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			bv := RandTensor(r, f, bias, -1, 1)
 			if nanBias {
 				for i := range bv.V {
@@ -304,9 +311,7 @@ func matmulCase(x, y []int64, other weightSrc) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, x, -1, 1)
-			xi := b.Tensor(f, Dims(x), -1)
-			b.Inputs(xi)
-			inputs := []*reference.Tensor{xv}
+			xi, inputs := graphInput(b, xv)
 			yi := addWeight(b, RandTensor(r, f, y, -1, 1), other, &inputs)
 			out := b.Tensor(f, Dims(matmulShape(x, y)), -1)
 			b.Op("aten.matmul.default", xi, yi, out)
@@ -383,9 +388,7 @@ func edgeMatmulCase(op string, m, k, n int64) Case {
 				return t
 			}
 			xv := sprinkle(RandTensor(r, f, []int64{m, k}, -1, 1))
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			inputs := []*reference.Tensor{xv}
+			x, inputs := graphInput(b, xv)
 			out := b.Tensor(f, Dims([]int64{m, n}), -1)
 			if op == "mm" {
 				y := addWeight(b, sprinkle(RandTensor(r, f, []int64{k, n}, -1, 1)), weightInput, &inputs)
@@ -529,13 +532,7 @@ func mlpActCase(m, k1, k2, n int64, act string) Case {
 		Tol:  Tolerance{Abs: 1e-5 * math.Sqrt(float64(k1*k2)), Rel: 1e-5},
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
-			xv := RandTensor(r, f, []int64{m, k1}, -1, 1)
-			x := b.Tensor(f, Dims(xv.Shape), -1)
-			b.Inputs(x)
-			var inputs []*reference.Tensor
-			w1 := addWeight(b, RandTensor(r, f, []int64{k2, k1}, -1, 1), weightNamed, &inputs)
-			b1 := addWeight(b, RandTensor(r, f, []int64{k2}, -1, 1), weightNamed, &inputs)
-			w2 := addWeight(b, RandTensor(r, f, []int64{n, k2}, -1, 1), weightInline, &inputs)
+			x, w1, b1, w2, ins := mlpLayers(b, r, m, k1, k2, n, weightInline)
 			h := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 0)
 			a := b.Tensor(f, []uint32{uint32(m), uint32(k2)}, 1)
 			y := b.Tensor(f, []uint32{uint32(m), uint32(n)}, -1)
@@ -548,7 +545,7 @@ func mlpActCase(m, k1, k2, n int64, act string) Case {
 			}
 			b.Op("aten.linear.default", a, w2, b.Null(), y)
 			b.Outputs(y)
-			return []*reference.Tensor{xv}
+			return ins
 		},
 	}
 }

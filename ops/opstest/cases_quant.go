@@ -89,13 +89,12 @@ func q4gswCase(in []int64, n, g int64, bias, out2D bool) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, in, -1, 1)
-			x := b.Tensor(f, Dims(in), -1)
-			b.Inputs(x)
+			x, ins := graphInput(b, xv)
 			w, s, bv := q4gswWeights(b, r, n, k, g, bias)
 			out := b.Tensor(f, Dims(outShape), -1)
 			b.Op("et_vk.linear_q4gsw.default", x, w, s, b.Int(g), bv, out)
 			b.Outputs(out)
-			return []*reference.Tensor{xv}
+			return ins
 		},
 	}
 }
@@ -205,8 +204,7 @@ func perChannelCase(in []int64, n int64, i8, bias bool) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, in, -1, 1)
-			x := b.Tensor(f, Dims(in), -1)
-			b.Inputs(x)
+			x, ins := graphInput(b, xv)
 			var w int32
 			if i8 {
 				q := randQ(r, n, k, -128, 127)
@@ -235,7 +233,7 @@ func perChannelCase(in []int64, n int64, i8, bias bool) Case {
 			if !bias {
 				b.Op(opName, x, w, s, out)
 				b.Outputs(out)
-				return []*reference.Tensor{xv}
+				return ins
 			}
 			mm := b.Tensor(f, Dims(outShape), -1)
 			b.Op(opName, x, w, s, mm)
@@ -244,7 +242,7 @@ func perChannelCase(in []int64, n int64, i8, bias bool) Case {
 			b.Op("et_vk.prepack.default", bc, bp)
 			b.Op("aten.add.Tensor", mm, bp, b.Int(1), out)
 			b.Outputs(out)
-			return []*reference.Tensor{xv}
+			return ins
 		},
 	}
 }
@@ -407,8 +405,7 @@ func weightInt4Case(in []int64, n, g int64) Case {
 		Build: func(b *serialization.Builder, r *rand.Rand) []*reference.Tensor {
 			f := serialization.Float32
 			xv := RandTensor(r, f, in, -1, 1)
-			x := b.Tensor(f, Dims(in), -1)
-			b.Inputs(x)
+			x, ins := graphInput(b, xv)
 			packed, rb := packInt4(randQ(r, n, k, -8, 7), n, k, 2, true)
 			w, _ := b.NamedConst(serialization.Uint8, []uint32{uint32(n), uint32(rb)}, packed)
 			sz := make([]float64, (k/g)*n*2)
@@ -423,7 +420,7 @@ func weightInt4Case(in []int64, n, g int64) Case {
 			out := b.Tensor(f, Dims(append(append([]int64(nil), in[:len(in)-1]...), n)), -1)
 			b.Op("et_vk.linear_weight_int4.default", x, w, b.Int(g), s, b.Int(8), out)
 			b.Outputs(out)
-			return []*reference.Tensor{xv}
+			return ins
 		},
 	}
 }

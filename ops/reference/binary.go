@@ -129,16 +129,27 @@ func scalarValue(e *Env, id int32) (float64, error) {
 	return e.Float(id)
 }
 
-func intBinary(op string, a, b, alpha int64) int64 {
+// alphaBinary is add, sub, rsub and mul, which torch defines alike for
+// integers and floats; ok is false for any other op.
+func alphaBinary[T int64 | float64](op string, a, b, alpha T) (v T, ok bool) {
 	switch op {
 	case "add":
-		return a + alpha*b
+		return a + alpha*b, true
 	case "sub":
-		return a - alpha*b
+		return a - alpha*b, true
 	case "rsub":
-		return b - alpha*a
+		return b - alpha*a, true
 	case "mul":
-		return a * b
+		return a * b, true
+	}
+	return 0, false
+}
+
+func intBinary(op string, a, b, alpha int64) int64 {
+	if v, ok := alphaBinary(op, a, b, alpha); ok {
+		return v
+	}
+	switch op {
 	case "trunc", "floor":
 		if b == 0 {
 			return 0
@@ -189,15 +200,10 @@ func intPow(a, b int32) int64 {
 }
 
 func floatBinary(op string, a, b, alpha float64) float64 {
+	if v, ok := alphaBinary(op, a, b, alpha); ok {
+		return v
+	}
 	switch op {
-	case "add":
-		return a + alpha*b
-	case "sub":
-		return a - alpha*b
-	case "rsub":
-		return b - alpha*a
-	case "mul":
-		return a * b
 	case "div":
 		return a / b
 	case "trunc":
