@@ -207,6 +207,8 @@ func init() {
 		sdpaCase(false, []int64{1, 2, 7, 8}, []int64{1, 2, 13, 8}, []int64{1, 2, 13, 8}, maskNone, nil, 0, false, false),
 		sdpaCase(false, []int64{2, 3, 7, 5}, []int64{2, 3, 13, 5}, []int64{2, 3, 13, 3}, maskFloat, []int64{7, 13}, 0.3, false, false),
 		sdpaCase(false, []int64{2, 4, 5, 16}, []int64{2, 2, 9, 16}, []int64{2, 2, 9, 16}, maskFloat, []int64{2, 1, 5, 9}, 0, false, false),
+		// q/k head dim off vec4, v's on it: scalar stores of whole vec4s.
+		sdpaCase(false, []int64{1, 2, 5, 6}, []int64{1, 2, 9, 6}, []int64{1, 2, 9, 8}, maskNone, nil, 0, false, false),
 		sdpaCase(false, []int64{2, 4, 5, 16}, []int64{1, 1, 9, 16}, []int64{1, 1, 9, 16}, maskBool, []int64{1, 4, 5, 9}, 0, false, false),
 		sdpaCase(false, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, maskNone, nil, 0, false, false),
 		sdpaCase(false, []int64{1, 2, 3, 64}, []int64{1, 2, 33, 64}, []int64{1, 2, 33, 64}, maskFloat, []int64{33}, 0, false, false),
@@ -220,6 +222,7 @@ func init() {
 		sdpaCase(true, []int64{3, 7, 8}, []int64{3, 7, 8}, []int64{3, 7, 8}, maskNone, nil, 0, true, false),
 		sdpaCase(true, []int64{1, 2, 5, 8}, []int64{1, 2, 9, 8}, []int64{1, 2, 9, 8}, maskNone, nil, 0.5, true, false),
 		sdpaCase(true, []int64{5, 8}, []int64{6, 8}, []int64{6, 7}, maskBool, []int64{5, 6}, 0, false, false),
+		sdpaCase(true, []int64{1, 3, 6, 5}, []int64{1, 3, 6, 5}, []int64{1, 3, 6, 12}, maskNone, nil, 0, true, false),
 		sdpaCase(true, []int64{2, 6, 4, 12}, []int64{2, 2, 4, 12}, []int64{2, 2, 4, 12}, maskFloat, []int64{1, 6, 4, 4}, 0, false, true),
 		sdpaCase(true, []int64{2, 6, 4, 12}, []int64{2, 3, 7, 12}, []int64{2, 3, 7, 12}, maskNone, nil, 0, true, true),
 
