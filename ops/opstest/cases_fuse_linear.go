@@ -36,6 +36,12 @@ type fuseLinearSpec struct {
 	bias   bool  // the first linear has a bias: no fusion
 	reader bool  // the norm's output also has a non-linear reader: no fusion
 	alias  bool  // the norm's input is a transient that dies at the norm, every output transient
+	// near, with swiglu, writes a near miss of SwiGLU's tail, which must
+	// not fuse as SwiGLU: "reordered" (g·u, then ·sigmoid(g): the same
+	// value), "sigmoid_read" (sigmoid(g) read once more), "silu_squared"
+	// (g·sigmoid(g) squared, the up linear an output of its own),
+	// "up_read" (the up linear read once more).
+	near string
 	want   int   // dispatches fused
 	at8    int   // dispatches fused with 8 storage buffers a stage (0: want)
 }
@@ -80,6 +86,12 @@ func init() {
 		{name: "unfused_k_odd", m: 1, k: 66, ns: []int64{16, 8}},
 		{name: "unfused_bias", m: 1, k: 64, ns: []int64{16, 8}, bias: true},
 		{name: "unfused_other_reader", m: 1, k: 64, ns: []int64{16, 8}, reader: true},
+		// Near misses of SwiGLU: the linears fuse as a pair (one
+		// dispatch); the tail runs as the elementwise pass leaves it.
+		{name: "near_swiglu_reordered", m: 1, k: 64, ns: []int64{20, 20}, swiglu: true, near: "reordered", want: 1 + 2},
+		{name: "near_swiglu_sigmoid_read", m: 1, k: 64, ns: []int64{20, 20}, swiglu: true, near: "sigmoid_read", want: 1 + 4},
+		{name: "near_swiglu_silu_squared", m: 1, k: 64, ns: []int64{20, 20}, swiglu: true, near: "silu_squared", want: 1 + 2},
+		{name: "near_swiglu_up_read", m: 1, k: 64, ns: []int64{20, 20}, swiglu: true, near: "up_read", want: 1 + 3},
 	} {
 		c := fuseLinearCase(s)
 		fuseLinearDispatches[c.Name] = s.want
@@ -147,10 +159,33 @@ func fuseLinearCase(s fuseLinearSpec) Case {
 				g := lin(n, false)
 				sg, gs := b.Tensor(f, od, -1), b.Tensor(f, od, -1)
 				b.Op("aten.sigmoid.default", g, sg)
-				b.Op("aten.mul.Tensor", g, sg, gs)
-				u := lin(n, false)
 				o := b.Tensor(f, od, -1)
-				b.Op("aten.mul.Tensor", gs, u, o)
+				extra := func(id int32) { // one more reader of id, an output
+					e := b.Tensor(f, od, -1)
+					b.Op("aten.neg.default", id, e)
+					outs, odims = append(outs, e), append(odims, od)
+				}
+				switch s.near {
+				case "reordered":
+					u := lin(n, false)
+					b.Op("aten.mul.Tensor", g, u, gs)
+					b.Op("aten.mul.Tensor", gs, sg, o)
+				case "silu_squared":
+					b.Op("aten.mul.Tensor", g, sg, gs)
+					u := lin(n, false)
+					b.Op("aten.mul.Tensor", gs, gs, o)
+					outs, odims = append(outs, u), append(odims, od)
+				default:
+					b.Op("aten.mul.Tensor", g, sg, gs)
+					u := lin(n, false)
+					b.Op("aten.mul.Tensor", gs, u, o)
+					switch s.near {
+					case "sigmoid_read":
+						extra(sg)
+					case "up_read":
+						extra(u)
+					}
+				}
 				outs, odims = append(outs, o), append(odims, od)
 				ns = ns[2:]
 			}
