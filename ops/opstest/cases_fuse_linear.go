@@ -42,8 +42,8 @@ type fuseLinearSpec struct {
 	// (g·sigmoid(g) squared, the up linear an output of its own),
 	// "up_read" (the up linear read once more).
 	near string
-	want   int   // dispatches fused
-	at8    int   // dispatches fused with 8 storage buffers a stage (0: want)
+	want int // dispatches fused
+	at8  int // dispatches fused with 8 storage buffers a stage (0: want)
 }
 
 func init() {
