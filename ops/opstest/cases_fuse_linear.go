@@ -36,14 +36,14 @@ type fuseLinearSpec struct {
 	bias   bool  // the first linear has a bias: no fusion
 	reader bool  // the norm's output also has a non-linear reader: no fusion
 	alias  bool  // the norm's input is a transient that dies at the norm, every output transient
+	want   int   // dispatches fused
+	at8    int   // dispatches fused with 8 storage buffers a stage (0: want)
 	// near, with swiglu, writes a near miss of SwiGLU's tail, which must
 	// not fuse as SwiGLU: "reordered" (g·u, then ·sigmoid(g): the same
 	// value), "sigmoid_read" (sigmoid(g) read once more), "silu_squared"
 	// (g·sigmoid(g) squared, the up linear an output of its own),
 	// "up_read" (the up linear read once more).
 	near string
-	want int // dispatches fused
-	at8  int // dispatches fused with 8 storage buffers a stage (0: want)
 }
 
 func init() {
