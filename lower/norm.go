@@ -110,29 +110,18 @@ func (p *planner) normLinear(c int, y int32) ([]int32, bool) {
 
 // swiGLU finds among lins (chain indices of linears) a gate g and an up u
 // with g·sigmoid(g)·u after them as the export writes SwiGLU: sigmoid(g)
-// and mul(g, sigmoid), then mul(that, u) (either order), each
-// intermediate read only there and no graph output. It returns [g, u,
+// and mul(g, sigmoid) (SiLU as silu matches it), then mul(that, u)
+// (either order), each intermediate read only there and no graph output. It returns [g, u,
 // sigmoid, mul, final mul], or nil.
 func (p *planner) swiGLU(lins []int) []int {
-	outs := p.in.Uses.Outputs
 	for _, gi := range lins {
 		g := p.out(gi)
-		cs := p.uses(g, gi)
-		if outs[g] || len(cs) != 2 || !p.free[cs[0]] || !p.free[cs[1]] {
+		sig, mul, silu, ok := p.silu(g, gi)
+		if !ok {
 			continue
 		}
-		a1, a2 := p.g.Chain[cs[0]].Args, p.g.Chain[cs[1]].Args
-		if p.g.Chain[cs[0]].Name != sigmoidOp || len(a1) != 2 || a1[0] != g || p.g.Chain[cs[1]].Name != mulOp || len(a2) != 3 {
-			continue
-		}
-		s, silu := a1[1], a2[2]
-		if !(a2[0] == g && a2[1] == s) && !(a2[0] == s && a2[1] == g) {
-			continue
-		}
-		if s == g || silu == g || silu == s || outs[s] || len(p.uses(s, cs[0])) != 1 {
-			continue
-		}
-		mi, ok := p.soleUse(silu, cs[1])
+		s := p.g.Chain[sig].Args[1]
+		mi, ok := p.soleUse(silu, mul)
 		if !ok || !p.free[mi] || p.g.Chain[mi].Name != mulOp || len(p.g.Chain[mi].Args) != 3 {
 			continue
 		}
@@ -151,7 +140,7 @@ func (p *planner) swiGLU(lins []int) []int {
 			if out := ma[2]; out == up || out == g || out == s || out == silu {
 				continue
 			}
-			return []int{gi, ui, cs[0], cs[1], mi}
+			return []int{gi, ui, sig, mul, mi}
 		}
 	}
 	return nil
