@@ -140,16 +140,29 @@ func (b *opBuilder) PackWeight(id int32, spec ops.PackSpec) (ops.Tensor, error) 
 }
 
 // weightSource finds the constant behind id: id itself, or the constant an
-// et_vk.prepack copied into id.
+// et_vk.prepack copied into id. A prepack whose source is no constant (a
+// malformed graph) gives none.
 func (g *WebGPUGraph) weightSource(id int32) (int32, bool) {
-	if ts := g.tensors[id]; ts.constant && ts.constID >= 0 {
+	if g.isWeight(id) {
 		return id, true
 	}
-	if _, ok := g.slices[id]; ok {
-		return id, true // a slice of a weight (chunk.go) is a weight
+	if src, ok := g.prepackSrc[id]; ok && g.isWeight(src) {
+		return src, true
 	}
-	src, ok := g.prepackSrc[id]
-	return src, ok
+	return 0, false
+}
+
+// isWeight reports whether id is a constant tensor or a slice of a weight
+// (chunk.go).
+func (g *WebGPUGraph) isWeight(id int32) bool {
+	if id < 0 || int(id) >= len(g.tensors) || g.tensors[id] == nil {
+		return false
+	}
+	if ts := g.tensors[id]; ts.constant && ts.constID >= 0 {
+		return true
+	}
+	_, ok := g.slices[id]
+	return ok
 }
 
 // weightKey is a constant's content ID: its named-data key (the SHA-256 of
@@ -423,15 +436,32 @@ func (g *WebGPUGraph) packAtLoad(ctx context.Context) error {
 		b.Values = ops.Values{G: g.graph, Sym: b.symRead}
 		w, err := b.Tensor(lp.ID)
 		if err != nil {
-			return err
+			return g.loadPackError(lp, err)
 		}
 		spec, err := lp.Pack.Spec(w, b.MaxWorkgroupsPerDim())
 		if err != nil {
-			return fmt.Errorf("graph: value %d: %w", lp.ID, err)
+			return g.loadPackError(lp, fmt.Errorf("graph: value %d: %w", lp.ID, err))
 		}
 		if _, err := b.PackWeight(lp.ID, spec); err != nil {
-			return err
+			return g.loadPackError(lp, err)
 		}
 	}
 	return nil
+}
+
+// loadPackError is err, from packing lp's weight at load, as the first op
+// of lp's name that reads the weight (itself or through et_vk.prepack)
+// would report it.
+func (g *WebGPUGraph) loadPackError(lp LoadPacked, err error) error {
+	for i, op := range g.graph.Chain {
+		if op.Name != lp.Op {
+			continue
+		}
+		for _, a := range op.Args {
+			if src, ok := g.prepackSrc[a]; a == lp.ID || ok && src == lp.ID {
+				return g.opError(i, err)
+			}
+		}
+	}
+	return fmt.Errorf("graph: value %d, packed at load for %s: %w", lp.ID, lp.Op, err)
 }

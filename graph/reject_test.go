@@ -175,6 +175,37 @@ func TestRejectGraphValues(t *testing.T) {
 			t.Fatalf("got %v, want an ops.ErrArg in a *OpError for op 0", err)
 		}
 	})
+	// Found by FuzzOpArgs: an et_vk.prepack whose source is no constant
+	// (here Null, or a graph input), its output a float16 weight of a
+	// linear (packed as halves at load), crashed the load while packing.
+	for _, src := range []string{"null", "input"} {
+		t.Run("prepack of "+src, func(t *testing.T) {
+			blob := buildBlob(t, func(b *serialization.Builder) {
+				x := b.Tensor(f, []uint32{2, 8}, -1)
+				b.Inputs(x)
+				from := b.Null()
+				if src == "input" {
+					from = b.Tensor(serialization.Float16, []uint32{4, 8}, -1)
+					b.Inputs(from)
+				}
+				w := b.Tensor(serialization.Float16, []uint32{4, 8}, -1)
+				b.Op("et_vk.prepack.default", from, w)
+				y := b.Tensor(f, []uint32{2, 4}, -1)
+				b.Op("aten.linear.default", x, w, b.Null(), y)
+				b.Outputs(y)
+			})
+			g, err := Load(context.Background(), device(t), blob, Options{})
+			if err == nil {
+				g.Close()
+				t.Fatal("loaded")
+			}
+			// The linear reads what is no weight.
+			var oe *OpError
+			if !errors.As(err, &oe) || !errors.Is(err, ops.ErrArg) || oe.Index != 1 || !strings.Contains(err.Error(), "not a weight") {
+				t.Fatalf("got %v, want an ops.ErrArg in a *OpError for op 1 saying its weight is none", err)
+			}
+		})
+	}
 }
 
 // TestExecuteInputBounds: an input may be smaller than its serialized
