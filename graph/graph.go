@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -265,7 +266,7 @@ func Load(ctx context.Context, dev *gpu.Device, blob []byte, opts Options) (*Web
 }
 
 // Build builds an already decoded blob on dev.
-func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (_ *WebGPUGraph, err error) {
+func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts Options) (built *WebGPUGraph, err error) {
 	g := &WebGPUGraph{
 		fixedState:     fixedState{dev: dev, log: opts.Logger, kernels: opts.Kernels, profile: DeviceProfile(dev), graph: blob.Graph, hostRead: map[int32]bool{}},
 		gpuResources:   gpuResources{shared: map[int32]*gpu.Buffer{}},
@@ -281,6 +282,12 @@ func Build(ctx context.Context, dev *gpu.Device, blob *serialization.Blob, opts 
 		g.log = slog.Default()
 	}
 	defer func() {
+		// A panic outside the ops (which have their own guard) is a bug a
+		// hostile graph found: an error, like an op's, the graph released.
+		if r := recover(); r != nil {
+			g.log.Debug("graph: build panicked", "panic", r, "stack", string(debug.Stack()))
+			built, err = nil, fmt.Errorf("graph: %w: building panicked: %v", ErrInvalidGraph, r)
+		}
 		g.stopPrefetch()
 		g.releaseWarmScratch()
 		g.finishPacking()
