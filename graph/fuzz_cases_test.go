@@ -1,0 +1,148 @@
+package graph
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wgdelegate/wgdelegate/ops/opstest"
+	"github.com/wgdelegate/wgdelegate/serialization"
+)
+
+// caseSeed is one op-suite case as a fuzz seed: its blob and named data.
+type caseSeed struct {
+	name  string
+	blob  []byte
+	named []serialization.NamedBlob
+}
+
+// caseSeedMaxBytes bounds a seed's blob and named data, so that a mutated
+// graph stays quick to build and run.
+const caseSeedMaxBytes = 256 << 10
+
+// caseSeeds returns the first case of each op family of ops/opstest (the
+// name up to its first '/'), built as the exporter writes them, that fits
+// in caseSeedMaxBytes: the graphs FuzzCaseArgs mutates, with every op the
+// suite covers among them.
+var caseSeeds = sync.OnceValue(func() []caseSeed {
+	var out []caseSeed
+	seen := map[string]bool{}
+	for _, c := range opstest.Cases {
+		family, _, _ := strings.Cut(c.Name, "/")
+		if seen[family] {
+			continue
+		}
+		b := serialization.NewBuilder()
+		c.Build(b, rand.New(rand.NewPCG(1, 2)))
+		blob, err := b.Blob()
+		if err != nil {
+			continue
+		}
+		size := len(blob)
+		named := b.NamedBlobs()
+		for _, nb := range named {
+			size += len(nb.Data)
+		}
+		if size > caseSeedMaxBytes {
+			continue
+		}
+		seen[family] = true
+		out = append(out, caseSeed{name: c.Name, blob: blob, named: named})
+	}
+	return out
+})
+
+// TestCaseSeedsLoad: every seed of FuzzCaseArgs builds as it is, so the
+// fuzzer starts from graphs that reach the ops.
+func TestCaseSeedsLoad(t *testing.T) {
+	seeds := caseSeeds()
+	t.Logf("%d case seeds", len(seeds))
+	if len(seeds) < 100 {
+		t.Fatalf("%d case seeds, want one per op family of the suite (over 100)", len(seeds))
+	}
+	dev := device(t)
+	for _, s := range seeds {
+		blob, err := serialization.DecodeBlob(s.blob)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		g, err := Build(context.Background(), dev, blob, Options{NamedData: namedData(t, s.named)})
+		if err != nil {
+			t.Errorf("%s: %v", s.name, err)
+			continue
+		}
+		g.Close()
+	}
+}
+
+// namedData gathers named blobs into the map a load reads.
+func namedData(t testing.TB, named []serialization.NamedBlob) *serialization.NamedDataMap {
+	nd := serialization.NewNamedDataMap()
+	for _, nb := range named {
+		if err := nd.Add(nb.Key, nb.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nd
+}
+
+// FuzzCaseArgs is FuzzOpArgs over the op suite's cases (caseSeeds): an op
+// argument pointing at another value, a tensor's dims, dtype or mem_obj_id
+// changed, in graphs of every op family, named data included. A graph
+// that builds must execute; nothing may panic.
+func FuzzCaseArgs(f *testing.F) {
+	f.Add(uint16(0), uint8(0), uint8(0), int16(1), uint8(0), uint8(0), uint16(3), int8(5), int8(-1))
+	f.Add(uint16(7), uint8(1), uint8(2), int16(3), uint8(4), uint8(1), uint16(0), int8(3), int8(0))
+	f.Add(uint16(40), uint8(2), uint8(1), int16(-2), uint8(9), uint8(2), uint16(8), int8(-1), int8(2))
+	seeds := caseSeeds()
+	dev := device(f)
+	f.Fuzz(func(t *testing.T, seed uint16, op, arg uint8, newID int16, val, dim uint8, dimVal uint16, dtype, memObj int8) {
+		s := seeds[int(seed)%len(seeds)]
+		blob, err := serialization.DecodeBlob(s.blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := blob.Graph
+		if c := g.Chain; len(c) > 0 {
+			o := &c[int(op)%len(c)]
+			if len(o.Args) > 0 {
+				id := int32(newID) % int32(len(g.Values))
+				if id < 0 {
+					id += int32(len(g.Values))
+				}
+				o.Args[int(arg)%len(o.Args)] = id
+			}
+		}
+		v := &g.Values[int(val)%len(g.Values)]
+		if v.Kind == serialization.KindTensor {
+			if len(v.Tensor.Dims) > 0 {
+				v.Tensor.Dims[int(dim)%len(v.Tensor.Dims)] = uint32(dimVal % 9)
+			}
+			if dtype >= 0 && dtype <= 7 {
+				v.Tensor.DataType = serialization.DataType(dtype)
+			}
+			v.Tensor.MemObjID = int32(memObj % 3)
+		}
+		mutated, err := serialization.EncodeBlob(g, blob.Constants)
+		if err != nil {
+			return
+		}
+		mb, err := serialization.DecodeBlob(mutated)
+		if err != nil {
+			return
+		}
+		gr, err := Build(context.Background(), dev, mb, Options{NamedData: namedData(t, s.named), MemoryLimit: 64 << 20})
+		if err != nil {
+			if strings.Contains(err.Error(), "panicked") {
+				t.Fatalf("%s: a panic instead of an error: %v", s.name, err)
+			}
+			return
+		}
+		defer gr.Close()
+		if _, err := gr.Execute(context.Background(), zeroInputs(gr)); err != nil {
+			t.Fatalf("%s: built graph failed to execute: %v", s.name, err)
+		}
+	})
+}
