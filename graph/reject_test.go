@@ -259,4 +259,14 @@ func TestExecuteInputBounds(t *testing.T) {
 	if v, _ := out[1].Int64s(); len(v) != 1 || v[0] != 49 {
 		t.Errorf("SymInt output %v, want 49", v)
 	}
+	// The SymInt as an int32 scalar, sign and all.
+	for _, v := range []int32{7, -3} {
+		out, err := g.Execute(context.Background(), []Tensor{Float32Tensor([]int64{2, 3}, make([]float32, 6)), Int32Tensor([]int64{}, []int32{v})})
+		if err != nil {
+			t.Fatalf("SymInt %d as int32: %v", v, err)
+		}
+		if got, _ := out[1].Int64s(); len(got) != 1 || got[0] != int64(v)*int64(v) {
+			t.Errorf("SymInt %d as int32: output %v, want %d", v, got, v*v)
+		}
+	}
 }
