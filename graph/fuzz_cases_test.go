@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,49 @@ func FuzzCaseArgs(f *testing.F) {
 		defer gr.Close()
 		if _, err := gr.Execute(context.Background(), zeroInputs(gr)); err != nil {
 			t.Fatalf("%s: built graph failed to execute: %v", s.name, err)
+		}
+	})
+}
+
+// FuzzCaseShapes runs the op suite's cases (caseSeeds) as exported with
+// one input smaller than its bound along one dim (a dynamic shape, down
+// to 0), zero-filled: Execute re-records the ops for the live shapes, and
+// must give a result or an error, never a panic; a second Execute at the
+// declared shapes must succeed afterwards.
+func FuzzCaseShapes(f *testing.F) {
+	f.Add(uint16(0), uint8(0), uint8(0), uint16(1))
+	f.Add(uint16(12), uint8(1), uint8(1), uint16(0))
+	f.Add(uint16(77), uint8(0), uint8(2), uint16(3))
+	seeds := caseSeeds()
+	dev := device(f)
+	f.Fuzz(func(t *testing.T, seed uint16, input, dim uint8, size uint16) {
+		s := seeds[int(seed)%len(seeds)]
+		blob, err := serialization.DecodeBlob(s.blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Build(context.Background(), dev, blob, Options{NamedData: namedData(t, s.named)})
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		defer g.Close()
+		in := zeroInputs(g)
+		if len(in) == 0 {
+			return
+		}
+		x := &in[int(input)%len(in)]
+		if len(x.Shape) == 0 {
+			return
+		}
+		d := int(dim) % len(x.Shape)
+		x.Shape = slices.Clone(x.Shape)
+		x.Shape[d] = int64(size) % (x.Shape[d] + 1)
+		x.Data = x.Data[:Numel(x.Shape)*int64(x.DType.Size())]
+		if _, err := g.Execute(context.Background(), in); err != nil && strings.Contains(err.Error(), "panicked") {
+			t.Fatalf("%s, input %d %v: a panic instead of an error: %v", s.name, int(input)%len(in), x.Shape, err)
+		}
+		if _, err := g.Execute(context.Background(), zeroInputs(g)); err != nil {
+			t.Fatalf("%s: at the declared shapes after input %d %v: %v", s.name, int(input)%len(in), x.Shape, err)
 		}
 	})
 }
