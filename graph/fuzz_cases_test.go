@@ -101,33 +101,8 @@ func FuzzCaseArgs(f *testing.F) {
 	dev := device(f)
 	f.Fuzz(func(t *testing.T, seed uint16, op, arg uint8, newID int16, val, dim uint8, dimVal uint16, dtype, memObj int8) {
 		s := seeds[int(seed)%len(seeds)]
-		blob, err := serialization.DecodeBlob(s.blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := blob.Graph
-		if c := g.Chain; len(c) > 0 {
-			o := &c[int(op)%len(c)]
-			if len(o.Args) > 0 {
-				id := int32(newID) % int32(len(g.Values))
-				if id < 0 {
-					id += int32(len(g.Values))
-				}
-				o.Args[int(arg)%len(o.Args)] = id
-			}
-		}
-		v := &g.Values[int(val)%len(g.Values)]
-		if v.Kind == serialization.KindTensor {
-			if len(v.Tensor.Dims) > 0 {
-				v.Tensor.Dims[int(dim)%len(v.Tensor.Dims)] = uint32(dimVal % 9)
-			}
-			if dtype >= 0 && dtype <= 7 {
-				v.Tensor.DataType = serialization.DataType(dtype)
-			}
-			v.Tensor.MemObjID = int32(memObj % 3)
-		}
-		mutated, err := serialization.EncodeBlob(g, blob.Constants)
-		if err != nil {
+		mutated := mutateBlob(t, s.blob, op, arg, newID, val, dim, dimVal, dtype, memObj)
+		if mutated == nil {
 			return
 		}
 		mb, err := serialization.DecodeBlob(mutated)

@@ -57,14 +57,15 @@ func seedGraphs(t testing.TB) [][]byte {
 }
 
 // loadFuzzed loads blob (under a 64 MiB memory limit) for a fuzz target:
-// an error is fine, and gives nil, unless an op panicked, which fails t.
+// an error is fine, and gives nil, unless it reports a panic (an op's or
+// the build's), which fails t.
 // The graph is closed when t ends.
 func loadFuzzed(t *testing.T, dev *gpu.Device, blob []byte) *WebGPUGraph {
 	t.Helper()
 	g, err := Load(context.Background(), dev, blob, Options{MemoryLimit: 64 << 20})
 	if err != nil {
 		if strings.Contains(err.Error(), "panicked") {
-			t.Fatalf("an op panicked instead of returning an error: %v", err)
+			t.Fatalf("a panic instead of an error: %v", err)
 		}
 		return nil
 	}
@@ -135,32 +136,8 @@ func FuzzOpArgs(f *testing.F) {
 	seeds := seedGraphs(f)
 	dev := device(f)
 	f.Fuzz(func(t *testing.T, seed, op, arg uint8, newID int16, val, dim uint8, dimVal uint16, dtype, memObj int8) {
-		blob, err := serialization.DecodeBlob(seeds[int(seed)%len(seeds)])
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := blob.Graph
-		if c := g.Chain; len(c) > 0 {
-			o := &c[int(op)%len(c)]
-			if len(o.Args) > 0 {
-				o.Args[int(arg)%len(o.Args)] = int32(newID) % int32(len(g.Values))
-				if o.Args[int(arg)%len(o.Args)] < 0 {
-					o.Args[int(arg)%len(o.Args)] += int32(len(g.Values))
-				}
-			}
-		}
-		v := &g.Values[int(val)%len(g.Values)]
-		if v.Kind == serialization.KindTensor {
-			if len(v.Tensor.Dims) > 0 {
-				v.Tensor.Dims[int(dim)%len(v.Tensor.Dims)] = uint32(dimVal % 9)
-			}
-			if dtype >= 0 && dtype <= 7 {
-				v.Tensor.DataType = serialization.DataType(dtype)
-			}
-			v.Tensor.MemObjID = int32(memObj % 3)
-		}
-		mutated, err := serialization.EncodeBlob(g, blob.Constants)
-		if err != nil {
+		mutated := mutateBlob(t, seeds[int(seed)%len(seeds)], op, arg, newID, val, dim, dimVal, dtype, memObj)
+		if mutated == nil {
 			return
 		}
 		gr := loadFuzzed(t, dev, mutated)
@@ -171,4 +148,42 @@ func FuzzOpArgs(f *testing.F) {
 			t.Fatalf("built graph failed to execute: %v", err)
 		}
 	})
+}
+
+// mutateBlob is the fuzz targets' structural mutation of the blob raw:
+// op op's argument arg points at value newID (modulo the values), and
+// value val, when a tensor, gets dim dim set to dimVal mod 9, dtype dtype
+// (when a valid one) and mem_obj_id memObj mod 3. It returns the mutated
+// blob, or nil when it does not encode.
+func mutateBlob(t *testing.T, raw []byte, op, arg uint8, newID int16, val, dim uint8, dimVal uint16, dtype, memObj int8) []byte {
+	blob, err := serialization.DecodeBlob(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := blob.Graph
+	if c := g.Chain; len(c) > 0 {
+		o := &c[int(op)%len(c)]
+		if len(o.Args) > 0 {
+			id := int32(newID) % int32(len(g.Values))
+			if id < 0 {
+				id += int32(len(g.Values))
+			}
+			o.Args[int(arg)%len(o.Args)] = id
+		}
+	}
+	v := &g.Values[int(val)%len(g.Values)]
+	if v.Kind == serialization.KindTensor {
+		if len(v.Tensor.Dims) > 0 {
+			v.Tensor.Dims[int(dim)%len(v.Tensor.Dims)] = uint32(dimVal % 9)
+		}
+		if dtype >= 0 && dtype <= 7 {
+			v.Tensor.DataType = serialization.DataType(dtype)
+		}
+		v.Tensor.MemObjID = int32(memObj % 3)
+	}
+	mutated, err := serialization.EncodeBlob(g, blob.Constants)
+	if err != nil {
+		return nil
+	}
+	return mutated
 }
