@@ -16,7 +16,7 @@ import (
 type caseSeed struct {
 	name  string
 	blob  []byte
-	named []serialization.NamedBlob
+	named *serialization.NamedDataMap
 }
 
 // caseSeedMaxBytes bounds a seed's blob and named data, so that a mutated
@@ -42,11 +42,14 @@ var caseSeeds = sync.OnceValue(func() []caseSeed {
 			continue
 		}
 		size := len(blob)
-		named := b.NamedBlobs()
-		for _, nb := range named {
+		for _, nb := range b.NamedBlobs() {
 			size += len(nb.Data)
 		}
 		if size > caseSeedMaxBytes {
+			continue
+		}
+		_, named, err := b.Decode()
+		if err != nil {
 			continue
 		}
 		seen[family] = true
@@ -69,24 +72,13 @@ func TestCaseSeedsLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		g, err := Build(context.Background(), dev, blob, Options{NamedData: namedData(t, s.named)})
+		g, err := Build(context.Background(), dev, blob, Options{NamedData: s.named})
 		if err != nil {
 			t.Errorf("%s: %v", s.name, err)
 			continue
 		}
 		g.Close()
 	}
-}
-
-// namedData gathers named blobs into the map a load reads.
-func namedData(t testing.TB, named []serialization.NamedBlob) *serialization.NamedDataMap {
-	nd := serialization.NewNamedDataMap()
-	for _, nb := range named {
-		if err := nd.Add(nb.Key, nb.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return nd
 }
 
 // FuzzCaseArgs is FuzzOpArgs over the op suite's cases (caseSeeds): an op
@@ -109,7 +101,7 @@ func FuzzCaseArgs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		gr, err := Build(context.Background(), dev, mb, Options{NamedData: namedData(t, s.named), MemoryLimit: 64 << 20})
+		gr, err := Build(context.Background(), dev, mb, Options{NamedData: s.named, MemoryLimit: 64 << 20})
 		if err != nil {
 			if strings.Contains(err.Error(), "panicked") {
 				t.Fatalf("%s: a panic instead of an error: %v", s.name, err)
@@ -140,7 +132,7 @@ func FuzzCaseShapes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := Build(context.Background(), dev, blob, Options{NamedData: namedData(t, s.named)})
+		g, err := Build(context.Background(), dev, blob, Options{NamedData: s.named})
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}

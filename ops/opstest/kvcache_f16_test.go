@@ -193,7 +193,7 @@ func TestKVCacheHalfBytes(t *testing.T) {
 			stats := map[bool]graph.MemoryStats{}
 			var outs map[bool][]graph.Tensor = map[bool][]graph.Tensor{}
 			for _, half := range []bool{false, true} {
-				blob, named, err := encodeGraph(b)
+				blob, named, err := b.Decode()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -260,7 +260,7 @@ func TestKVCacheHalfRounding(t *testing.T) {
 	out := b.Tensor(f, Dims(shape), -1)
 	b.Op("llama.custom_sdpa.default", q, kc, vc, b.Int(0), b.Null(), b.Double(0), b.Bool(true), b.Null(), out)
 	b.Outputs(out)
-	blob, named, err := encodeGraph(b)
+	blob, named, err := b.Decode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,29 +38,9 @@ func kvStepRef(q, k, v, kc, vc *reference.Tensor, pos int64) (*reference.Tensor,
 	return outs[0], nil
 }
 
-// encodeGraph encodes b and decodes it back as the blob and named data a
-// runtime sees.
-func encodeGraph(b *serialization.Builder) (*serialization.Blob, *serialization.NamedDataMap, error) {
-	blobBytes, err := b.Blob()
-	if err != nil {
-		return nil, nil, err
-	}
-	blob, err := serialization.DecodeBlob(blobBytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	named := serialization.NewNamedDataMap()
-	for _, nb := range b.NamedBlobs() {
-		if err := named.Add(nb.Key, nb.Data); err != nil {
-			return nil, nil, err
-		}
-	}
-	return blob, named, nil
-}
-
 // runRef encodes b and runs it on the reference interpreter.
 func runRef(b *serialization.Builder, inputs []*reference.Tensor) ([]*reference.Tensor, error) {
-	blob, named, err := encodeGraph(b)
+	blob, named, err := b.Decode()
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +70,7 @@ func writeRows(cache, value *reference.Tensor, pos int64) {
 // buildKV encodes b and builds it on dev.
 func buildKV(t *testing.T, dev *gpu.Device, b *serialization.Builder) *graph.WebGPUGraph {
 	t.Helper()
-	blob, named, err := encodeGraph(b)
+	blob, named, err := b.Decode()
 	if err != nil {
 		t.Fatal(err)
 	}
